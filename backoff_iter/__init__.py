@@ -1,0 +1,42 @@
+"""Retry delays as plain iterables.
+
+Every backoff strategy is a function returning an infinite iterator of delays
+in seconds; shape it with ``itertools`` and the adaptors here, then loop:
+
+>>> from itertools import islice
+>>> from backoff_iter import attempts, exponential
+>>> slept = []
+>>> for attempt in attempts(islice(exponential(0.1, cap=10), 4), sleep=slept.append):
+...     pass  # try the operation here; break on success
+>>> slept
+[0.1, 0.2, 0.4, 0.8]
+"""
+
+from .adaptors import capped, elapsed, jittered, within
+from .loops import attempts
+from .strategies import (
+    constant,
+    decorrelated,
+    equal_jitter,
+    exponential,
+    fibonacci,
+    full_jitter,
+    linear,
+    smooth_jitter,
+)
+
+__all__ = [
+    "attempts",
+    "capped",
+    "constant",
+    "decorrelated",
+    "elapsed",
+    "equal_jitter",
+    "exponential",
+    "fibonacci",
+    "full_jitter",
+    "jittered",
+    "linear",
+    "smooth_jitter",
+    "within",
+]

@@ -1,0 +1,95 @@
+"""Eager argument checks shared by every public function.
+
+Each check either returns the argument converted to the type the caller
+computes with, or raises ``TypeError``/``ValueError`` with a message that
+names the parameter and the value it got.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from numbers import Real
+from itertools import repeat, starmap
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
+
+T = TypeVar("T")
+
+
+def number(name: str, value: object) -> float:
+    """Return *value* as a float; reject bools and non-numbers with TypeError."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
+def seconds(name: str, value: object, *, infinite: bool = False) -> float:
+    """A duration: a number that is not negative, not NaN, finite unless *infinite*."""
+    result = number(name, value)
+    if not result >= 0.0:  # also catches NaN
+        raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+    if not infinite and result == math.inf:
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return result
+
+
+def factor(name: str, value: object, *, above_one: bool = False) -> float:
+    """A growth factor: finite and >= 1 (or > 1 when *above_one*)."""
+    result = number(name, value)
+    if above_one:
+        ok = 1.0 < result < math.inf
+        wanted = "a finite number greater than 1"
+    else:
+        ok = 1.0 <= result < math.inf
+        wanted = "a finite number of at least 1"
+    if not ok:
+        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+    return result
+
+
+def random_source(rng: Any) -> Callable[[], float]:
+    """Return a zero-argument function drawing uniformly from [0, 1).
+
+    ``None`` means the module-level :func:`random.random`.  Any object with a
+    ``random()`` method (such as :class:`random.Random`) is used through it;
+    an object that only has ``uniform(a, b)`` is used as ``uniform(0, 1)``.
+    Both give the same floats as ``rng.uniform(a, b)`` does, because
+    :meth:`random.Random.uniform` is ``a + (b - a) * random()``.
+    """
+    if rng is None:
+        return random.random
+    draw = getattr(rng, "random", None)
+    if callable(draw):
+        return draw  # type: ignore[no-any-return]
+    uniform = getattr(rng, "uniform", None)
+    if callable(uniform):
+        return lambda: float(uniform(0.0, 1.0))
+    raise TypeError(
+        f"rng must be None or have a random() or uniform(a, b) method, got {rng!r}"
+    )
+
+
+def delay_item(value: float) -> float:
+    """A delay taken from a user's iterable, checked before anybody sleeps it."""
+    if not value >= 0:  # negative or NaN; also a TypeError for non-numbers
+        raise ValueError(f"delays must be non-negative numbers, got {value!r}")
+    return value
+
+
+def draws(rng: Any) -> Iterator[float]:
+    """An endless stream of uniform draws from [0, 1), all in C."""
+    return starmap(random_source(rng), repeat(()))
+
+
+def iterable(name: str, value: Iterable[T]) -> Iterator[T]:
+    """``iter(value)``, with a TypeError that names the parameter."""
+    try:
+        return iter(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an iterable, got {value!r}") from None
+
+
+def function(name: str, value: Optional[object]) -> None:
+    """Reject a non-callable where a callable is expected."""
+    if not callable(value):
+        raise TypeError(f"{name} must be callable, got {value!r}")

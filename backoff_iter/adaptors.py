@@ -1,0 +1,110 @@
+"""Adaptors: take any iterable of delays and return an iterator.
+
+They work on the strategies of this library, on lists, and on any generator
+a user writes; each one checks its arguments when called.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate, repeat, tee
+from operator import add, mul
+from typing import Any, Callable, Iterable, Iterator, Union
+
+from . import _checks
+
+__all__ = ["capped", "jittered", "within", "elapsed"]
+
+
+def capped(delays: Iterable[float], cap: float) -> Iterator[float]:
+    """Each delay, but never more than *cap*: ``min(cap, d)``.
+
+    >>> list(capped([1, 5, 2, 10], 4))
+    [1, 4.0, 2, 4.0]
+    """
+    cap = _checks.seconds("cap", cap, infinite=True)
+    # min(cap, d) keeps the first argument on ties and for a NaN d.
+    return map(min, repeat(cap), _checks.iterable("delays", delays))
+
+
+def jittered(
+    delays: Iterable[float], kind: Union[str, float] = "full", *, rng: Any = None
+) -> Iterator[float]:
+    """Each delay with random jitter added, as chosen by *kind*.
+
+    - ``"full"``: ``uniform(0, d)``
+    - ``"equal"``: ``d/2 + uniform(0, d/2)``
+    - a fraction ``f`` in (0, 1]: ``uniform(d·(1-f), d·(1+f))``, "plus or
+      minus f"
+
+    >>> from random import Random
+    >>> [round(d, 3) for d in jittered([10, 10, 10], 0.1, rng=Random(3))]
+    [9.476, 10.088, 9.74]
+    >>> all(5 <= d <= 10 for d in jittered([10] * 100, "equal"))
+    True
+    """
+    delays = _checks.iterable("delays", delays)
+    if kind == "full":
+        return full(delays, _checks.draws(rng))
+    if kind == "equal":
+        return equal(delays, _checks.draws(rng))
+    fraction = None if isinstance(kind, str) else _checks.number("kind", kind)
+    if fraction is None or not 0.0 < fraction <= 1.0:
+        raise ValueError(
+            f"kind must be 'full', 'equal' or a fraction in (0, 1], got {kind!r}"
+        )
+    return _spread(delays, fraction, _checks.random_source(rng))
+
+
+def full(delays: Iterator[float], draws: Iterator[float]) -> Iterator[float]:
+    """uniform(0, d), which is 0 + (d - 0) * random(): exactly d * random()."""
+    return map(mul, delays, draws)
+
+
+def equal(delays: Iterator[float], draws: Iterator[float]) -> Iterator[float]:
+    """d/2 + uniform(0, d/2), which is h + h * random() with h = d * 0.5 exactly."""
+    halves, halves_again = tee(map(mul, delays, repeat(0.5)))
+    return map(add, halves, map(mul, halves_again, draws))
+
+
+def _spread(
+    delays: Iterator[float], fraction: float, draw: Callable[[], float]
+) -> Iterator[float]:
+    for delay in delays:
+        low = delay * (1.0 - fraction)
+        yield low + (delay * (1.0 + fraction) - low) * draw()
+
+
+def within(delays: Iterable[float], total: float) -> Iterator[float]:
+    """The delays, in order, while their running sum stays within *total*.
+
+    It stops before the first delay that would take the sum past *total*, so
+    an infinite strategy becomes a finite time budget:
+
+    >>> from backoff_iter import exponential
+    >>> list(within(exponential(1), 10))
+    [1.0, 2.0, 4.0]
+    >>> list(within([3, 3, 3], 9))
+    [3, 3, 3]
+    """
+    total = _checks.seconds("total", total, infinite=True)
+    return _within(_checks.iterable("delays", delays), total)
+
+
+def _within(delays: Iterator[float], total: float) -> Iterator[float]:
+    spent = 0.0
+    for delay in delays:
+        spent += delay
+        if spent > total:
+            return
+        yield delay
+
+
+def elapsed(delays: Iterable[float]) -> Iterator[float]:
+    """Running totals: the time slept so far after each delay.
+
+    >>> from itertools import islice
+    >>> from backoff_iter import exponential
+    >>> list(islice(elapsed(exponential(1)), 5))
+    [1.0, 3.0, 7.0, 15.0, 31.0]
+    """
+    return accumulate(_checks.iterable("delays", delays), add)

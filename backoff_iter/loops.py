@@ -1,0 +1,42 @@
+"""Loop helpers that turn an iterable of delays into a sequence of attempts."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable, Iterator
+
+from . import _checks
+
+__all__ = ["attempts"]
+
+
+def attempts(
+    delays: Iterable[float], *, sleep: Callable[[float], object] = time.sleep
+) -> Iterator[int]:
+    """Attempt numbers 1, 2, 3, ..., sleeping the next delay between two of them.
+
+    It never sleeps before the first attempt nor after the last, so *n*
+    delays give *n + 1* attempts.  Leave the loop with ``break`` (or
+    ``return``) on success; falling off its end means every attempt failed:
+
+    >>> from itertools import islice
+    >>> from backoff_iter import exponential
+    >>> slept = []
+    >>> for attempt in attempts(islice(exponential(0.1), 3), sleep=slept.append):
+    ...     if attempt == 3:
+    ...         break
+    >>> slept
+    [0.1, 0.2]
+
+    A delay that is negative or NaN raises ``ValueError`` instead of being
+    passed to *sleep*.
+    """
+    _checks.function("sleep", sleep)
+    return _attempts(_checks.iterable("delays", delays), sleep)
+
+
+def _attempts(delays: Iterator[float], sleep: Callable[[float], object]) -> Iterator[int]:
+    yield 1
+    for number, delay in enumerate(delays, 2):
+        sleep(_checks.delay_item(delay))
+        yield number

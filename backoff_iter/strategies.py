@@ -1,0 +1,300 @@
+"""Backoff strategies: each checks its arguments and returns an infinite
+iterator of delays in seconds.
+
+Take as many delays as you want with :func:`itertools.islice`,
+:func:`itertools.takewhile` or :func:`backoff_iter.within`.  Every strategy
+stops computing as soon as its values reach ``cap`` and repeats the cap from
+then on, so the ten-millionth delay costs what the tenth does, and nothing
+overflows: with ``cap=inf`` a value that outgrows a float becomes ``inf``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from functools import lru_cache
+from itertools import chain, count, repeat, takewhile
+from operator import add, mul
+from typing import Any, Callable, Iterator
+
+from . import _checks, adaptors
+
+__all__ = [
+    "constant",
+    "linear",
+    "exponential",
+    "fibonacci",
+    "full_jitter",
+    "equal_jitter",
+    "decorrelated",
+    "smooth_jitter",
+]
+
+_INF = math.inf
+_FLOAT_MAX = sys.float_info.max
+
+
+# -- deterministic building blocks (no argument checks) ---------------------
+
+
+def _rising(values: Iterator[float], cap: float) -> Iterator[float]:
+    """``min(cap, v)`` for each *v* of a non-decreasing infinite iterator.
+
+    Once a value reaches the cap (or is NaN) *values* is dropped and the cap
+    repeats, so nothing more is computed.
+    """
+    return chain(takewhile(cap.__gt__, values), repeat(cap))
+
+
+def _power_fits(factor: float, exponent: int) -> bool:
+    try:
+        factor**exponent
+    except OverflowError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=64)
+def _finite_powers(factor: float) -> int:
+    """How many of ``factor**0, factor**1, ...`` a float holds (factor > 1)."""
+    top = int(math.log(_FLOAT_MAX) / math.log(factor))
+    while _power_fits(factor, top + 1):
+        top += 1
+    while not _power_fits(factor, top):
+        top -= 1
+    return top + 1
+
+
+def _multiplying(value: float, factor: float) -> Iterator[float]:
+    """``value * factor``, ``value * factor**2``, ... by repeated multiplication."""
+    while True:
+        value *= factor
+        yield value
+
+
+def _geometric(base: float, factor: float, cap: float) -> Iterator[float]:
+    """``min(cap, base * factor**attempt)`` for attempt = 0, 1, 2, ..."""
+    if base == 0.0 or factor == 1.0 or base >= cap:
+        return repeat(min(base, cap))
+    # Each value is computed from its attempt number, as the formula says, for
+    # as long as factor**attempt fits in a float.  Past that (only reachable
+    # with a tiny base and a huge cap) the values go on by multiplication
+    # until they reach the cap or inf: pow would raise OverflowError.
+    powers = _finite_powers(factor)
+    exact = map(mul, repeat(base), map(pow, repeat(factor), range(powers)))
+    beyond = _multiplying(base * factor ** (powers - 1), factor)
+    return _rising(chain(exact, beyond), cap)
+
+
+# -- deterministic strategies -----------------------------------------------
+
+
+def constant(delay: float = 1.0) -> Iterator[float]:
+    """The same delay forever.
+
+    >>> from itertools import islice
+    >>> list(islice(constant(0.5), 3))
+    [0.5, 0.5, 0.5]
+    """
+    return repeat(_checks.seconds("delay", delay))
+
+
+def linear(
+    base: float = 1.0, step: float | None = None, *, cap: float = _INF
+) -> Iterator[float]:
+    """Delays growing by *step*: ``min(cap, base + step * attempt)``.
+
+    *step* defaults to *base*.  Each value is computed from its attempt
+    number, so no rounding error accumulates.  Stop it with ``islice``:
+
+    >>> from itertools import islice
+    >>> list(islice(linear(1), 4))
+    [1.0, 2.0, 3.0, 4.0]
+    >>> list(islice(linear(0.5, 0.25, cap=1), 4))
+    [0.5, 0.75, 1.0, 1.0]
+    """
+    base = _checks.seconds("base", base)
+    step = base if step is None else _checks.seconds("step", step)
+    cap = _checks.seconds("cap", cap, infinite=True)
+    if step == 0.0 or base >= cap:
+        return repeat(min(base, cap))
+    return _rising(map(add, repeat(base), map(mul, repeat(step), count())), cap)
+
+
+def exponential(
+    base: float = 1.0, factor: float = 2.0, *, cap: float = _INF
+) -> Iterator[float]:
+    """Delays multiplied by *factor* each time: ``min(cap, base * factor**attempt)``.
+
+    The first delay is *base*.  Without a cap the values grow to ``inf`` and
+    stay there; they never raise ``OverflowError``.
+
+    >>> from itertools import islice
+    >>> list(islice(exponential(0.1, cap=1), 6))
+    [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    >>> list(islice(exponential(1, 10), 3))
+    [1.0, 10.0, 100.0]
+    """
+    base = _checks.seconds("base", base)
+    factor = _checks.factor("factor", factor)
+    cap = _checks.seconds("cap", cap, infinite=True)
+    return _geometric(base, factor, cap)
+
+
+def _fibonacci_floats() -> tuple[float, ...]:
+    numbers = [1.0, 1.0]
+    while numbers[-1] < _INF:
+        numbers.append(numbers[-1] + numbers[-2])
+    return tuple(numbers)
+
+
+# 1, 1, 2, 3, 5, ... as floats, up to and including the first inf (about 1,500
+# items).  Floats, so no giant integers; exact up to 2**53.
+_FIBONACCI = _fibonacci_floats()
+
+
+def fibonacci(base: float = 1.0, *, cap: float = _INF) -> Iterator[float]:
+    """Delays following the Fibonacci numbers: base·1, base·1, base·2, base·3, base·5, ...
+
+    >>> from itertools import islice
+    >>> list(islice(fibonacci(0.5, cap=3), 7))
+    [0.5, 0.5, 1.0, 1.5, 2.5, 3.0, 3.0]
+    """
+    base = _checks.seconds("base", base)
+    cap = _checks.seconds("cap", cap, infinite=True)
+    if base == 0.0 or base >= cap:
+        return repeat(min(base, cap))
+    return _rising(map(mul, repeat(base), _FIBONACCI), cap)
+
+
+# -- jittered strategies ----------------------------------------------------
+
+
+def full_jitter(
+    base: float = 1.0, cap: float = _INF, *, factor: float = 2.0, rng: Any = None
+) -> Iterator[float]:
+    """AWS "full jitter": ``uniform(0, min(cap, base * factor**attempt))``.
+
+    Spreads retries over the whole window; the best choice when many clients
+    contend.  Pass a seeded :class:`random.Random` as *rng* for repeatable
+    values:
+
+    >>> from itertools import islice
+    >>> from random import Random
+    >>> delays = list(islice(full_jitter(1, cap=8, rng=Random(3)), 5))
+    >>> [round(d, 3) for d in delays]
+    [0.238, 1.088, 1.48, 4.831, 5.006]
+    >>> all(0 <= d <= min(8, 2**i) for i, d in enumerate(delays))
+    True
+    """
+    base = _checks.seconds("base", base)
+    cap = _checks.seconds("cap", cap, infinite=True)
+    factor = _checks.factor("factor", factor)
+    return adaptors.full(_geometric(base, factor, cap), _checks.draws(rng))
+
+
+def equal_jitter(
+    base: float = 1.0, cap: float = _INF, *, factor: float = 2.0, rng: Any = None
+) -> Iterator[float]:
+    """AWS "equal jitter": ``t/2 + uniform(0, t/2)`` with ``t = min(cap, base * factor**attempt)``.
+
+    Always waits at least half the exponential delay:
+
+    >>> from itertools import islice
+    >>> from random import Random
+    >>> delays = list(islice(equal_jitter(1, cap=8, rng=Random(3)), 5))
+    >>> [round(d, 3) for d in delays]
+    [0.619, 1.544, 2.74, 6.416, 6.503]
+    >>> all(min(8, 2**i) / 2 <= d <= min(8, 2**i) for i, d in enumerate(delays))
+    True
+    """
+    base = _checks.seconds("base", base)
+    cap = _checks.seconds("cap", cap, infinite=True)
+    factor = _checks.factor("factor", factor)
+    return adaptors.equal(_geometric(base, factor, cap), _checks.draws(rng))
+
+
+def decorrelated(
+    base: float = 1.0, cap: float = _INF, *, factor: float = 3.0, rng: Any = None
+) -> Iterator[float]:
+    """AWS "decorrelated jitter": ``sleep = min(cap, uniform(base, sleep * factor))``.
+
+    *sleep* starts at *base*, so the first delay lies in ``[base, 3·base]``.
+    Each delay depends on the previous one, not on the attempt number.
+
+    >>> from itertools import islice
+    >>> from random import Random
+    >>> delays = list(islice(decorrelated(1, cap=30, rng=Random(3)), 5))
+    >>> [round(d, 3) for d in delays]
+    [1.476, 2.866, 3.81, 7.3, 14.077]
+    >>> all(1 <= d <= 30 for d in delays)
+    True
+    """
+    base = _checks.seconds("base", base)
+    cap = _checks.seconds("cap", cap, infinite=True)
+    factor = _checks.factor("factor", factor, above_one=True)
+    return _decorrelated(base, cap, factor, _checks.random_source(rng))
+
+
+def _decorrelated(
+    base: float, cap: float, factor: float, draw: Callable[[], float]
+) -> Iterator[float]:
+    sleep = base
+    while True:
+        # uniform(a, b) is a + (b - a) * random(); `x if x < cap else cap` is
+        # min(cap, x), also for a NaN x (inf * 0.0 when cap is inf).
+        sleep = base + (sleep * factor - base) * draw()
+        if not sleep < cap:
+            sleep = cap
+        yield sleep
+
+
+# Polly's constants: 4 smooths the first delay, 1.4 puts the medians of the
+# retry times near base, 2·base, 4·base, ...
+_SMOOTH_P = 4.0
+_SMOOTH_SCALE = 1.4
+# 2.0 ** t overflows a float from here on.
+_SMOOTH_LAST_T = 1024.0
+
+
+def smooth_jitter(
+    base: float = 1.0, cap: float = _INF, *, rng: Any = None
+) -> Iterator[float]:
+    """Polly's "decorrelated jitter V2": jittered exponential growth, smooth spread.
+
+    For try ``i = 0, 1, 2, ...`` it draws ``t = i + uniform(0, 1)``, takes
+    ``g(t) = 2**t * tanh(sqrt(4*t))`` (``g = 0`` before the first try) and
+    yields ``min(cap, (g(t_i) - g(t_(i-1))) * base / 1.4)``.  *base* is the
+    median of the first delay; the medians of the retry *times* run near
+    base, 2·base, 4·base, ...  Unlike AWS's decorrelated jitter the delays do
+    not pile up at the cap.  Values stay finite (at most the largest float)
+    and are never NaN: once a value reaches the cap, the cap repeats.
+
+    >>> from itertools import islice
+    >>> from random import Random
+    >>> delays = list(islice(smooth_jitter(1, cap=30, rng=Random(3)), 6))
+    >>> [round(d, 3) for d in delays]
+    [0.633, 1.422, 1.622, 4.999, 8.952, 6.286]
+    """
+    base = _checks.seconds("base", base)
+    cap = min(_checks.seconds("cap", cap, infinite=True), _FLOAT_MAX)
+    draw = _checks.random_source(rng)
+    if base == 0.0:
+        return repeat(0.0)
+    return _smooth(base, cap, draw)
+
+
+def _smooth(base: float, cap: float, draw: Callable[[], float]) -> Iterator[float]:
+    tanh, sqrt = math.tanh, math.sqrt
+    previous = 0.0
+    for attempt in count():
+        t = attempt + draw()
+        if t >= _SMOOTH_LAST_T:
+            break
+        current = 2.0**t * tanh(sqrt(_SMOOTH_P * t))
+        delay = (current - previous) * base / _SMOOTH_SCALE
+        if not delay < cap:
+            break
+        yield delay
+        previous = current
+    yield from repeat(cap)

@@ -1,0 +1,141 @@
+"""capped, jittered, within and elapsed keep their contracts on any iterable."""
+
+from __future__ import annotations
+
+import math
+from itertools import accumulate, count, islice
+from random import Random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from backoff_iter import capped, elapsed, exponential, jittered, within
+
+delays_lists = st.lists(st.floats(min_value=0.0, max_value=1e6), max_size=50)
+seeds = st.integers(min_value=0, max_value=2**32)
+
+
+@given(delays_lists, st.floats(min_value=0.0, max_value=1e6) | st.just(math.inf))
+def test_capped_is_min_of_cap_and_each_delay(delays, cap):
+    """capped yields min(cap, d) for every d, in order, and nothing else."""
+    assert list(capped(delays, cap)) == [min(cap, d) for d in delays]
+
+
+def test_capped_works_on_an_infinite_strategy():
+    """capped is lazy: it caps an uncapped infinite schedule."""
+    assert list(islice(capped(exponential(1), 5), 8)) == [1, 2, 4, 5, 5, 5, 5, 5]
+
+
+@given(delays_lists, seeds)
+def test_full_jitter_adaptor_is_uniform_zero_to_d(delays, seed):
+    """jittered(kind="full") is uniform(0, d) drawn from the given rng."""
+    rng = Random(seed)
+    expected = [rng.uniform(0, d) for d in delays]
+    assert list(jittered(delays, "full", rng=Random(seed))) == expected
+
+
+@given(delays_lists, seeds)
+def test_equal_jitter_adaptor_is_half_plus_uniform_half(delays, seed):
+    """jittered(kind="equal") is d/2 + uniform(0, d/2) drawn from the given rng."""
+    rng = Random(seed)
+    expected = [d / 2 + rng.uniform(0, d / 2) for d in delays]
+    assert list(jittered(delays, "equal", rng=Random(seed))) == expected
+
+
+@given(delays_lists, st.floats(min_value=1e-9, max_value=1.0), seeds)
+def test_fraction_jitter_is_uniform_within_plus_minus_fraction(delays, fraction, seed):
+    """jittered(kind=f) is uniform(d·(1-f), d·(1+f)), inside that window."""
+    rng = Random(seed)
+    expected = [rng.uniform(d * (1 - fraction), d * (1 + fraction)) for d in delays]
+    got = list(jittered(delays, fraction, rng=Random(seed)))
+    assert got == expected
+    assert all(
+        d * (1 - fraction) <= j <= d * (1 + fraction) for d, j in zip(delays, got)
+    )
+
+
+def test_jittered_defaults_to_full_jitter():
+    """Without a kind, jittered spreads over [0, d]."""
+    assert list(jittered([4, 4], rng=Random(9))) == list(
+        jittered([4, 4], "full", rng=Random(9))
+    )
+
+
+@given(delays_lists, st.floats(min_value=0.0, max_value=1e7))
+def test_within_stops_before_the_first_delay_that_would_overshoot(delays, total):
+    """within yields a prefix whose running sum stays within total; the next one would pass it."""
+    got = list(within(delays, total))
+    assert got == delays[: len(got)]
+    sums = list(accumulate(got))
+    assert all(s <= total for s in sums)
+    if len(got) < len(delays):
+        spent = sums[-1] if sums else 0.0
+        assert spent + delays[len(got)] > total
+
+
+def test_within_ends_an_infinite_schedule():
+    """within turns an infinite strategy into a finite budget, exactly filled when it fits."""
+    assert list(within(exponential(1), 15)) == [1, 2, 4, 8]
+    assert list(within(exponential(1), 14.9)) == [1, 2, 4]
+    assert list(within(exponential(1), 0)) == []
+
+
+def test_within_infinite_total_passes_everything():
+    """An infinite budget is no budget."""
+    assert list(islice(within(count(), math.inf), 5)) == [0, 1, 2, 3, 4]
+
+
+@given(delays_lists)
+def test_elapsed_is_the_running_total(delays):
+    """elapsed yields the time slept so far after each delay."""
+    assert list(elapsed(delays)) == list(accumulate(delays))
+
+
+def test_adaptors_are_lazy_on_infinite_input():
+    """Every adaptor takes items only as they are asked for."""
+    taken = []
+
+    def source():
+        for i in count(1):
+            taken.append(i)
+            yield float(i)
+
+    for adaptor in (
+        lambda d: capped(d, 3),
+        lambda d: jittered(d, "equal", rng=Random(0)),
+        lambda d: jittered(d, 0.5, rng=Random(0)),
+        lambda d: within(d, 1000),
+        elapsed,
+    ):
+        taken.clear()
+        list(islice(adaptor(source()), 4))
+        assert taken == [1, 2, 3, 4]
+
+
+BAD = [
+    (lambda: capped([1], -1), ValueError, ["cap", "-1"]),
+    (lambda: capped([1], math.nan), ValueError, ["cap", "nan"]),
+    (lambda: capped(5, 1), TypeError, ["delays", "5"]),
+    (lambda: jittered([1], "half"), ValueError, ["kind", "'half'"]),
+    (lambda: jittered([1], 0), ValueError, ["kind", "0"]),
+    (lambda: jittered([1], 1.5), ValueError, ["kind", "1.5"]),
+    (lambda: jittered([1], math.nan), ValueError, ["kind", "nan"]),
+    (lambda: jittered([1], True), TypeError, ["kind", "True"]),
+    (lambda: jittered([1], None), TypeError, ["kind", "None"]),
+    (lambda: jittered([1], rng="seed"), TypeError, ["rng", "'seed'"]),
+    (lambda: jittered(3.0), TypeError, ["delays", "3.0"]),
+    (lambda: within([1], -1), ValueError, ["total", "-1"]),
+    (lambda: within([1], "10"), TypeError, ["total", "'10'"]),
+    (lambda: within(None, 1), TypeError, ["delays", "None"]),
+    (lambda: elapsed(7), TypeError, ["delays", "7"]),
+]
+
+
+@pytest.mark.parametrize("call, error, words", BAD)
+def test_bad_arguments_raise_at_the_call(call, error, words):
+    """Adaptors check their arguments before anything is iterated, naming what was wrong."""
+    with pytest.raises(error) as raised:
+        call()
+    for word in words:
+        assert word in str(raised.value)

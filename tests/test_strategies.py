@@ -1,0 +1,476 @@
+"""The strategies against the issue's formulas, bounds, errors and long runs."""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import tracemalloc
+from itertools import islice
+from random import Random
+
+import formulas
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from more_itertools import nth
+
+from backoff_iter import (
+    constant,
+    decorrelated,
+    equal_jitter,
+    exponential,
+    fibonacci,
+    full_jitter,
+    linear,
+    smooth_jitter,
+)
+
+INF = math.inf
+bases = st.floats(min_value=0.0, max_value=100.0)
+positive_bases = st.floats(min_value=0.001, max_value=100.0)
+caps = st.floats(min_value=0.0, max_value=1e6) | st.just(INF)
+factors = st.floats(min_value=1.0, max_value=10.0)
+seeds = st.integers(min_value=0, max_value=2**32)
+
+
+def take(iterator, n):
+    return list(islice(iterator, n))
+
+
+# -- exact values: the formulas to the last float ----------------------------
+
+
+@given(bases, factors, caps)
+def test_exponential_is_the_formula_exactly(base, factor, cap):
+    """exponential yields min(cap, base * factor**attempt), bit for bit."""
+    assert take(exponential(base, factor, cap=cap), 40) == formulas.exponential(
+        base, factor, cap, 40
+    )
+
+
+@given(bases, st.none() | bases, caps)
+def test_linear_is_the_formula_exactly(base, step, cap):
+    """linear yields min(cap, base + step * attempt), step defaulting to base."""
+    expected_step = base if step is None else step
+    assert take(linear(base, step, cap=cap), 50) == formulas.linear(
+        base, expected_step, cap, 50
+    )
+
+
+def test_linear_does_not_drift_where_repeated_addition_would():
+    """Value 10**6 of linear(0.1) is 0.1 + 0.1 * 10**6, not a sum of a million 0.1s."""
+    assert nth(linear(0.1), 10**6) == 0.1 + 0.1 * 10**6
+    drifted = 0.1
+    for _ in range(10**6):
+        drifted += 0.1
+    assert drifted != 0.1 + 0.1 * 10**6  # so the check above can fail
+
+
+@given(bases, caps)
+def test_fibonacci_is_base_times_the_fibonacci_numbers(base, cap):
+    """fibonacci yields base·1, base·1, base·2, base·3, base·5, ... capped."""
+    assert take(fibonacci(base, cap=cap), 70) == formulas.fibonacci(base, cap, 70)
+
+
+def test_first_delays_of_the_deterministic_strategies_are_base():
+    """attempt counts from 0, so the first delay is base."""
+    for strategy in (linear, exponential, fibonacci):
+        assert next(strategy(0.25)) == 0.25
+    assert take(constant(0.5), 3) == [0.5, 0.5, 0.5]
+    assert next(constant()) == 1.0
+
+
+@given(positive_bases, caps, st.floats(min_value=1.0, max_value=4.0), seeds)
+def test_full_jitter_is_the_formula_exactly(base, cap, factor, seed):
+    """full_jitter equals uniform(0, min(cap, base * factor**attempt)) drawn from the same rng."""
+    got = take(full_jitter(base, cap, factor=factor, rng=Random(seed)), 30)
+    assert got == formulas.full_jitter(base, cap, factor, 30, Random(seed))
+
+
+@given(positive_bases, caps, st.floats(min_value=1.0, max_value=4.0), seeds)
+def test_equal_jitter_is_the_formula_exactly(base, cap, factor, seed):
+    """equal_jitter equals t/2 + uniform(0, t/2) drawn from the same rng."""
+    got = take(equal_jitter(base, cap, factor=factor, rng=Random(seed)), 30)
+    assert got == formulas.equal_jitter(base, cap, factor, 30, Random(seed))
+
+
+@given(positive_bases, caps, st.floats(min_value=1.01, max_value=5.0), seeds)
+def test_decorrelated_is_the_formula_exactly(base, cap, factor, seed):
+    """decorrelated equals sleep = min(cap, uniform(base, sleep * factor)) from sleep = base."""
+    got = take(decorrelated(base, cap, factor=factor, rng=Random(seed)), 30)
+    assert got == formulas.decorrelated(base, cap, factor, 30, Random(seed))
+
+
+@given(positive_bases, caps, seeds)
+def test_smooth_jitter_is_pollys_formula_exactly(base, cap, seed):
+    """smooth_jitter equals min(cap, (g(t_i) - g(t_i-1)) * base / 1.4), the cap repeating once reached."""
+    got = take(smooth_jitter(base, cap, rng=Random(seed)), 30)
+    assert got == formulas.smooth_jitter(base, cap, 30, Random(seed))
+
+
+def test_default_factors_are_the_aws_ones():
+    """full and equal jitter double by default; decorrelated triples."""
+    assert take(full_jitter(1, rng=Random(1)), 9) == formulas.full_jitter(
+        1, INF, 2, 9, Random(1)
+    )
+    assert take(equal_jitter(1, rng=Random(1)), 9) == formulas.equal_jitter(
+        1, INF, 2, 9, Random(1)
+    )
+    assert take(decorrelated(1, rng=Random(1)), 9) == formulas.decorrelated(
+        1, INF, 3, 9, Random(1)
+    )
+
+
+# -- bounds, monotonicity, the cap ------------------------------------------
+
+
+@given(bases, factors, caps)
+def test_deterministic_strategies_never_decrease_and_never_pass_the_cap(
+    base, factor, cap
+):
+    """exponential, linear and fibonacci are non-decreasing and bounded by cap."""
+    for values in (
+        take(exponential(base, factor, cap=cap), 200),
+        take(linear(base, cap=cap), 200),
+        take(fibonacci(base, cap=cap), 200),
+    ):
+        assert all(a <= b for a, b in zip(values, values[1:]))
+        assert all(0 <= v <= cap for v in values)
+
+
+@given(positive_bases, caps, seeds)
+def test_jitters_stay_inside_their_windows(base, cap, seed):
+    """full in [0, t], equal in [t/2, t], decorrelated in [min(base, cap), cap], smooth in [0, cap]."""
+    windows = formulas.exponential(base, 2.0, cap, 60)
+    full = take(full_jitter(base, cap, rng=Random(seed)), 60)
+    equal = take(equal_jitter(base, cap, rng=Random(seed)), 60)
+    assert all(0 <= d <= t for d, t in zip(full, windows))
+    assert all(t / 2 <= d <= t for d, t in zip(equal, windows))
+    assert all(
+        min(base, cap) <= d <= cap
+        for d in take(decorrelated(base, cap, rng=Random(seed)), 60)
+    )
+    assert all(0 <= d <= cap for d in take(smooth_jitter(base, cap, rng=Random(seed)), 60))
+
+
+def test_first_decorrelated_delay_lies_between_base_and_three_base():
+    """With sleep starting at base, the first value is uniform in [base, 3·base]."""
+    firsts = [next(decorrelated(2, rng=Random(seed))) for seed in range(2000)]
+    assert all(2 <= d <= 6 for d in firsts)
+    assert min(firsts) < 2.01 and max(firsts) > 5.99
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        lambda: exponential(0.1, cap=30),
+        lambda: linear(1, cap=30),
+        lambda: fibonacci(1, cap=30),
+        lambda: full_jitter(0.1, 30, rng=Random(0)),
+        lambda: equal_jitter(0.1, 30, rng=Random(0)),
+        lambda: smooth_jitter(0.1, 30, rng=Random(0)),
+    ],
+)
+def test_growing_strategies_saturate_at_the_cap(strategy):
+    """Far out, the deterministic ones are exactly the cap, jittered ones bounded by it."""
+    far = take(islice(strategy(), 5000, None), 100)
+    assert max(far) <= 30
+    assert max(far) > 15
+
+
+def test_deterministic_strategies_repeat_the_cap_exactly():
+    """min(cap, ...) gives the cap itself, not a value near it."""
+    for strategy in (exponential(0.1, cap=30), linear(1, cap=30), fibonacci(1, cap=30)):
+        assert set(take(islice(strategy, 100, None), 100)) == {30.0}
+
+
+def test_smooth_jitter_first_delay_has_median_near_base():
+    """Polly's scaling puts the median first delay near base (g(0.5) / 1.4 ≈ 0.897·base)."""
+    firsts = sorted(next(smooth_jitter(10, rng=Random(seed))) for seed in range(4001))
+    assert firsts[2000] == pytest.approx(10 * formulas.smooth_g(0.5) / 1.4, rel=0.05)
+
+
+# -- uniformity: each jitter draws uniformly over its window ----------------
+
+
+def ks_distance_from_uniform(samples):
+    """Kolmogorov-Smirnov distance of samples in [0, 1] from U(0, 1)."""
+    xs = sorted(samples)
+    n = len(xs)
+    return max(max((i + 1) / n - x, x - i / n) for i, x in enumerate(xs))
+
+
+# 1.95 / sqrt(n) is the 0.1% critical value: with a fixed seed the test is
+# deterministic, and any formula error that shifts or bends the draw (a wrong
+# window, a squared draw, a missing half) lands far above it.
+N_SAMPLES = 4000
+KS_LIMIT = 1.95 / math.sqrt(N_SAMPLES)
+
+
+def test_the_ks_check_rejects_a_bent_draw():
+    """The uniformity check itself fails for non-uniform samples (u**2, or a half window)."""
+    rng = Random(0)
+    uniform = [rng.random() for _ in range(N_SAMPLES)]
+    assert ks_distance_from_uniform(uniform) < KS_LIMIT
+    assert ks_distance_from_uniform([u * u for u in uniform]) > KS_LIMIT
+    assert ks_distance_from_uniform([u / 2 for u in uniform]) > KS_LIMIT
+
+
+def normalised(values, low_high):
+    return [(d - low) / (high - low) for d, (low, high) in zip(values, low_high)]
+
+
+def jitter_samples(strategy, window):
+    """Normalised draws of 8 attempts (7 growing, 1 capped) from many seeds."""
+    targets = formulas.exponential(0.5, 2.0, 40, 8)
+    samples = []
+    for seed in range(N_SAMPLES // 8):
+        values = take(strategy(0.5, 40, rng=Random(seed)), 8)
+        samples += normalised(values, [window(t) for t in targets])
+    return samples
+
+
+def test_full_jitter_is_uniform_over_zero_to_t():
+    """(d / t) over the growing attempts and the cap is U(0, 1)."""
+    samples = jitter_samples(full_jitter, lambda t: (0.0, t))
+    assert ks_distance_from_uniform(samples) < KS_LIMIT
+
+
+def test_equal_jitter_is_uniform_over_half_t_to_t():
+    """(d - t/2) / (t/2) over the growing attempts and the cap is U(0, 1)."""
+    samples = jitter_samples(equal_jitter, lambda t: (t / 2, t))
+    assert ks_distance_from_uniform(samples) < KS_LIMIT
+
+
+def test_decorrelated_is_uniform_between_base_and_three_times_the_last_sleep():
+    """Without a cap, (d - base) / (3·prev - base) is U(0, 1) at every step."""
+    samples = []
+    for seed in range(N_SAMPLES // 8):
+        values = take(decorrelated(1, rng=Random(seed)), 8)
+        previous = [1.0] + values[:-1]
+        samples += normalised(values, [(1.0, 3 * p) for p in previous])
+    assert ks_distance_from_uniform(samples) < KS_LIMIT
+
+
+def inverse_g(target, low, high):
+    """The t in [low, high] with g(t) = target (g is increasing), by bisection."""
+    for _ in range(80):
+        middle = (low + high) / 2
+        if formulas.smooth_g(middle) < target:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def test_smooth_jitter_draws_t_uniformly_within_each_try():
+    """Recovering t_i from the delays, t_i - i is U(0, 1) for every try i."""
+    samples = []
+    for seed in range(N_SAMPLES // 8):
+        g = 0.0
+        for i, delay in enumerate(take(smooth_jitter(1, rng=Random(seed)), 8)):
+            g += delay * 1.4
+            samples.append(inverse_g(g, i, i + 1) - i)
+    assert ks_distance_from_uniform(samples) < KS_LIMIT
+
+
+# -- randomness is injected and deterministic -------------------------------
+
+JITTERS = [full_jitter, equal_jitter, decorrelated, smooth_jitter]
+
+
+@pytest.mark.parametrize("strategy", JITTERS)
+@given(seed=seeds)
+def test_same_seed_gives_same_sequence(strategy, seed):
+    """Two generators seeded alike yield identical delays; another seed differs."""
+    first = take(strategy(1, 100, rng=Random(seed)), 20)
+    assert first == take(strategy(1, 100, rng=Random(seed)), 20)
+    assert first != take(strategy(1, 100, rng=Random(seed + 1)), 20)
+
+
+@pytest.mark.parametrize("strategy", JITTERS)
+def test_without_rng_the_module_random_is_used(strategy):
+    """rng=None draws from random.random, so random.seed makes it repeatable."""
+    state = random.getstate()
+    try:
+        random.seed(5)
+        got = take(strategy(1, 100), 20)
+    finally:
+        random.setstate(state)
+    assert got == take(strategy(1, 100, rng=Random(5)), 20)
+
+
+class UniformOnly:
+    """An rng-like object that offers only uniform(a, b)."""
+
+    def __init__(self, seed):
+        self._random = Random(seed)
+
+    def uniform(self, a, b):
+        return self._random.uniform(a, b)
+
+
+@pytest.mark.parametrize("strategy", JITTERS)
+def test_an_rng_with_only_uniform_works(strategy):
+    """An object with uniform() but no random() gives the same values as Random."""
+    assert take(strategy(1, 100, rng=UniformOnly(3)), 20) == take(
+        strategy(1, 100, rng=Random(3)), 20
+    )
+
+
+@pytest.mark.parametrize("strategy", JITTERS)
+def test_threads_iterating_their_own_generators_do_not_interfere(strategy):
+    """Eight threads drawing 20,000 values each get what a lone thread gets."""
+    results = {}
+
+    def run(seed):
+        results[seed] = take(strategy(0.01, 5, rng=Random(seed)), 20_000)
+
+    threads = [threading.Thread(target=run, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for seed in range(8):
+        assert results[seed] == take(strategy(0.01, 5, rng=Random(seed)), 20_000)
+
+
+def test_threads_sharing_the_module_random_stay_in_bounds():
+    """With the default rng, concurrent generators still give valid delays."""
+    failures = []
+
+    def run():
+        values = take(full_jitter(0.01, 5), 20_000)
+        if not all(0 <= v <= 5 for v in values):
+            failures.append(values)
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+# -- infinite means infinite -------------------------------------------------
+
+UNCAPPED = [
+    ("exponential", lambda: exponential(1)),
+    ("exponential 1.0001", lambda: exponential(1, 1.0001)),
+    ("exponential 10", lambda: exponential(1, 10)),
+    ("exponential tiny base", lambda: exponential(1e-300, 2)),
+    ("linear", lambda: linear(1)),
+    ("fibonacci", lambda: fibonacci(1)),
+    ("full_jitter", lambda: full_jitter(1, rng=Random(0))),
+    ("full_jitter 10", lambda: full_jitter(1, factor=10, rng=Random(0))),
+    ("equal_jitter 1.0001", lambda: equal_jitter(1, factor=1.0001, rng=Random(0))),
+    ("decorrelated", lambda: decorrelated(1, rng=Random(0))),
+    ("decorrelated 10", lambda: decorrelated(1, factor=10, rng=Random(0))),
+    ("smooth_jitter", lambda: smooth_jitter(1, rng=Random(0))),
+    ("smooth_jitter tiny base", lambda: smooth_jitter(1e-300, rng=Random(0))),
+]
+
+
+@pytest.mark.parametrize("name, strategy", UNCAPPED, ids=[n for n, _ in UNCAPPED])
+def test_a_million_values_without_a_cap_never_overflow(name, strategy):
+    """Uncapped, the 10**6-th value is a float (maybe inf), never an error or NaN."""
+    values = strategy()
+    head = take(values, 3000)  # past every overflow point (2**1024, F(1477))
+    value = nth(values, 10**6)
+    assert isinstance(value, float)
+    assert not any(map(math.isnan, head)) and not math.isnan(value)
+    assert value >= 0
+
+
+def test_uncapped_values_that_outgrow_a_float_become_inf():
+    """exponential and fibonacci reach inf and stay there, with no OverflowError."""
+    assert nth(exponential(1), 1100) == INF
+    assert nth(exponential(1e-300, 2), 3000) == INF
+    assert nth(fibonacci(1), 2000) == INF
+
+
+def test_exponential_keeps_the_formula_up_to_the_largest_float():
+    """With a tiny base, values past 2**1023 still grow by the factor, finite until they overflow."""
+    values = take(exponential(1e-300, 2), 2100)
+    finite = [v for v in values if v < INF]
+    assert all(b == a * 2 for a, b in zip(finite, finite[1:]))
+    assert finite[-1] * 2 == INF and len(finite) > 1024
+
+
+def test_smooth_jitter_stays_finite_for_any_try():
+    """Past i = 1024, where 2**t overflows, smooth_jitter yields the largest float, not inf or NaN."""
+    values = take(smooth_jitter(1e-300, rng=Random(2)), 5000)
+    assert all(math.isfinite(v) for v in values)
+    assert values[-1] == max(values)
+
+
+def test_drawing_a_million_values_keeps_memory_flat():
+    """Peak allocation while drawing 10**6 values stays small (no lists, no giant ints)."""
+    for strategy in (
+        exponential(1, 1.0001),
+        decorrelated(1, rng=Random(0)),
+        equal_jitter(1, 30, rng=Random(0)),
+    ):
+        tracemalloc.start()
+        try:
+            nth(strategy, 10**6)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 64 * 1024
+
+
+# -- bad input fails at the call ---------------------------------------------
+
+BAD = [
+    (constant, {"delay": -1}, ValueError, "delay"),
+    (constant, {"delay": math.nan}, ValueError, "delay"),
+    (constant, {"delay": INF}, ValueError, "delay"),
+    (constant, {"delay": True}, TypeError, "delay"),
+    (linear, {"base": "1"}, TypeError, "base"),
+    (linear, {"step": -0.5}, ValueError, "step"),
+    (linear, {"cap": math.nan}, ValueError, "cap"),
+    (exponential, {"base": -0.1}, ValueError, "base"),
+    (exponential, {"factor": 0.5}, ValueError, "factor"),
+    (exponential, {"factor": INF}, ValueError, "factor"),
+    (exponential, {"cap": -1}, ValueError, "cap"),
+    (exponential, {"factor": None}, TypeError, "factor"),
+    (fibonacci, {"base": math.nan}, ValueError, "base"),
+    (fibonacci, {"cap": False}, TypeError, "cap"),
+    (full_jitter, {"factor": 0.99}, ValueError, "factor"),
+    (full_jitter, {"rng": object()}, TypeError, "rng"),
+    (equal_jitter, {"base": -2}, ValueError, "base"),
+    (equal_jitter, {"factor": 0.0}, ValueError, "factor"),
+    (decorrelated, {"factor": 1.0}, ValueError, "factor"),
+    (decorrelated, {"factor": 0.5}, ValueError, "factor"),
+    (decorrelated, {"cap": -3}, ValueError, "cap"),
+    (smooth_jitter, {"base": math.nan}, ValueError, "base"),
+    (smooth_jitter, {"rng": 42}, TypeError, "rng"),
+]
+
+
+@pytest.mark.parametrize(
+    "strategy, kwargs, error, name",
+    BAD,
+    ids=[f"{s.__name__}-{k}" for s, k, _, _ in BAD],
+)
+def test_bad_arguments_raise_at_the_call_naming_parameter_and_value(
+    strategy, kwargs, error, name
+):
+    """The call itself raises (no next() needed), naming the parameter and the value."""
+    with pytest.raises(error) as raised:
+        strategy(**kwargs)
+    message = str(raised.value)
+    assert name in message
+    assert repr(kwargs[name]) in message
+
+
+def test_numbers_of_other_types_are_accepted_as_floats():
+    """ints, Fractions and Decimals-like Reals work; the delays are floats."""
+    from fractions import Fraction
+
+    values = take(exponential(Fraction(1, 2), 2, cap=3), 4)
+    assert values == [0.5, 1.0, 2.0, 3.0]
+    assert all(type(v) is float for v in values)
+    assert all(type(v) is float for v in take(linear(1, 2), 3))

@@ -1,0 +1,32 @@
+"""The package and its public API pass mypy --strict."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_package_and_public_api_pass_mypy_strict():
+    """mypy --strict finds nothing in backoff_iter/ nor in a file that uses every public name."""
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+            "backoff_iter", "tests/typing_check.py",
+        ],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_public_name_is_exported_and_typed():
+    """__all__ lists what the package exports, and py.typed ships with it."""
+    import backoff_iter
+
+    assert sorted(backoff_iter.__all__) == sorted(
+        name for name in vars(backoff_iter) if not name.startswith("_")
+        and name not in {"adaptors", "loops", "strategies"}
+    )
+    assert (ROOT / "backoff_iter" / "py.typed").exists()
