@@ -14,6 +14,7 @@ in seconds; shape it with ``itertools`` and the adaptors here, then loop:
 
 from .adaptors import capped, elapsed, jittered, within
 from .loops import attempts
+from .drivers import Attempt, aretrying, retry, retrying
 from .strategies import (
     constant,
     decorrelated,
@@ -26,6 +27,8 @@ from .strategies import (
 )
 
 __all__ = [
+    "Attempt",
+    "aretrying",
     "attempts",
     "capped",
     "constant",
@@ -37,6 +40,8 @@ __all__ = [
     "full_jitter",
     "jittered",
     "linear",
+    "retry",
+    "retrying",
     "smooth_jitter",
     "within",
 ]

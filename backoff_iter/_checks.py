@@ -71,7 +71,13 @@ def random_source(rng: Any) -> Callable[[], float]:
 
 def delay_item(value: float) -> float:
     """A delay taken from a user's iterable, checked before anybody sleeps it."""
-    if not value >= 0:  # negative or NaN; also a TypeError for non-numbers
+    try:
+        valid = value >= 0  # False for negative and NaN
+    except TypeError:
+        valid = None
+    if valid is None or isinstance(value, bool):
+        raise TypeError(f"delays must yield numbers, got {value!r}")
+    if not valid:
         raise ValueError(f"delays must be non-negative numbers, got {value!r}")
     return value
 

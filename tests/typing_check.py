@@ -8,6 +8,10 @@ from typing import Iterator, List
 
 import backoff_iter
 from backoff_iter import (
+    Attempt,
+    aretrying,
+    retry,
+    retrying,
     attempts,
     capped,
     constant,
@@ -37,3 +41,35 @@ shaped: Iterator[float] = within(capped(jittered(exponential(1), 0.1), 30), 120)
 totals: Iterator[float] = elapsed(islice(decorrelated(1), 5))
 numbers: Iterator[int] = attempts(shaped, sleep=lambda seconds: None)
 names: List[str] = backoff_iter.__all__
+
+
+def fetch() -> bytes:
+    for attempt in retrying(islice(full_jitter(0.1, 5), 4), on=OSError, deadline=30):
+        with attempt:
+            return b"data"
+    raise AssertionError("unreachable: retrying re-raises the last failure")
+
+
+async def afetch() -> int:
+    async for attempt in aretrying([0.1, 0.2], on=(OSError, TimeoutError)):
+        async with attempt:
+            attempt.retry_after(1.5)
+            return attempt.number
+    raise AssertionError("unreachable")
+
+
+def log(attempt: Attempt, exc: BaseException, delay: float) -> None:
+    print(attempt.number, attempt.delay, attempt.elapsed, exc, delay)
+
+
+@retry(lambda: islice(exponential(0.1, cap=5), 5), on=TimeoutError, before_sleep=log)
+def ping(host: str) -> str:
+    return host
+
+
+@retry([0.5, 1.0], on=lambda exc: isinstance(exc, OSError))
+async def aping(host: str) -> str:
+    return host
+
+
+pong: str = ping("example")
