@@ -18,6 +18,9 @@ T = TypeVar("T")
 
 def number(name: str, value: object) -> float:
     """Return *value* as a float; reject bools and non-numbers with TypeError."""
+    kind = value.__class__
+    if kind is float or kind is int:  # the common case, without an ABC check
+        return float(value)  # type: ignore[arg-type]
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     return float(value)

@@ -6,7 +6,7 @@ a user writes; each one checks its arguments when called.
 
 from __future__ import annotations
 
-from itertools import accumulate, repeat, tee
+from itertools import accumulate, repeat
 from operator import add, mul
 from typing import Any, Callable, Iterable, Iterator, Union
 
@@ -46,7 +46,7 @@ def jittered(
     if kind == "full":
         return full(delays, _checks.draws(rng))
     if kind == "equal":
-        return equal(delays, _checks.draws(rng))
+        return equal(delays, _checks.random_source(rng))
     fraction = None if isinstance(kind, str) else _checks.number("kind", kind)
     if fraction is None or not 0.0 < fraction <= 1.0:
         raise ValueError(
@@ -55,15 +55,16 @@ def jittered(
     return _spread(delays, fraction, _checks.random_source(rng))
 
 
-def full(delays: Iterator[float], draws: Iterator[float]) -> Iterator[float]:
+def full(delays: Iterable[float], draws: Iterator[float]) -> Iterator[float]:
     """uniform(0, d), which is 0 + (d - 0) * random(): exactly d * random()."""
     return map(mul, delays, draws)
 
 
-def equal(delays: Iterator[float], draws: Iterator[float]) -> Iterator[float]:
+def equal(delays: Iterable[float], draw: Callable[[], float]) -> Iterator[float]:
     """d/2 + uniform(0, d/2), which is h + h * random() with h = d * 0.5 exactly."""
-    halves, halves_again = tee(map(mul, delays, repeat(0.5)))
-    return map(add, halves, map(mul, halves_again, draws))
+    for delay in delays:
+        half = delay * 0.5
+        yield half + half * draw()
 
 
 def _spread(

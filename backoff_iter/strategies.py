@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 import sys
 from functools import lru_cache
-from itertools import chain, count, repeat, takewhile
+from itertools import chain, count, repeat, starmap, takewhile
 from operator import add, mul
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
 
 from . import _checks, adaptors
 
@@ -72,18 +72,64 @@ def _multiplying(value: float, factor: float) -> Iterator[float]:
         yield value
 
 
-def _geometric(base: float, factor: float, cap: float) -> Iterator[float]:
-    """``min(cap, base * factor**attempt)`` for attempt = 0, 1, 2, ..."""
-    if base == 0.0 or factor == 1.0 or base >= cap:
-        return repeat(min(base, cap))
+def _count_below(base: float, factor: float, cap: float, powers: int) -> int:
+    """How many attempts n < *powers* have ``base * factor**n < cap`` (0 < base < cap, factor > 1)."""
+    target = min(cap, _FLOAT_MAX)
+    guess = math.ceil((math.log(target) - math.log(base)) / math.log(factor))
+    n = max(0, min(powers, guess))
+    # The logarithms are within an ulp or two: settle the boundary exactly.
+    while n > 0 and not base * factor ** (n - 1) < cap:
+        n -= 1
+    while n < powers and base * factor**n < cap:
+        n += 1
+    return n
+
+
+# Schedules with at most this many values below the cap keep them in a tuple.
+_FEW = 256
+
+
+@lru_cache(maxsize=256)
+def _plan(
+    base: float, factor: float, cap: float
+) -> Tuple[int, int, Optional[Tuple[float, ...]]]:
+    """(finite powers, values below the cap, those values if few) for one schedule.
+
+    Programs use a handful of schedules, each made again for every retried
+    call: caching the plan makes a new schedule cost two small objects.
+    """
+    powers = _finite_powers(factor)
+    below = _count_below(base, factor, cap, powers)
+    few = tuple(base * factor**n for n in range(below)) if below <= _FEW else None
+    return powers, below, few
+
+
+def _below_cap(base: float, factor: float, cap: float) -> Iterable[float]:
+    """``base * factor**attempt`` for attempt = 0, 1, ... while it stays below *cap*.
+
+    Empty if base reaches the cap at once; infinite if the values never do.
+    """
+    if not base < cap:
+        return ()
+    if base == 0.0 or factor == 1.0:
+        return repeat(base)
+    powers, below, few = _plan(base, factor, cap)
+    if few is not None:
+        return few
     # Each value is computed from its attempt number, as the formula says, for
     # as long as factor**attempt fits in a float.  Past that (only reachable
-    # with a tiny base and a huge cap) the values go on by multiplication
-    # until they reach the cap or inf: pow would raise OverflowError.
-    powers = _finite_powers(factor)
-    exact = map(mul, repeat(base), map(pow, repeat(factor), range(powers)))
+    # with a tiny base and a cap beyond 1e308) the values go on by
+    # multiplication: pow would raise OverflowError.
+    exact = map(mul, repeat(base), map(pow, repeat(factor), range(below)))
+    if below < powers:
+        return exact
     beyond = _multiplying(base * factor ** (powers - 1), factor)
-    return _rising(chain(exact, beyond), cap)
+    return chain(exact, takewhile(cap.__gt__, beyond))
+
+
+def _geometric(base: float, factor: float, cap: float) -> Iterator[float]:
+    """``min(cap, base * factor**attempt)`` for attempt = 0, 1, 2, ..."""
+    return chain(_below_cap(base, factor, cap), repeat(cap))
 
 
 # -- deterministic strategies -----------------------------------------------
@@ -190,7 +236,9 @@ def full_jitter(
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     factor = _checks.factor("factor", factor)
-    return adaptors.full(_geometric(base, factor, cap), _checks.draws(rng))
+    draws = _checks.draws(rng)
+    below = adaptors.full(_below_cap(base, factor, cap), draws)
+    return chain(below, adaptors.full(repeat(cap), draws))
 
 
 def equal_jitter(
@@ -211,7 +259,10 @@ def equal_jitter(
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     factor = _checks.factor("factor", factor)
-    return adaptors.equal(_geometric(base, factor, cap), _checks.draws(rng))
+    draw = _checks.random_source(rng)
+    half = cap * 0.5  # at the cap, the same in C: half + half * random()
+    at_cap = map(add, repeat(half), map(mul, repeat(half), starmap(draw, repeat(()))))
+    return chain(adaptors.equal(_below_cap(base, factor, cap), draw), at_cap)
 
 
 def decorrelated(
