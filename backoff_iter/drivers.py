@@ -134,9 +134,9 @@ class Attempt:
 class _Driver:
     """The decisions shared by the sync and async drivers.
 
-    Each driver's ``__next__``/``__anext__`` only does the bookkeeping of
-    one step (sleep, make the next :class:`Attempt`); :meth:`_decide` makes
-    every decision, once for both.
+    ``__next__``/``__anext__`` and the decorator's loops only do the
+    bookkeeping of one step (sleep, make the next :class:`Attempt`);
+    :meth:`failed` and :meth:`decide` make every decision, once for all.
     """
 
     # Per-call state starts from these class defaults, so making a driver
@@ -148,20 +148,32 @@ class _Driver:
     _deadline: Optional[float] = None
     hint: Optional[float] = None
 
+    @staticmethod
+    def _default_sleep() -> Callable[[float], Any]:
+        """The sleep used when none is given, looked up at each call, so a
+        test that patches time.sleep or asyncio.sleep is obeyed."""
+        raise NotImplementedError
+
     def __init__(
         self,
         delays: Iterable[float],
-        on: ExceptionFilter,
-        deadline: Optional[float],
-        clock: Callable[[], float],
-        before_sleep: Optional[BeforeSleep],
-        sleep: Callable[[float], Any],
+        *,
+        on: ExceptionFilter = Exception,
+        sleep: Optional[Callable[[float], Any]] = None,
+        deadline: Optional[float] = None,
+        clock: Callable[[], float] = time.monotonic,
+        before_sleep: Optional[BeforeSleep] = None,
     ) -> None:
         try:
             self._delays = iter(delays)
         except TypeError:
             _checks.iterable("delays", delays)
-        self._matches = _exception_filter(on)
+        try:
+            self._matches = _FILTERS[on]
+        except (KeyError, TypeError):
+            self._matches = _exception_filter(on)
+        if sleep is None:
+            sleep = self._default_sleep()
         if not (callable(sleep) and callable(clock)):
             _checks.function("sleep", sleep)
             _checks.function("clock", clock)
@@ -173,7 +185,7 @@ class _Driver:
         self._clock = clock
         self._before_sleep = before_sleep
 
-    def _begin(self, start: float) -> Attempt:
+    def begin(self, start: float) -> Attempt:
         """The first attempt, starting the clock (and the deadline) at *start*."""
         self._start = start
         if self._deadline is not None:
@@ -192,8 +204,14 @@ class _Driver:
             return True
         return False
 
-    def _decide(self, failure: BaseException) -> float:
-        """How long to sleep after *failure*; re-raises it when nothing is left to try."""
+    def decide(self) -> Optional[float]:
+        """How long to sleep before the next attempt; None after a success.
+
+        Re-raises the last failure, as itself, when there is nothing left to try.
+        """
+        failure = self._failure
+        if failure is None:
+            return None
         self._failure = None
         delay = None if self._last else next(self._delays, None)
         if delay is None:
@@ -216,51 +234,14 @@ class _Driver:
             self._before_sleep(cast(Attempt, self._attempt), failure, delay)
         return delay
 
-    def _next_attempt(self, delay: float) -> Attempt:
+    def next_attempt(self, delay: float) -> Attempt:
+        """The attempt that follows a sleep of *delay*."""
         number = cast(Attempt, self._attempt).number + 1
         self._attempt = Attempt(self, number, delay, self._clock() - self._start)
         return self._attempt
 
 
-class _Retrying(_Driver):
-    def __iter__(self) -> Iterator[Attempt]:
-        return self
-
-    def __next__(self) -> Attempt:
-        if self._attempt is None:
-            return self._begin(self._clock())
-        failure = self._failure
-        if failure is None:
-            raise StopIteration  # success, or the caller did not report failure
-        delay = self._decide(failure)
-        self._sleep(delay)
-        return self._next_attempt(delay)
-
-
-class _ARetrying(_Driver):
-    def __aiter__(self) -> AsyncIterator[Attempt]:
-        return self
-
-    async def __anext__(self) -> Attempt:
-        if self._attempt is None:
-            return self._begin(self._clock())
-        failure = self._failure
-        if failure is None:
-            raise StopAsyncIteration
-        delay = self._decide(failure)
-        await self._sleep(delay)
-        return self._next_attempt(delay)
-
-
-def retrying(
-    delays: Iterable[float],
-    *,
-    on: ExceptionFilter = Exception,
-    sleep: Callable[[float], object] = time.sleep,
-    deadline: Optional[float] = None,
-    clock: Callable[[], float] = time.monotonic,
-    before_sleep: Optional[BeforeSleep] = None,
-) -> Iterator[Attempt]:
+class retrying(_Driver, Iterator[Attempt]):
     """Attempts to run in ``with`` blocks, retrying failures that match *on*.
 
     >>> from itertools import islice
@@ -279,6 +260,9 @@ def retrying(
     >>> get(), slept
     ('data', [0.1, 0.2])
 
+    ``retrying(delays, *, on=Exception, sleep=time.sleep, deadline=None,
+    clock=time.monotonic, before_sleep=None)``:
+
     - *on*: an exception class, a tuple of them, or a predicate
       ``callable(exc) -> bool``.  Other failures propagate at once.
       KeyboardInterrupt, SystemExit and GeneratorExit are never retried.
@@ -286,30 +270,39 @@ def retrying(
       yields the next attempt.  When the delays run out (or the deadline
       leaves no room), the last failure is re-raised as itself, with its
       traceback.  Success ends the loop; it never sleeps after the last try.
-    - *deadline* (seconds per *clock*, from the call): no sleep is started
-      that would end past it; the last sleep may be shortened to end on it.
+    - *sleep* defaults to :func:`time.sleep`.
+    - *deadline* (seconds per *clock*, from the first attempt): no sleep is
+      started that would end past it; the last sleep may be shortened to
+      end on it.
     - ``attempt.retry_after(seconds)`` raises the next sleep to *seconds*.
     - *before_sleep(attempt, exception, delay)* is called before each sleep,
       for logging and metrics.
     """
-    return _Retrying(delays, on, deadline, clock, before_sleep, sleep)
+
+    @staticmethod
+    def _default_sleep() -> Callable[[float], Any]:
+        return time.sleep
+
+    def __iter__(self) -> retrying:
+        return self
+
+    def __next__(self) -> Attempt:
+        if self._attempt is None:
+            return self.begin(self._clock())
+        delay = self.decide()
+        if delay is None:
+            raise StopIteration  # success, or the caller did not report failure
+        self._sleep(delay)
+        return self.next_attempt(delay)
 
 
-def aretrying(
-    delays: Iterable[float],
-    *,
-    on: ExceptionFilter = Exception,
-    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
-    deadline: Optional[float] = None,
-    clock: Callable[[], float] = time.monotonic,
-    before_sleep: Optional[BeforeSleep] = None,
-) -> AsyncIterator[Attempt]:
-    """:func:`retrying` for ``async for`` and ``async with``, sleeping with *sleep*.
+class aretrying(_Driver, AsyncIterator[Attempt]):
+    """:class:`retrying` for ``async for`` and ``async with``.
 
-    Cancellation is never swallowed.
+    *sleep* defaults to :func:`asyncio.sleep`.  Cancellation is never
+    swallowed.
 
     >>> import asyncio
-    >>> from backoff_iter import constant
     >>> async def main():
     ...     slept = []
     ...     async def no_wait(seconds):
@@ -322,7 +315,22 @@ def aretrying(
     >>> asyncio.run(main())
     (3, [0.5, 1.0])
     """
-    return _ARetrying(delays, on, deadline, clock, before_sleep, sleep)
+
+    @staticmethod
+    def _default_sleep() -> Callable[[float], Any]:
+        return asyncio.sleep
+
+    def __aiter__(self) -> aretrying:
+        return self
+
+    async def __anext__(self) -> Attempt:
+        if self._attempt is None:
+            return self.begin(self._clock())
+        delay = self.decide()
+        if delay is None:
+            raise StopAsyncIteration
+        await self._sleep(delay)
+        return self.next_attempt(delay)
 
 
 def _delays_factory(delays: object) -> Callable[[], Iterable[float]]:
@@ -367,7 +375,7 @@ def retry(
     ('pong', [0.1, 0.2])
 
     Async functions are detected and sleep with ``asyncio.sleep`` unless
-    *sleep* is given.  The other arguments are those of :func:`retrying`.
+    *sleep* is given.  The other arguments are those of :class:`retrying`.
     """
     factory = _delays_factory(delays)
     matches = _exception_filter(on)
@@ -379,17 +387,23 @@ def retry(
     if before_sleep is not None:
         _checks.function("before_sleep", before_sleep)
 
-    def resumed(driver: type[D], start: float, failure: Exception, sleep: Any) -> D:
+    def resumed(driver: type[D], start: float, failure: Exception) -> D:
         """The driver for the retries of a call whose first attempt failed."""
-        resumed_ = driver(factory(), on, deadline, clock, before_sleep, sleep)
-        resumed_._begin(start)
-        resumed_._failure = failure
+        resumed_ = driver(
+            factory(), on=on, sleep=sleep, deadline=deadline, clock=clock,
+            before_sleep=before_sleep,
+        )
+        resumed_.begin(start)
+        resumed_.failed(failure)
         return resumed_
 
     def decorate(func: F) -> F:
         _checks.function("func", func)
+        # The success path is a bare try; the retries go straight through
+        # the driver's decide() and failed(), without the `with` protocol.
+        # Here only before_sleep ever sees an Attempt, so only then are they made.
+        observed = before_sleep is not None
         if inspect.iscoroutinefunction(func):
-            async_sleep = asyncio.sleep if sleep is None else sleep
 
             @functools.wraps(func)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -399,14 +413,19 @@ def retry(
                 except Exception as exc:
                     if not matches(exc):
                         raise
-                    failure = exc
-                async for attempt in resumed(_ARetrying, start, failure, async_sleep):
-                    async with attempt:
+                    driver = resumed(aretrying, start, exc)
+                while True:
+                    delay = cast(float, driver.decide())
+                    await driver._sleep(delay)
+                    if observed:
+                        driver.next_attempt(delay)
+                    try:
                         return await func(*args, **kwargs)
+                    except Exception as exc:
+                        if not driver.failed(exc):
+                            raise
 
             return cast(F, async_wrapper)
-
-        sync_sleep = time.sleep if sleep is None else sleep
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -416,10 +435,17 @@ def retry(
             except Exception as exc:
                 if not matches(exc):
                     raise
-                failure = exc
-            for attempt in resumed(_Retrying, start, failure, sync_sleep):
-                with attempt:
+                driver = resumed(retrying, start, exc)
+            while True:
+                delay = cast(float, driver.decide())
+                driver._sleep(delay)
+                if observed:
+                    driver.next_attempt(delay)
+                try:
                     return func(*args, **kwargs)
+                except Exception as exc:
+                    if not driver.failed(exc):
+                        raise
 
         return cast(F, wrapper)
 

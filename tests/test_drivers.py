@@ -437,7 +437,7 @@ def test_a_bad_delay_from_the_users_iterable_is_never_slept(run, bad):
         (lambda: retrying([1], on="OSError"), TypeError, ["on", "'OSError'"]),
         (lambda: retrying([1], on=(OSError, 3)), TypeError, ["on", "3"]),
         (lambda: retrying([1], deadline=-1), ValueError, ["deadline", "-1"]),
-        (lambda: retrying([1], sleep=None), TypeError, ["sleep", "None"]),
+        (lambda: retrying([1], sleep=3), TypeError, ["sleep", "3"]),
         (lambda: retrying([1], before_sleep=1), TypeError, ["before_sleep", "1"]),
         (lambda: aretrying(None), TypeError, ["delays", "None"]),
         (lambda: aretrying([1], deadline=math.nan), ValueError, ["deadline", "nan"]),
