@@ -1,0 +1,143 @@
+"""Retry-driver overhead: per successful call and per retry, against a bare
+call, a hand-written try/except loop and every peer, in one process.
+
+Sleeping is a no-op throughout: ``time.sleep`` is replaced while measuring,
+so peers that sleep through it (tenacity, backoff, stamina, google-api-core)
+and ours (given ``sleep=``) all pay only for their own logic.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, List, Tuple
+
+import backoff_iter
+from timing import ns_per_call
+
+RETRIES = 10  # failures before success, for the per-retry figure
+
+
+class Flaky:
+    """Fails `failures` times with OSError, then returns 1; then starts over."""
+
+    __name__ = "flaky"  # backoff logs its target's name
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.left = failures
+
+    def __call__(self) -> int:
+        if self.left:
+            self.left -= 1
+            raise OSError("flaky")
+        self.left = self.failures
+        return 1
+
+
+def _no_sleep(seconds: float) -> None:
+    pass
+
+
+@contextmanager
+def _sleep_is_free() -> Iterator[None]:
+    real = time.sleep
+    time.sleep = _no_sleep
+    try:
+        yield
+    finally:
+        time.sleep = real
+
+
+def _hand_written(operation: Callable[[], int]) -> Callable[[], int]:
+    def call() -> int:
+        for attempt in range(RETRIES + 1):
+            try:
+                return operation()
+            except OSError:
+                if attempt == RETRIES:
+                    raise
+                _no_sleep(0.0)
+        raise AssertionError
+
+    return call
+
+
+def contenders(operation: Callable[[], int]) -> Dict[str, Callable[[], int]]:
+    """Each way of calling *operation* with up to RETRIES retries on OSError."""
+    delays = [0.0] * RETRIES
+
+    def loop() -> int:
+        for attempt in backoff_iter.retrying(delays, on=OSError, sleep=_no_sleep):
+            with attempt:
+                return operation()
+        raise AssertionError
+
+    calls: Dict[str, Callable[[], int]] = {
+        "bare call (no retry)": operation,
+        "hand-written try/except loop": _hand_written(operation),
+        "backoff_iter @retry": backoff_iter.retry(delays, on=OSError, sleep=_no_sleep)(
+            operation
+        ),
+        "backoff_iter retrying() loop": loop,
+    }
+    try:
+        import backoff
+    except ImportError:
+        pass
+    else:
+        calls["backoff"] = backoff.on_exception(
+            backoff.constant, OSError, max_tries=RETRIES + 1, interval=0, jitter=None
+        )(operation)
+    try:
+        import tenacity
+    except ImportError:
+        pass
+    else:
+        calls["tenacity"] = tenacity.retry(
+            retry=tenacity.retry_if_exception_type(OSError),
+            stop=tenacity.stop_after_attempt(RETRIES + 1),
+            wait=tenacity.wait_none(),
+            reraise=True,
+        )(operation)
+    try:
+        import stamina
+    except ImportError:
+        pass
+    else:
+        # stamina logs every scheduled retry by default; measure its retry
+        # logic, not the logging, as the other peers are measured.
+        stamina.instrumentation.set_on_retry_hooks([])
+        calls["stamina"] = stamina.retry(
+            on=OSError, attempts=RETRIES + 1, timeout=None, wait_initial=0,
+            wait_max=0, wait_jitter=0,
+        )(operation)
+    try:
+        from google.api_core import retry as google_retry
+    except ImportError:
+        pass
+    else:
+        calls["google-api-core Retry"] = google_retry.Retry(
+            predicate=google_retry.if_exception_type(OSError),
+            initial=0.001, maximum=0.001, multiplier=1, timeout=None,
+        )(operation)
+    return calls
+
+
+def overhead(calls: int, repeats: int) -> List[Tuple[str, float, float]]:
+    """(name, ns per successful call, ns per retry) for every contender."""
+    rows = []
+    with _sleep_is_free():
+        succeed = contenders(Flaky(0))
+        retried = contenders(Flaky(RETRIES))
+        for name, call in succeed.items():
+            success = ns_per_call(call, calls, repeats)
+            if name.startswith("bare"):
+                rows.append((name, success, float("nan")))
+                continue
+            with_retries = ns_per_call(retried[name], max(1, calls // RETRIES), repeats)
+            rows.append((name, success, (with_retries - success) / RETRIES))
+    return rows
+
+
+__all__: List[Any] = ["overhead"]
