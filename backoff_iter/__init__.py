@@ -12,8 +12,19 @@ in seconds; shape it with ``itertools`` and the adaptors here, then loop:
 [0.1, 0.2, 0.4, 0.8]
 """
 
+__version__ = "0.1.0"
+
 from .adaptors import capped, elapsed, jittered, within
 from .loops import attempts
+from .planning import (
+    elapsed_after,
+    factor_for_ratio,
+    next_sleep,
+    plan,
+    retries_by,
+    retry_count_ratio,
+)
+from .simulation import simulate
 from .drivers import Attempt, aretrying, retry, retrying
 from .strategies import (
     constant,
@@ -34,14 +45,21 @@ __all__ = [
     "constant",
     "decorrelated",
     "elapsed",
+    "elapsed_after",
     "equal_jitter",
     "exponential",
+    "factor_for_ratio",
     "fibonacci",
     "full_jitter",
     "jittered",
     "linear",
+    "next_sleep",
+    "plan",
+    "retries_by",
     "retry",
+    "retry_count_ratio",
     "retrying",
+    "simulate",
     "smooth_jitter",
     "within",
 ]

@@ -23,6 +23,8 @@ from backoff_iter import (
     full_jitter,
     jittered,
     linear,
+    plan,
+    simulate,
     smooth_jitter,
     within,
 )
@@ -73,3 +75,7 @@ async def aping(host: str) -> str:
 
 
 pong: str = ping("example")
+
+
+where: float = plan(1, 1.1, 1057.19).sleep_after
+study: float = simulate(["full_jitter"], clients=[10], runs=2, seed=1)[0].work

@@ -1,0 +1,88 @@
+"""The contention simulator's invariants (not tuned figures)."""
+
+from __future__ import annotations
+
+import random
+from itertools import islice
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from backoff_iter.simulation import STRATEGIES, simulate, simulate_once
+
+names = st.sampled_from(sorted(STRATEGIES))
+
+
+@settings(max_examples=40)
+@given(names, st.integers(min_value=1, max_value=40), st.integers(min_value=0, max_value=2**32))
+def test_every_client_finishes_and_work_is_at_least_the_clients(strategy, clients, seed):
+    """Each run ends with one successful write per client; failed writes only add work."""
+    run = simulate_once(strategy, clients, random.Random(seed))
+    assert run.successes == clients
+    assert run.work >= clients
+    assert run.time > 0
+
+
+def test_one_client_never_collides():
+    """A lone client writes once, whatever its strategy."""
+    for strategy in STRATEGIES:
+        assert simulate_once(strategy, 1, random.Random(3)).work == 1
+
+
+def test_seeded_studies_repeat_exactly_and_seeds_matter():
+    """The same seed gives identical results; another seed gives others."""
+    first = simulate(clients=[10, 20], runs=5, seed=11)
+    assert first == simulate(clients=[10, 20], runs=5, seed=11)
+    assert first != simulate(clients=[10, 20], runs=5, seed=12)
+
+
+def test_fewer_strategies_give_the_same_figures():
+    """Each (strategy, clients) pair has its own stream: subsets agree with the full study."""
+    full = simulate(clients=[15], runs=4, seed=5)
+    alone = simulate(["decorrelated"], clients=[15], runs=4, seed=5)
+    assert alone == [r for r in full if r.strategy == "decorrelated"]
+
+
+def test_results_cover_every_strategy_and_client_count_in_order():
+    """One Result per pair, strategies in the order asked, means as floats."""
+    rows = simulate(["none", "full_jitter"], clients=[3, 6], runs=2, seed=1)
+    assert [(r.strategy, r.clients) for r in rows] == [
+        ("none", 3), ("none", 6), ("full_jitter", 3), ("full_jitter", 6)
+    ]
+    assert all(isinstance(r.work, float) and isinstance(r.time, float) for r in rows)
+
+
+def test_the_strategies_use_the_studys_parameters():
+    """Exponential family first waits min(cap, 2·base); decorrelated starts at base; none is 0."""
+    rng = random.Random(0)
+    assert next(STRATEGIES["none"](5, 2000, rng)) == 0.0
+    assert list(islice(STRATEGIES["exponential"](5, 2000, rng), 3)) == [10.0, 20.0, 40.0]
+    assert next(STRATEGIES["exponential"](5, 8, rng)) == 8.0
+    firsts = [next(STRATEGIES["full_jitter"](5, 2000, rng)) for _ in range(500)]
+    assert 0 <= min(firsts) and max(firsts) <= 10 and max(firsts) > 9.5
+    firsts = [next(STRATEGIES["decorrelated"](5, 2000, rng)) for _ in range(500)]
+    assert 5 <= min(firsts) < 5.5 and 14.5 < max(firsts) <= 15
+
+
+def test_jitter_cuts_the_work_of_plain_exponential_backoff():
+    """The study's finding, by a wide margin: without jitter, clients collide again and again."""
+    rows = {r.strategy: r.work for r in simulate(["exponential", "full_jitter"], clients=[50], runs=10, seed=2)}
+    assert rows["exponential"] > 1.5 * rows["full_jitter"]
+
+
+@pytest.mark.parametrize(
+    "call, error, word",
+    [
+        (lambda: simulate(["bogus"], clients=[2], runs=1), ValueError, "bogus"),
+        (lambda: simulate(clients=[0], runs=1), ValueError, "clients"),
+        (lambda: simulate(clients=[2], runs=0), ValueError, "runs"),
+        (lambda: simulate(clients=[2], runs=1, base=-1), ValueError, "base"),
+        (lambda: simulate(clients=[2.5], runs=1), TypeError, "clients"),
+        (lambda: simulate_once("none", 3, random.Random(), cap=-1), ValueError, "cap"),
+    ],
+)
+def test_bad_arguments_are_rejected_before_any_run(call, error, word):
+    """Unknown strategies, non-positive counts and negative parameters raise at once."""
+    with pytest.raises(error, match=word):
+        call()
