@@ -50,6 +50,15 @@ def factor(name: str, value: object, *, above_one: bool = False) -> float:
     return result
 
 
+def count(name: str, value: object, *, minimum: int = 0) -> int:
+    """A whole number (not a bool) of at least *minimum*."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a whole number, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
+    return value
+
+
 def random_source(rng: Any) -> Callable[[], float]:
     """Return a zero-argument function drawing uniformly from [0, 1).
 

@@ -42,7 +42,7 @@ def elapsed_after(base: float, factor: float, sleeps: int) -> float:
     """
     a = _positive("base", base)
     r = _checks.factor("factor", factor)
-    n = _count("sleeps", sleeps)
+    n = _checks.count("sleeps", sleeps)
     if r == 1.0:
         return a * n
     exponent = n * math.log(r)
@@ -143,10 +143,3 @@ def _sleep_number(base: float, factor: float, attempt: int) -> float:
     except OverflowError:
         return math.inf
 
-
-def _count(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must not be negative, got {value!r}")
-    return value

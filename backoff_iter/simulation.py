@@ -86,7 +86,7 @@ def simulate_once(
     (3, True)
     """
     make = _strategy(strategy)
-    _count("clients", clients)
+    _checks.count("clients", clients, minimum=1)
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     return _run(make, clients, rng, base, cap)
@@ -154,8 +154,8 @@ def simulate(
     """
     names = list(DEFAULT_STRATEGIES if strategies is None else strategies)
     makers = [_strategy(name) for name in names]
-    counts = [_count("clients", n) for n in clients]
-    _count("runs", runs)
+    counts = [_checks.count("clients", n, minimum=1) for n in clients]
+    _checks.count("runs", runs, minimum=1)
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     if progress is not None:
@@ -184,13 +184,6 @@ def _strategy(name: str) -> Schedule:
             f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}"
         ) from None
 
-
-def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a whole number, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value!r}")
-    return value
 
 
 def table(results: Sequence[Result]) -> str:
