@@ -10,15 +10,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import math
 import time
 from types import TracebackType
 from typing import (
     Any,
-    Dict,
     AsyncIterator,
-    Awaitable,
     Callable,
+    Dict,
     Iterable,
     Iterator,
     List,
@@ -168,10 +166,7 @@ class _Driver:
             self._delays = iter(delays)
         except TypeError:
             _checks.iterable("delays", delays)
-        try:
-            self._matches = _FILTERS[on]
-        except (KeyError, TypeError):
-            self._matches = _exception_filter(on)
+        self._matches = _exception_filter(on)
         if sleep is None:
             sleep = self._default_sleep()
         if not (callable(sleep) and callable(clock)):
@@ -378,14 +373,10 @@ def retry(
     *sleep* is given.  The other arguments are those of :class:`retrying`.
     """
     factory = _delays_factory(delays)
-    matches = _exception_filter(on)
-    _checks.function("clock", clock)
-    if deadline is not None:
-        _checks.seconds("deadline", deadline, infinite=True)
-    if sleep is not None:
-        _checks.function("sleep", sleep)
-    if before_sleep is not None:
-        _checks.function("before_sleep", before_sleep)
+    # The drivers' own checks, once, at decoration: bad arguments fail here.
+    matches = retrying(
+        (), on=on, sleep=sleep, deadline=deadline, clock=clock, before_sleep=before_sleep
+    )._matches
 
     def resumed(driver: type[D], start: float, failure: Exception) -> D:
         """The driver for the retries of a call whose first attempt failed."""

@@ -10,7 +10,7 @@ from random import Random
 
 import pytest
 
-from backoff_iter import decorrelated, exponential
+from backoff_iter import decorrelated
 from backoff_iter.planning import plan
 from backoff_iter.simulation import simulate
 
