@@ -238,16 +238,21 @@ def _far_cost(
     return FarRow("", near, far, note)
 
 
+def contenders(cap: float) -> Dict[str, Maker]:
+    """Ours and every installed peer's strategies, by "library strategy"."""
+    makers: Dict[str, Maker] = {
+        f"backoff_iter {name}": make for name, make in our_makers(cap).items()
+    }
+    for strategy, peers in peer_makers(cap).items():
+        for peer, make in peers.items():
+            makers[f"{peer} {strategy}"] = make
+    return makers
+
+
 def flat_cost(far_index: int, budget: float, repeats: int, window: int = 1000) -> List[FarRow]:
     """Value 10 against value *far_index*, without a cap, for everyone."""
     rows = []
-    contenders: Dict[str, Maker] = {
-        f"backoff_iter {name}": make for name, make in our_makers(math.inf).items()
-    }
-    for strategy, peers in peer_makers(math.inf).items():
-        for peer, make in peers.items():
-            contenders[f"{peer} {strategy}"] = make
-    for name, make in contenders.items():
+    for name, make in contenders(math.inf).items():
         row = _far_cost(make, far_index, budget, window, repeats)
         row.name = name
         rows.append(row)
@@ -256,14 +261,8 @@ def flat_cost(far_index: int, budget: float, repeats: int, window: int = 1000) -
 
 def peak_memory(values: int) -> Dict[str, int]:
     """Peak bytes allocated while drawing *values* delays (capped schedules)."""
-    contenders: Dict[str, Maker] = {
-        f"backoff_iter {name}": make for name, make in our_makers(CAP).items()
-    }
-    for strategy, peers in peer_makers(CAP).items():
-        for peer, make in peers.items():
-            contenders[f"{peer} {strategy}"] = make
     peaks = {}
-    for name, make in contenders.items():
+    for name, make in contenders(CAP).items():
         values_iter = make()
         next(values_iter)  # import-time and first-call allocations are not the point
         tracemalloc.start()
