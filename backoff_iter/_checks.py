@@ -17,13 +17,33 @@ T = TypeVar("T")
 
 
 def number(name: str, value: object) -> float:
-    """Return *value* as a float; reject bools and non-numbers with TypeError."""
+    """Return *value* as a float.
+
+    Any real number is taken: ``int``, ``float``, ``Fraction``, ``Decimal``,
+    numpy's numbers.  Bools (numpy's too) and non-numbers raise TypeError; an
+    integer too large for a float raises ValueError, never OverflowError.
+    """
     kind = value.__class__
-    if kind is float or kind is int:  # the common case, without an ABC check
-        return float(value)  # type: ignore[arg-type]
-    if isinstance(value, bool) or not isinstance(value, Real):
+    if kind is float:  # the common case, without an ABC check
+        return value  # type: ignore[return-value]
+    if kind is not int and not is_real(value):
         raise TypeError(f"{name} must be a real number, got {value!r}")
-    return float(value)
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        raise ValueError(f"{name} is too large for a float, got {value!r}") from None
+    except ValueError:  # Decimal('sNaN')
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+
+
+def is_real(value: object) -> bool:
+    if isinstance(value, bool) or value.__class__.__name__ in ("bool_", "bool"):
+        return False  # True is not 1 second; numpy.bool_ is no number either
+    if isinstance(value, Real):
+        return True
+    from decimal import Decimal  # imported on first use: rarely needed
+
+    return isinstance(value, Decimal)
 
 
 def seconds(name: str, value: object, *, infinite: bool = False) -> float:
@@ -79,19 +99,6 @@ def random_source(rng: Any) -> Callable[[], float]:
     raise TypeError(
         f"rng must be None or have a random() or uniform(a, b) method, got {rng!r}"
     )
-
-
-def delay_item(value: float) -> float:
-    """A delay taken from a user's iterable, checked before anybody sleeps it."""
-    try:
-        valid = value >= 0  # False for negative and NaN
-    except TypeError:
-        valid = None
-    if valid is None or isinstance(value, bool):
-        raise TypeError(f"delays must yield numbers, got {value!r}")
-    if not valid:
-        raise ValueError(f"delays must be non-negative numbers, got {value!r}")
-    return value
 
 
 def draws(rng: Any) -> Iterator[float]:

@@ -1,51 +1,80 @@
 """Retry drivers over any iterable of delays: ``retrying``, ``aretrying``, ``@retry``.
 
-One core (:class:`_Driver`) makes every decision - which failures to retry,
-how long to sleep, the deadline, the server's hint, when to give up - and
-the sync and async drivers only differ in how they sleep.
+Two objects carry a retry, whatever its form:
+
+- a *policy* (:class:`retrying`, :class:`aretrying`, or the one ``@retry``
+  makes), the options checked once: which failures and results to retry,
+  the delays, deadline, hints, hooks and budget;
+- a *call* (:class:`_Call`), the state of one run of the policy.  Its
+  :meth:`_Call.next_sleep` takes the outcome of an attempt and makes every
+  decision at once: retry or not, how long to sleep, whether the deadline,
+  the budget or the delays leave room.  The sync and async forms differ only
+  in how they sleep (:meth:`_Call.pause` and :meth:`_Call.apause`).
+
+The loop forms decide inside ``with attempt:``, so a failure that is not
+retried propagates from the loop body itself, as if there were no loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import inspect
+import math
+import sys
 import time
-from types import TracebackType
-from typing import (
-    Any,
+from collections.abc import (
+    AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
-    Dict,
     Iterable,
     Iterator,
-    List,
-    Optional,
-    Tuple,
-    Type,
-    TypeVar,
-    Union,
-    cast,
+    Sequence,
 )
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union, cast
 
-from . import _checks
+from . import _checks, _sleeping
 
-__all__ = ["Attempt", "retrying", "aretrying", "retry"]
+if TYPE_CHECKING:
+    from typing_extensions import ParamSpec
+
+    from .budgets import Budget
+
+    P = ParamSpec("P")
+
+__all__ = ["RETRY_AFTER_MAX", "Attempt", "aretrying", "retry", "retrying"]
+
+R = TypeVar("R")
+
+#: The longest server hint honoured by default, in seconds (6 hours, as
+#: urllib3's ``Retry.DEFAULT_BACKOFF_MAX``... and its ``retry_after_max``).
+RETRY_AFTER_MAX = 6 * 3600.0
 
 ExceptionFilter = Union[
-    Type[BaseException],
-    Tuple[Type[BaseException], ...],
+    type[BaseException],
+    tuple[type[BaseException], ...],
     Callable[[BaseException], object],
 ]
-BeforeSleep = Callable[["Attempt", BaseException, float], object]
-F = TypeVar("F", bound=Callable[..., Any])
-D = TypeVar("D", bound="_Driver")
+#: What a policy takes as delays: a zero-argument function returning fresh
+#: delays for each call (the reusable form), a list or tuple (reusable too),
+#: or any one-shot iterable.
+Delays = Union[Callable[[], Iterable[float]], Sequence[float], Iterable[float]]
+#: ``before_sleep(attempt, outcome, delay)``: *outcome* is the exception, or
+#: the result that ``on_result`` asked to retry.
+BeforeSleep = Callable[["Attempt", Any, float], object]
 
+_NO_RESULT: Any = object()  # an attempt that handed over no result
+_END: Any = object()  # the delays ran out
 
-# Filters already checked, by the `on` they came from: classes and tuples of
-# them are few in a program and hashable, so @retry and retrying() check each
-# one once.
-_FILTERS: Dict[object, Callable[[BaseException], object]] = {}
+# A call's state: no attempt handed out yet, the current attempt waiting to
+# be entered, running in its `with` block, failed and slept (the next
+# attempt may come), or the call is over.
+_NEW, _READY, _RUNNING, _RETRY, _DONE = range(5)
+
+# Exception filters already checked, by the `on` they came from.  Bounded:
+# a program that makes exception classes on the fly must not grow it forever.
+_FILTERS: dict[object, Callable[[BaseException], object]] = {}
+_FILTERS_MAX = 256
 
 
 def _exception_filter(on: object) -> Callable[[BaseException], object]:
@@ -67,60 +96,130 @@ def _exception_filter(on: object) -> Callable[[BaseException], object]:
             "on must be an exception class, a tuple of them, or a predicate"
             f" callable(exc) -> bool, got {on!r}"
         )
+    if len(_FILTERS) >= _FILTERS_MAX:
+        del _FILTERS[next(iter(_FILTERS))]  # the oldest
     _FILTERS[on] = matches
     return matches
 
 
-def _isinstance_of(classes: Tuple[type, ...], exc: BaseException) -> bool:
+def _isinstance_of(classes: tuple[type, ...], exc: BaseException) -> bool:
     return isinstance(exc, classes)
 
 
-class Attempt:
-    """One attempt of a retry loop; use it as a (sync or async) context manager.
+def _hint(name: str, value: object) -> float:
+    """A server hint in seconds: a non-negative number, inf allowed."""
+    return _checks.seconds(name, value, infinite=True)
 
-    ``number`` counts from 1, ``delay`` is what was slept before it (0.0 for
-    the first), ``elapsed`` is the time since the loop started when the
-    attempt began, per the driver's ``clock``.  A failure that the driver
-    retries is swallowed when the ``with`` block exits.
+
+class Attempt:
+    """One attempt of a retry loop; run it in ``with attempt:`` (``async with``).
+
+    A failure the policy retries is swallowed when the block exits, after
+    the sleep before the next attempt; any other failure propagates from the
+    block, as if there were no loop.
     """
 
-    __slots__ = ("number", "delay", "elapsed", "_driver")
+    __slots__ = ("number", "delay", "elapsed", "_call", "_result", "_bug")
 
-    def __init__(self, driver: _Driver, number: int, delay: float, elapsed: float):
+    number: int
+    """This attempt's number, from 1."""
+    delay: float
+    """The seconds slept before it (0.0 for the first)."""
+    elapsed: float
+    """Seconds from the start of the first attempt to the start of this one, per ``clock``."""
+
+    def __init__(self, call: _Call, number: int, delay: float, elapsed: float) -> None:
         self.number = number
         self.delay = delay
         self.elapsed = elapsed
-        self._driver = driver
+        self._call = call
+        self._result: Any = _NO_RESULT
+        self._bug: BaseException | None = None
 
     def retry_after(self, seconds: float) -> None:
-        """Ask for the next sleep to last at least *seconds* (e.g. HTTP ``Retry-After``).
+        """Make the next sleep at least *seconds* long (a server's ``Retry-After``).
 
-        The next delay from the schedule is raised to *seconds* if shorter.
-        If that wait would end past the deadline, no further attempt is made.
+        The hint is clamped to the policy's ``retry_after_max``; if the wait
+        would end past the deadline, no further attempt is made.  A negative,
+        NaN or non-number *seconds* is a bug of the caller: its error
+        propagates, never retried.
         """
-        self._driver.hint = _checks.seconds("seconds", seconds)
+        try:
+            self._call._hint = _hint("seconds", seconds)
+        except (TypeError, ValueError) as error:
+            self._bug = error
+            raise
+
+    def set_result(self, value: R) -> R:
+        """Hand the attempt's result to the policy's ``on_result``, and return it.
+
+        In the loop forms, call it inside ``with attempt:``: a result that
+        ``on_result`` accepts is retried like a failure, and when the retries
+        run out the loop ends with that last result in your variable.
+        """
+        self._result = value
+        return value
 
     def __enter__(self) -> Attempt:
+        call = self._call
+        if call._state != _READY or call._number != self.number or call._async:
+            call._misuse(self, "with")
+        call._state = _RUNNING
         return self
 
     def __exit__(
         self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
     ) -> bool:
-        return exc is not None and self._driver.failed(exc)
+        call = self._call
+        if call._state != _RUNNING or call._number != self.number:
+            call._misuse(self, "with")
+        if exc is None and call._plain:
+            call._state = _DONE
+            return False
+        if exc is not None and exc is self._bug:
+            delay = None
+        else:
+            delay = call.next_sleep(self, exc, self._result)
+        if delay is None:
+            call._state = _DONE
+            return False
+        call.pause(self, self._result if exc is None else exc, delay)
+        call._state = _RETRY
+        return True
 
     async def __aenter__(self) -> Attempt:
+        call = self._call
+        if call._state != _READY or call._number != self.number or not call._async:
+            call._misuse(self, "async with")
+        call._state = _RUNNING
         return self
 
     async def __aexit__(
         self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        traceback: Optional[TracebackType],
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
     ) -> bool:
-        return self.__exit__(exc_type, exc, traceback)
+        call = self._call
+        if call._state != _RUNNING or call._number != self.number:
+            call._misuse(self, "async with")
+        if exc is None and call._plain:
+            call._state = _DONE
+            return False
+        if exc is not None and exc is self._bug:
+            delay = None
+        else:
+            _stop_if_cancelling()
+            delay = call.next_sleep(self, exc, self._result)
+        if delay is None:
+            call._state = _DONE
+            return False
+        await call.apause(self, self._result if exc is None else exc, delay)
+        call._state = _RETRY
+        return True
 
     def __repr__(self) -> str:
         return (
@@ -129,115 +228,314 @@ class Attempt:
         )
 
 
-class _Driver:
-    """The decisions shared by the sync and async drivers.
+def _stop_if_cancelling() -> None:
+    """Raise CancelledError if the current task is being cancelled.
 
-    ``__next__``/``__anext__`` and the decorator's loops only do the
-    bookkeeping of one step (sleep, make the next :class:`Attempt`);
-    :meth:`failed` and :meth:`decide` make every decision, once for all.
+    On Python 3.11 and 3.12 a TaskGroup can turn the task's own cancellation
+    (from ``asyncio.timeout``, say) into an ordinary failure: retrying it
+    would run on past the timeout.
     """
+    asyncio = sys.modules["asyncio"]
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    if cancelling is not None and cancelling():
+        raise asyncio.CancelledError("the task is being cancelled: no retry")
 
-    # Per-call state starts from these class defaults, so making a driver
-    # sets only what the caller chose.
-    _attempt: Optional[Attempt] = None
-    _failure: Optional[BaseException] = None
-    _last = False
-    _start = 0.0
-    _deadline: Optional[float] = None
-    hint: Optional[float] = None
 
-    @staticmethod
-    def _default_sleep() -> Callable[[float], Any]:
-        """The sleep used when none is given, looked up at each call, so a
-        test that patches time.sleep or asyncio.sleep is obeyed."""
-        raise NotImplementedError
+class _Policy:
+    """The checked options of a retry policy, shared by all its calls."""
+
+    __slots__ = (
+        "_factory",
+        "_once",
+        "_matches",
+        "_on_result",
+        "_retry_after",
+        "_retry_after_max",
+        "_deadline",
+        "_clock",
+        "_sleep",
+        "_before_sleep",
+        "_give_up",
+        "_budget",
+        "_plain",
+        "_used",
+    )
 
     def __init__(
         self,
-        delays: Iterable[float],
+        delays: Delays,
         *,
         on: ExceptionFilter = Exception,
-        sleep: Optional[Callable[[float], Any]] = None,
-        deadline: Optional[float] = None,
+        on_result: Callable[[Any], object] | None = None,
+        retry_after: Callable[[Any], float | None] | None = None,
+        retry_after_max: float = RETRY_AFTER_MAX,
+        deadline: float | None = None,
         clock: Callable[[], float] = time.monotonic,
-        before_sleep: Optional[BeforeSleep] = None,
+        sleep: Callable[[float], Any] | None = None,
+        before_sleep: BeforeSleep | None = None,
+        budget: Budget | None = None,
     ) -> None:
-        try:
-            self._delays = iter(delays)
-        except TypeError:
-            _checks.iterable("delays", delays)
+        kind = delays.__class__
+        self._once = False
+        if kind is list or kind is tuple:
+            self._factory: Callable[[], Iterable[float]] = delays.__iter__  # type: ignore[union-attr]
+        elif callable(delays):
+            self._factory = delays
+        elif isinstance(delays, Sequence) and not isinstance(delays, str):
+            self._factory = delays.__iter__
+        else:
+            self._factory = _checks.iterable("delays", delays).__iter__  # type: ignore[arg-type]
+            self._once = True
+        self._used = False
         self._matches = _exception_filter(on)
-        if sleep is None:
-            sleep = self._default_sleep()
-        if not (callable(sleep) and callable(clock)):
-            _checks.function("sleep", sleep)
-            _checks.function("clock", clock)
-        if before_sleep is not None:
+        if on_result is not None and not callable(on_result):
+            _checks.function("on_result", on_result)
+        if retry_after is not None and not callable(retry_after):
+            _checks.function("retry_after", retry_after)
+        if before_sleep is not None and not callable(before_sleep):
             _checks.function("before_sleep", before_sleep)
-        if deadline is not None:
-            self._deadline = _checks.seconds("deadline", deadline, infinite=True)
-        self._sleep = sleep
+        if sleep is not None and not callable(sleep):
+            _checks.function("sleep", sleep)
+        if not callable(clock):
+            _checks.function("clock", clock)
+        self._on_result = on_result
+        self._retry_after = retry_after
+        # The default is not checked again for every policy a call makes.
+        if retry_after_max is not RETRY_AFTER_MAX:
+            retry_after_max = _hint("retry_after_max", retry_after_max)
+        self._retry_after_max = retry_after_max
+        self._deadline = None if deadline is None else _hint("deadline", deadline)
         self._clock = clock
+        self._sleep = sleep
         self._before_sleep = before_sleep
+        self._give_up: Callable[[Attempt, Any], object] | None = getattr(
+            before_sleep, "give_up", None
+        )
+        if budget is not None:
+            _check_budget(budget)
+        self._budget = budget
+        # A success needs no bookkeeping: the `with` exit and @retry can end at once.
+        self._plain = on_result is None and budget is None
 
-    def begin(self, start: float) -> Attempt:
-        """The first attempt, starting the clock (and the deadline) at *start*."""
+    def _fresh_delays(self) -> Iterator[float]:
+        """The delays for one call, made after its first retryable failure."""
+        made = self._factory()
+        try:
+            return iter(made)
+        except TypeError:
+            pass
+        # Raised outside the except block, so the retried failure stays its context.
+        raise TypeError(
+            "delays must be a zero-argument function returning an iterable"
+            f" of delays, but {self._factory!r} returned {made!r}"
+        )
+
+    def _used_once(self) -> None:
+        """Refuse a second loop over a policy made from a one-shot iterator."""
+        if self._used:
+            raise RuntimeError(
+                "this retry policy was made from a one-shot iterator of delays,"
+                " which its first loop used up; pass a function returning fresh"
+                " delays (lambda: islice(exponential(0.1), 5)) or a list to"
+                " reuse the policy"
+            )
+        self._used = True
+
+
+def _check_budget(budget: object) -> None:
+    for method in ("record_success", "record_failure", "try_retry"):
+        if not callable(getattr(budget, method, None)):
+            raise TypeError(
+                "budget must have record_success(), record_failure() and"
+                f" try_retry() methods (a TokenBucket or a RetryBudget), got {budget!r}"
+            )
+
+
+class _Call:
+    """The state of one run of a policy; :meth:`next_sleep` decides everything."""
+
+    __slots__ = (
+        "_policy",
+        "_start",
+        "_deadline",
+        "_delays",
+        "_number",
+        "_delay",
+        "_hint",
+        "_last",
+        "_state",
+        "_plain",
+        "_async",
+    )
+
+    def __init__(self, policy: _Policy, start: float, is_async: bool = False) -> None:
+        self._policy = policy
         self._start = start
-        if self._deadline is not None:
-            self._deadline += start
-        self._attempt = Attempt(self, 1, 0.0, 0.0)
-        return self._attempt
+        deadline = policy._deadline
+        self._deadline = None if deadline is None else start + deadline
+        self._delays: Iterator[float] | None = None
+        self._number = 1
+        self._delay = 0.0
+        self._hint: float | None = None
+        self._last = False
+        self._state = _NEW
+        self._plain = policy._plain
+        self._async = is_async
 
-    def failed(self, exc: BaseException) -> bool:
-        """Record a failure of the current attempt; True if it is to be retried.
+    def next_sleep(
+        self, attempt: Attempt | None, exc: BaseException | None, result: Any = _NO_RESULT
+    ) -> float | None:
+        """The outcome of the current attempt in, the sleep before the next out.
 
-        Only ``Exception`` subclasses are ever retried: KeyboardInterrupt,
-        SystemExit, GeneratorExit and asyncio's CancelledError always pass.
+        *exc* is the attempt's exception (None if it returned); *result* its
+        result when there is one.  None means the outcome stands: a success,
+        a failure not to retry, or no room left to retry (the delays ran out,
+        the deadline or the budget say no, or the delay is too long to
+        sleep).  The caller then raises the exception or returns the result.
         """
-        if isinstance(exc, Exception) and self._matches(exc):
-            self._failure = exc
-            return True
-        return False
-
-    def decide(self) -> Optional[float]:
-        """How long to sleep before the next attempt; None after a success.
-
-        Re-raises the last failure, as itself, when there is nothing left to try.
-        """
-        failure = self._failure
-        if failure is None:
-            return None
-        self._failure = None
-        delay = None if self._last else next(self._delays, None)
-        if delay is None:
-            raise failure
-        if delay.__class__ is not float or not delay >= 0.0:
-            delay = _checks.delay_item(delay)  # an int, or a bad value
-        hint = self.hint
-        if hint is not None:
-            self.hint = None
+        policy = self._policy
+        budget = policy._budget
+        first = self._number == 1
+        if exc is None:
+            if policy._on_result is None or result is _NO_RESULT:
+                if policy._on_result is not None:
+                    raise RuntimeError(
+                        "on_result was given, but the attempt handed over no"
+                        " result: call attempt.set_result(value) in the block"
+                    )
+                if budget is not None:
+                    budget.record_success(first)
+                return None
+            if not policy._on_result(result):
+                if budget is not None:
+                    budget.record_success(first)
+                return None
+            outcome: Any = result
+        elif isinstance(exc, Exception) and policy._matches(exc):
+            outcome = exc
+        else:
+            return None  # not ours to retry: KeyboardInterrupt, a mismatch
+        if budget is not None:
+            budget.record_failure(first)
+        hint, self._hint = self._hint, None
+        if policy._retry_after is not None:
+            asked = policy._retry_after(outcome)
+            if asked is not None:
+                asked = _hint("retry_after", asked)
+                if hint is None or asked > hint:
+                    hint = asked
+        delay = self._next_delay()
+        if delay is not None and hint is not None:
+            hint = min(hint, policy._retry_after_max)
             if hint > delay:
                 delay = hint
-        if self._deadline is not None:
-            remaining = self._deadline - self._clock()
+        if delay is not None and self._deadline is not None:
+            remaining = self._deadline - policy._clock()
             if remaining < 0 or (hint is not None and hint > remaining):
-                raise failure  # no room left, or not for the wait the server asked
-            if delay > remaining:  # shortened to end at the deadline: last try
+                delay = None  # no room left, or not for the wait the server asked
+            elif delay > remaining:  # shortened to end at the deadline: the last try
                 delay = remaining
                 self._last = True
-        if self._before_sleep is not None:
-            self._before_sleep(cast(Attempt, self._attempt), failure, delay)
+        if delay is not None and budget is not None and not budget.try_retry(outcome):
+            delay = None
+        if delay is None:
+            if policy._give_up is not None:
+                policy._give_up(attempt, outcome)  # type: ignore[arg-type]
+            return None
+        self._number += 1
+        self._delay = delay
         return delay
 
-    def next_attempt(self, delay: float) -> Attempt:
-        """The attempt that follows a sleep of *delay*."""
-        number = cast(Attempt, self._attempt).number + 1
-        self._attempt = Attempt(self, number, delay, self._clock() - self._start)
-        return self._attempt
+    def _next_delay(self) -> float | None:
+        """The next delay of the schedule; None when there is no next attempt."""
+        if self._last:
+            return None
+        delays = self._delays
+        if delays is None:
+            delays = self._delays = self._policy._fresh_delays()
+        delay = next(delays, _END)
+        if delay is _END:
+            return None
+        if delay.__class__ is not float or not 0.0 <= delay <= _sleeping.LONGEST:
+            delay = _sleeping.seconds(delay)
+            if delay == math.inf:
+                return None  # an infinite wait is no next attempt
+        return delay  # type: ignore[no-any-return]
+
+    def first_attempt(self, observed: bool) -> Attempt | None:
+        """@retry's first attempt, made only when a hook will see it."""
+        return Attempt(self, 1, 0.0, 0.0) if observed else None
+
+    def _fit(self, delay: float) -> float:
+        """*delay*, shortened so the sleep still ends by the deadline after a
+        before_sleep hook took its time."""
+        if self._deadline is not None:
+            remaining = self._deadline - self._policy._clock()
+            if delay > remaining:
+                self._delay = delay = max(0.0, remaining)
+        return delay
+
+    def pause(self, attempt: Attempt | None, outcome: Any, delay: float) -> None:
+        """Tell before_sleep, then sleep *delay* (sync)."""
+        hook = self._policy._before_sleep
+        if hook is not None:
+            returned = hook(attempt, outcome, delay)  # type: ignore[arg-type]
+            if hasattr(returned, "__await__"):
+                returned.close()  # type: ignore[attr-defined]
+                raise TypeError(
+                    f"before_sleep {hook!r} returned an awaitable in a sync"
+                    " loop: use aretrying or an async function"
+                )
+            delay = self._fit(delay)
+        _sleeping.sleep(self._policy._sleep, delay)
+
+    async def apause(self, attempt: Attempt | None, outcome: Any, delay: float) -> None:
+        """Tell before_sleep (awaited if it is async), then sleep *delay*."""
+        hook = self._policy._before_sleep
+        if hook is not None:
+            returned = hook(attempt, outcome, delay)  # type: ignore[arg-type]
+            if hasattr(returned, "__await__"):
+                await returned
+            delay = self._fit(delay)
+        await _sleeping.asleep(self._policy._sleep, delay)
+
+    def next_attempt(self) -> Attempt:
+        """The Attempt that follows a retry."""
+        self._state = _READY
+        return Attempt(
+            self, self._number, self._delay, self._policy._clock() - self._start
+        )
+
+    def _misuse(self, attempt: Attempt, statement: str) -> None:
+        """Raise the error that says how an Attempt was misused."""
+        if self._async != (statement == "async with"):
+            right = "async with" if self._async else "with"
+            raise TypeError(f"use `{right} attempt:` with this loop, not `{statement}`")
+        raise RuntimeError(
+            f"{attempt!r} is not the current attempt of a running retry loop:"
+            " use each attempt once, in its own iteration"
+        )
+
+    def _step(self) -> Attempt | None:
+        """The loop forms' next attempt; None when the loop is over."""
+        state = self._state
+        if state == _RETRY:
+            return self.next_attempt()
+        if state == _NEW:
+            self._state = _READY
+            return Attempt(self, 1, 0.0, 0.0)
+        if state == _DONE:
+            return None
+        raise RuntimeError(
+            f"attempt {self._number} of this retry loop never ran in"
+            " `with attempt:`, so its outcome is unknown: put the loop body"
+            " in `with attempt:`"
+        )
 
 
-class retrying(_Driver, Iterator[Attempt]):
-    """Attempts to run in ``with`` blocks, retrying failures that match *on*.
+class retrying(_Policy, Iterable[Attempt]):
+    """A retry policy for ``for`` loops: it yields attempts to run in ``with`` blocks.
 
     >>> from itertools import islice
     >>> from backoff_iter import exponential
@@ -248,61 +546,68 @@ class retrying(_Driver, Iterator[Attempt]):
     ...         raise OSError("flaky")
     ...     return "data"
     >>> def get():
-    ...     for attempt in retrying(islice(exponential(0.1), 4), on=OSError,
+    ...     for attempt in retrying(lambda: islice(exponential(0.1), 4), on=OSError,
     ...                             sleep=slept.append):
     ...         with attempt:
     ...             return fetch()
     >>> get(), slept
     ('data', [0.1, 0.2])
 
-    ``retrying(delays, *, on=Exception, sleep=time.sleep, deadline=None,
-    clock=time.monotonic, before_sleep=None)``:
+    ``retrying(delays, *, on=Exception, on_result=None, retry_after=None,
+    retry_after_max=6 hours, deadline=None, clock=time.monotonic,
+    sleep=time.sleep, before_sleep=None, budget=None)``:
 
+    - *delays*: a zero-argument function returning fresh delays (made only
+      after a first failure), or a list or tuple: such a policy is
+      reusable, every ``for`` over it starts afresh.  A one-shot iterable
+      (a strategy, a generator) serves one loop; iterating the policy again
+      raises ``RuntimeError``.
     - *on*: an exception class, a tuple of them, or a predicate
-      ``callable(exc) -> bool``.  Other failures propagate at once.
-      KeyboardInterrupt, SystemExit and GeneratorExit are never retried.
-    - A matching failure is swallowed; the loop sleeps the next delay and
-      yields the next attempt.  When the delays run out (or the deadline
-      leaves no room), the last failure is re-raised as itself, with its
-      traceback.  Success ends the loop; it never sleeps after the last try.
-    - *sleep* defaults to :func:`time.sleep`.
-    - *deadline* (seconds per *clock*, from the first attempt): no sleep is
-      started that would end past it; the last sleep may be shortened to
-      end on it.
-    - ``attempt.retry_after(seconds)`` raises the next sleep to *seconds*.
-    - *before_sleep(attempt, exception, delay)* is called before each sleep,
-      for logging and metrics.
+      ``callable(exc) -> bool``.  Other failures propagate at once, and
+      ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit`` and
+      cancellation always do.
+    - *on_result*: ``predicate(result) -> bool``; hand the result over with
+      ``attempt.set_result(value)``.  An accepted result is retried like a
+      failure; when nothing is left to try the loop ends with it.
+    - *retry_after*: ``hook(outcome) -> seconds or None``, the server's hint
+      for the exception or retried result: the next sleep is at least that
+      long, clamped to *retry_after_max*.  ``attempt.retry_after(seconds)``
+      does the same from the loop body.
+    - *deadline* (seconds per *clock*, from the first attempt): no sleep
+      starts that would end past it; the last one is shortened to end on it.
+    - *before_sleep(attempt, outcome, delay)* runs before each sleep; if it
+      also has a ``give_up(attempt, outcome)`` method, that runs when the
+      loop gives up (see :func:`backoff_iter.log_retries`).
+    - *budget*: a :class:`~backoff_iter.TokenBucket`, a
+      :class:`~backoff_iter.RetryBudget` or your own, shared by many calls;
+      when it refuses a retry the loop gives up.
+
+    When the delays, the deadline or the budget leave no room, or a delay is
+    infinite, the last failure propagates from the ``with`` block as itself,
+    with its traceback.  Success ends the loop; it never sleeps after the
+    last attempt.
     """
 
-    @staticmethod
-    def _default_sleep() -> Callable[[float], Any]:
-        return time.sleep
+    __slots__ = ()
 
-    def __iter__(self) -> retrying:
-        return self
-
-    def __next__(self) -> Attempt:
-        if self._attempt is None:
-            return self.begin(self._clock())
-        delay = self.decide()
-        if delay is None:
-            raise StopIteration  # success, or the caller did not report failure
-        self._sleep(delay)
-        return self.next_attempt(delay)
+    def __iter__(self) -> Iterator[Attempt]:
+        if self._once:
+            self._used_once()
+        return _Attempts(self, self._clock())
 
 
-class aretrying(_Driver, AsyncIterator[Attempt]):
+class aretrying(_Policy, AsyncIterable[Attempt]):
     """:class:`retrying` for ``async for`` and ``async with``.
 
-    *sleep* defaults to :func:`asyncio.sleep`.  Cancellation is never
-    swallowed.
+    *sleep* defaults to :func:`asyncio.sleep`; a plain function is called
+    and its result awaited only if it is awaitable.  An async
+    *before_sleep* is awaited.  Cancellation is never swallowed, and no
+    retry starts while the task is being cancelled.
 
     >>> import asyncio
     >>> async def main():
     ...     slept = []
-    ...     async def no_wait(seconds):
-    ...         slept.append(seconds)
-    ...     async for attempt in aretrying([0.5, 1.0], on=ValueError, sleep=no_wait):
+    ...     async for attempt in aretrying([0.5, 1.0], on=ValueError, sleep=slept.append):
     ...         async with attempt:
     ...             if attempt.number < 3:
     ...                 raise ValueError(attempt.number)
@@ -311,50 +616,69 @@ class aretrying(_Driver, AsyncIterator[Attempt]):
     (3, [0.5, 1.0])
     """
 
-    @staticmethod
-    def _default_sleep() -> Callable[[float], Any]:
-        return asyncio.sleep
+    __slots__ = ()
 
-    def __aiter__(self) -> aretrying:
-        return self
+    def __aiter__(self) -> AsyncIterator[Attempt]:
+        if self._once:
+            self._used_once()
+        return _AsyncAttempts(self, self._clock(), True)
+
+
+class _Attempts(_Call, Iterator[Attempt]):
+    """One run of a :class:`retrying` loop."""
+
+    __slots__ = ()
+
+    def __next__(self) -> Attempt:
+        attempt = self._step()
+        if attempt is None:
+            raise StopIteration
+        return attempt
+
+
+class _AsyncAttempts(_Call, AsyncIterator[Attempt]):
+    """One run of an :class:`aretrying` loop."""
+
+    __slots__ = ()
 
     async def __anext__(self) -> Attempt:
-        if self._attempt is None:
-            return self.begin(self._clock())
-        delay = self.decide()
-        if delay is None:
+        attempt = self._step()
+        if attempt is None:
             raise StopAsyncIteration
-        await self._sleep(delay)
-        return self.next_attempt(delay)
+        return attempt
 
 
-def _delays_factory(delays: object) -> Callable[[], Iterable[float]]:
-    if isinstance(delays, (list, tuple)):
-        return lambda: delays
-    if callable(delays):
-        return cast(Callable[[], Iterable[float]], delays)
-    raise TypeError(
-        "delays must be a zero-argument callable returning fresh delays"
-        " (e.g. lambda: islice(exponential(0.1), 5)) or a list/tuple;"
-        f" an iterator is used up after one call, got {delays!r}"
-    )
+def _factory(delays: object) -> object:
+    """Reject a one-shot iterator for @retry, which needs delays per call."""
+    if isinstance(delays, Iterator) and not callable(delays):
+        raise TypeError(
+            "delays must be a zero-argument function returning fresh delays"
+            " (e.g. lambda: islice(exponential(0.1), 5)) or a list/tuple;"
+            f" an iterator is used up after one call, got {delays!r}"
+        )
+    return delays
 
 
 def retry(
-    delays: Union[Callable[[], Iterable[float]], List[float], Tuple[float, ...]],
+    delays: Callable[[], Iterable[float]] | Sequence[float],
     *,
     on: ExceptionFilter = Exception,
-    deadline: Optional[float] = None,
-    sleep: Optional[Callable[[float], Any]] = None,
+    on_result: Callable[[Any], object] | None = None,
+    retry_after: Callable[[Any], float | None] | None = None,
+    retry_after_max: float = RETRY_AFTER_MAX,
+    deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
-    before_sleep: Optional[BeforeSleep] = None,
-) -> Callable[[F], F]:
+    sleep: Callable[[float], Any] | None = None,
+    before_sleep: BeforeSleep | None = None,
+    budget: Budget | None = None,
+) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a sync or async function so failures matching *on* are retried.
 
-    *delays* is a zero-argument callable returning a fresh iterable of
-    delays for each call (generators are one-shot), or a plain list/tuple.
-    The delays are only made once a call has failed, so a successful call
-    costs one ``try`` more than calling the function directly.
+    *delays* is a zero-argument function returning fresh delays for each
+    call (made only once a call has failed), or a list or tuple.  The other
+    arguments are those of :class:`retrying`; the decorated function keeps
+    its signature, and with *on_result* its last result is returned when
+    the retries run out.
 
     >>> from itertools import islice
     >>> from backoff_iter import exponential
@@ -370,74 +694,107 @@ def retry(
     ('pong', [0.1, 0.2])
 
     Async functions are detected and sleep with ``asyncio.sleep`` unless
-    *sleep* is given.  The other arguments are those of :class:`retrying`.
+    *sleep* is given (sync or async).  A generator function is rejected: its
+    failures happen while it is iterated, after the call has returned.
     """
-    factory = _delays_factory(delays)
-    # The drivers' own checks, once, at decoration: bad arguments fail here.
-    matches = retrying(
-        (), on=on, sleep=sleep, deadline=deadline, clock=clock, before_sleep=before_sleep
-    )._matches
+    policy = _Policy(
+        cast(Delays, _factory(delays)),
+        on=on,
+        on_result=on_result,
+        retry_after=retry_after,
+        retry_after_max=retry_after_max,
+        deadline=deadline,
+        clock=clock,
+        sleep=sleep,
+        before_sleep=before_sleep,
+        budget=budget,
+    )
 
-    def resumed(driver: type[D], start: float, failure: Exception) -> D:
-        """The driver for the retries of a call whose first attempt failed."""
-        resumed_ = driver(
-            factory(), on=on, sleep=sleep, deadline=deadline, clock=clock,
-            before_sleep=before_sleep,
-        )
-        resumed_.begin(start)
-        resumed_.failed(failure)
-        return resumed_
-
-    def decorate(func: F) -> F:
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
         _checks.function("func", func)
-        # The success path is a bare try; the retries go straight through
-        # the driver's decide() and failed(), without the `with` protocol.
-        # Here only before_sleep ever sees an Attempt, so only then are they made.
-        observed = before_sleep is not None
+        import inspect  # only when decorating: it is slow to import
+
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            raise TypeError(
+                f"retry cannot retry the generator function {func!r}: its"
+                " failures happen while it is iterated, after the call returned;"
+                " decorate the function that consumes it"
+            )
         if inspect.iscoroutinefunction(func):
-
-            @functools.wraps(func)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                start = clock()
-                try:
-                    return await func(*args, **kwargs)
-                except Exception as exc:
-                    if not matches(exc):
-                        raise
-                    driver = resumed(aretrying, start, exc)
-                while True:
-                    delay = cast(float, driver.decide())
-                    await driver._sleep(delay)
-                    if observed:
-                        driver.next_attempt(delay)
-                    try:
-                        return await func(*args, **kwargs)
-                    except Exception as exc:
-                        if not driver.failed(exc):
-                            raise
-
-            return cast(F, async_wrapper)
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            start = clock()
-            try:
-                return func(*args, **kwargs)
-            except Exception as exc:
-                if not matches(exc):
-                    raise
-                driver = resumed(retrying, start, exc)
-            while True:
-                delay = cast(float, driver.decide())
-                driver._sleep(delay)
-                if observed:
-                    driver.next_attempt(delay)
-                try:
-                    return func(*args, **kwargs)
-                except Exception as exc:
-                    if not driver.failed(exc):
-                        raise
-
-        return cast(F, wrapper)
+            return cast("Callable[P, R]", _async_wrapper(policy, func))  # type: ignore[arg-type]
+        return _sync_wrapper(policy, func)
 
     return decorate
+
+
+def _sync_wrapper(policy: _Policy, func: Callable[P, R]) -> Callable[P, R]:
+    clock, plain = policy._clock, policy._plain
+    observed = policy._before_sleep is not None or policy._give_up is not None
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        call = attempt = None
+        start = clock()
+        while True:
+            try:
+                result = func(*args, **kwargs)
+            except Exception as exc:
+                if call is None:
+                    call = _Call(policy, start)
+                    attempt = call.first_attempt(observed)
+                delay = call.next_sleep(attempt, exc)
+                if delay is None:
+                    raise
+                call.pause(attempt, exc, delay)
+            else:
+                if plain:
+                    return result
+                if call is None:
+                    call = _Call(policy, start)
+                    attempt = call.first_attempt(observed)
+                delay = call.next_sleep(attempt, None, result)
+                if delay is None:
+                    return result
+                call.pause(attempt, result, delay)
+            if observed:
+                attempt = call.next_attempt()
+
+    return wrapper
+
+
+def _async_wrapper(
+    policy: _Policy, func: Callable[P, Awaitable[R]]
+) -> Callable[P, Awaitable[R]]:
+    clock, plain = policy._clock, policy._plain
+    observed = policy._before_sleep is not None or policy._give_up is not None
+
+    @functools.wraps(func)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        call = attempt = None
+        start = clock()
+        while True:
+            try:
+                result = await func(*args, **kwargs)
+            except Exception as exc:
+                _stop_if_cancelling()
+                if call is None:
+                    call = _Call(policy, start, True)
+                    attempt = call.first_attempt(observed)
+                delay = call.next_sleep(attempt, exc)
+                if delay is None:
+                    raise
+                await call.apause(attempt, exc, delay)
+            else:
+                if plain:
+                    return result
+                if call is None:
+                    call = _Call(policy, start, True)
+                    attempt = call.first_attempt(observed)
+                delay = call.next_sleep(attempt, None, result)
+                if delay is None:
+                    return result
+                await call.apause(attempt, result, delay)
+            if observed:
+                attempt = call.next_attempt()
+
+    return wrapper

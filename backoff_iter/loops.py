@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import time
-from typing import Callable, Iterable, Iterator
+import math
+from collections.abc import Callable, Iterable, Iterator
 
-from . import _checks
+from . import _checks, _sleeping
 
 __all__ = ["attempts"]
 
 
 def attempts(
-    delays: Iterable[float], *, sleep: Callable[[float], object] = time.sleep
+    delays: Iterable[float], *, sleep: Callable[[float], object] | None = None
 ) -> Iterator[int]:
     """Attempt numbers 1, 2, 3, ..., sleeping the next delay between two of them.
 
@@ -28,15 +28,25 @@ def attempts(
     >>> slept
     [0.1, 0.2]
 
-    A delay that is negative or NaN raises ``ValueError`` instead of being
-    passed to *sleep*.
+    *sleep* defaults to :func:`time.sleep`, looked up at each sleep (so a
+    test that patches it is obeyed, as in the retry drivers), and
+    :func:`backoff_iter.testing.no_sleep` switches it off.  A delay that is
+    negative or NaN raises ``ValueError`` instead of being slept, a
+    non-number ``TypeError``; an infinite delay (or one longer than the
+    platform can sleep) ends the loop: there is no next attempt.
     """
-    _checks.function("sleep", sleep)
+    if sleep is not None:
+        _checks.function("sleep", sleep)
     return _attempts(_checks.iterable("delays", delays), sleep)
 
 
-def _attempts(delays: Iterator[float], sleep: Callable[[float], object]) -> Iterator[int]:
+def _attempts(
+    delays: Iterator[float], sleep: Callable[[float], object] | None
+) -> Iterator[int]:
     yield 1
     for number, delay in enumerate(delays, 2):
-        sleep(_checks.delay_item(delay))
+        seconds = _sleeping.seconds(delay)
+        if seconds == math.inf:
+            return
+        _sleeping.sleep(sleep, seconds)
         yield number

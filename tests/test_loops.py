@@ -73,4 +73,4 @@ def test_bad_arguments_raise_at_the_call():
     with pytest.raises(TypeError, match="delays"):
         attempts(3)
     with pytest.raises(TypeError, match="sleep"):
-        attempts([1], sleep=None)
+        attempts([1], sleep=3)
