@@ -12,11 +12,16 @@ in seconds; shape it with ``itertools`` and the adaptors here, then loop:
 [0.1, 0.2, 0.4, 0.8]
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 from .adaptors import capped, elapsed, jittered, within
+from .budgets import Budget, RetryBudget, TokenBucket
+from .drivers import RETRY_AFTER_MAX, Attempt, aretrying, retry, retrying
+from .hints import parse_retry_after
+from .logs import RetryLogger, log_retries
 from .loops import attempts
 from .planning import (
+    Plan,
     elapsed_after,
     factor_for_ratio,
     next_sleep,
@@ -25,7 +30,6 @@ from .planning import (
     retry_count_ratio,
 )
 from .simulation import simulate
-from .drivers import Attempt, aretrying, retry, retrying
 from .strategies import (
     constant,
     decorrelated,
@@ -38,7 +42,13 @@ from .strategies import (
 )
 
 __all__ = [
+    "RETRY_AFTER_MAX",
     "Attempt",
+    "Budget",
+    "Plan",
+    "RetryBudget",
+    "RetryLogger",
+    "TokenBucket",
     "aretrying",
     "attempts",
     "capped",
@@ -53,7 +63,9 @@ __all__ = [
     "full_jitter",
     "jittered",
     "linear",
+    "log_retries",
     "next_sleep",
+    "parse_retry_after",
     "plan",
     "retries_by",
     "retry",

@@ -11,7 +11,7 @@ import math
 import random
 from numbers import Real
 from itertools import repeat, starmap
-from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -95,7 +95,7 @@ def random_source(rng: Any) -> Callable[[], float]:
         return draw  # type: ignore[no-any-return]
     uniform = getattr(rng, "uniform", None)
     if callable(uniform):
-        return lambda: float(uniform(0.0, 1.0))
+        return lambda: float(cast(Callable[[float, float], float], uniform)(0.0, 1.0))
     raise TypeError(
         f"rng must be None or have a random() or uniform(a, b) method, got {rng!r}"
     )

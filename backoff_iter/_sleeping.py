@@ -30,8 +30,8 @@ recorders: list[list[float]] = []
 
 def seconds(value: object, name: str = "delays") -> float:
     """A delay as a float; ``inf`` if it is too long to sleep."""
-    if value.__class__ is float and 0.0 <= value <= LONGEST:  # type: ignore[operator]
-        return value  # type: ignore[return-value]
+    if type(value) is float and 0.0 <= value <= LONGEST:
+        return value
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         if not _checks.is_real(value):
             raise TypeError(f"{name} must yield numbers, got {value!r}")

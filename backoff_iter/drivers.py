@@ -285,7 +285,7 @@ class _Policy:
         elif isinstance(delays, Sequence) and not isinstance(delays, str):
             self._factory = delays.__iter__
         else:
-            self._factory = _checks.iterable("delays", delays).__iter__  # type: ignore[arg-type]
+            self._factory = _checks.iterable("delays", delays).__iter__
             self._once = True
         self._used = False
         self._matches = _exception_filter(on)
@@ -461,7 +461,7 @@ class _Call:
             delay = _sleeping.seconds(delay)
             if delay == math.inf:
                 return None  # an infinite wait is no next attempt
-        return delay  # type: ignore[no-any-return]
+        return delay
 
     def first_attempt(self, observed: bool) -> Attempt | None:
         """@retry's first attempt, made only when a hook will see it."""
@@ -496,7 +496,7 @@ class _Call:
         if hook is not None:
             returned = hook(attempt, outcome, delay)  # type: ignore[arg-type]
             if hasattr(returned, "__await__"):
-                await returned
+                await cast(Awaitable[Any], returned)
             delay = self._fit(delay)
         await _sleeping.asleep(self._policy._sleep, delay)
 
@@ -721,7 +721,7 @@ def retry(
                 " decorate the function that consumes it"
             )
         if inspect.iscoroutinefunction(func):
-            return cast("Callable[P, R]", _async_wrapper(policy, func))  # type: ignore[arg-type]
+            return cast("Callable[P, R]", _async_wrapper(policy, func))
         return _sync_wrapper(policy, func)
 
     return decorate

@@ -48,7 +48,7 @@ def _rising(values: Iterator[float], cap: float) -> Iterator[float]:
 
 def _power_fits(factor: float, exponent: int) -> bool:
     try:
-        factor**exponent
+        _ = factor**exponent
     except OverflowError:
         return False
     return True

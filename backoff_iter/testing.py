@@ -1,0 +1,44 @@
+"""Switch sleeping off in your tests: :func:`no_sleep`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from . import _sleeping
+
+__all__ = ["no_sleep"]
+
+
+@contextmanager
+def no_sleep() -> Iterator[list[float]]:
+    """While open, no loop of this library really sleeps; it yields the delays instead.
+
+    Every driver (``retrying``, ``aretrying``, ``@retry``) and ``attempts``,
+    in any thread or task of the process, records each delay it would have
+    slept in the list this yields, with or without a ``sleep=`` of its own.
+    Your code needs no ``sleep=`` plumbing to be tested:
+
+    >>> from backoff_iter import retry
+    >>> @retry([1.0, 2.0, 4.0], on=ConnectionError)
+    ... def fetch(replies=iter([ConnectionError(), ConnectionError(), "ok"])):
+    ...     reply = next(replies)
+    ...     if isinstance(reply, Exception):
+    ...         raise reply
+    ...     return reply
+    >>> with no_sleep() as slept:
+    ...     fetch()
+    'ok'
+    >>> slept
+    [1.0, 2.0]
+
+    Blocks nest; the innermost open one records.
+    """
+    slept: list[float] = []
+    _sleeping.recorders.append(slept)
+    try:
+        yield slept
+    finally:
+        # By identity: two open blocks' lists may be equal.
+        recorders = _sleeping.recorders
+        del recorders[max(i for i, r in enumerate(recorders) if r is slept)]
