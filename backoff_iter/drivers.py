@@ -235,8 +235,13 @@ def _stop_if_cancelling() -> None:
     (from ``asyncio.timeout``, say) into an ordinary failure: retrying it
     would run on past the timeout.
     """
-    asyncio = sys.modules["asyncio"]
-    task = asyncio.current_task()
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no asyncio loop running: trio, or a coroutine driven by hand
+        return
     cancelling = getattr(task, "cancelling", None)
     if cancelling is not None and cancelling():
         raise asyncio.CancelledError("the task is being cancelled: no retry")
@@ -432,7 +437,7 @@ class _Call:
                 delay = hint
         if delay is not None and self._deadline is not None:
             remaining = self._deadline - policy._clock()
-            if remaining < 0 or (hint is not None and hint > remaining):
+            if remaining <= 0 or (hint is not None and hint > remaining):
                 delay = None  # no room left, or not for the wait the server asked
             elif delay > remaining:  # shortened to end at the deadline: the last try
                 delay = remaining

@@ -52,6 +52,11 @@ class Operation:
 
 
 def run_loop(delays, operation, time, **options):
+    if "on_result" in options:  # the result is handed over, the loop decides
+        for attempt in retrying(delays, sleep=time.sleep, clock=time.clock, **options):
+            with attempt:
+                result = attempt.set_result(operation())
+        return result
     for attempt in retrying(delays, sleep=time.sleep, clock=time.clock, **options):
         with attempt:
             return operation()
@@ -59,6 +64,13 @@ def run_loop(delays, operation, time, **options):
 
 def run_async_loop(delays, operation, time, **options):
     async def main():
+        if "on_result" in options:
+            async for attempt in aretrying(
+                delays, sleep=time.asleep, clock=time.clock, **options
+            ):
+                async with attempt:
+                    result = attempt.set_result(operation())
+            return result
         async for attempt in aretrying(
             delays, sleep=time.asleep, clock=time.clock, **options
         ):
@@ -461,3 +473,505 @@ def test_a_factory_returning_a_non_iterable_is_reported_on_first_failure():
     fetch = retry(lambda: 3)(Operation([OSError()]))
     with pytest.raises(TypeError, match="delays"):
         fetch()
+
+
+# -- policies are reusable; one-shot iterators say so ---------------------------
+
+
+def test_a_policy_from_a_factory_or_a_list_serves_every_loop():
+    """A module-level policy starts a fresh schedule on every `for`, like tenacity's Retrying."""
+    time = FakeTime()
+    for delays in (lambda: iter([1.0, 2.0]), [1.0, 2.0], (1.0, 2.0)):
+        policy = retrying(delays, sleep=time.sleep, clock=time.clock)
+
+        def fetch(operation):
+            for attempt in policy:
+                with attempt:
+                    return operation()
+
+        time.slept.clear()
+        assert fetch(Operation([OSError(), "a"])) == "a"
+        assert fetch(Operation([OSError(), OSError(), "b"])) == "b"
+        assert time.slept == [1.0, 1.0, 2.0]
+
+
+@pytest.mark.parametrize("make", [retrying, aretrying])
+def test_a_policy_from_a_one_shot_iterator_refuses_a_second_loop(make):
+    """The second loop over a used-up iterator raises RuntimeError instead of returning None."""
+    policy = make(iter([1.0]), sleep=lambda s: None)
+    first = iter(policy) if make is retrying else policy.__aiter__()
+    assert first is not None
+    with pytest.raises(RuntimeError, match="one-shot"):
+        iter(policy) if make is retrying else policy.__aiter__()
+
+
+def test_a_factory_is_called_only_after_a_first_failure():
+    """A call that succeeds at once never builds a schedule; each retried call builds one."""
+    made = []
+
+    def factory():
+        made.append(1)
+        return [0.5]
+
+    policy = retrying(factory, sleep=lambda s: None)
+    for operation in (Operation(["ok"]), Operation(["ok"]), Operation([OSError(), "ok"])):
+        for attempt in policy:
+            with attempt:
+                operation()
+    assert made == [1]
+
+
+# -- no delay or hint crashes the driver ----------------------------------------
+
+
+@each_driver
+@pytest.mark.parametrize("huge", [math.inf, 1e12, 10**400])
+def test_an_infinite_or_unsleepable_delay_means_no_next_attempt(run, huge):
+    """inf, a delay past the platform's sleep, or an int beyond floats: give up, re-raising the failure."""
+    time, error = FakeTime(), OSError("down")
+    with pytest.raises(OSError) as raised:
+        run([0.5, huge, 1.0], Operation([OSError(), error]), time)
+    assert raised.value is error
+    assert time.slept == [0.5]
+
+
+def test_an_uncapped_strategy_reaching_inf_ends_the_loop():
+    """exponential(1) outgrows what the platform can sleep (then inf): the loop gives up, no OverflowError."""
+    from backoff_iter import _sleeping
+
+    slept = []
+    operation = Operation([OSError(i) for i in range(2000)])
+    with pytest.raises(OSError) as raised:
+        for attempt in retrying(lambda: exponential(1), sleep=slept.append):
+            with attempt:
+                operation()
+    fits = [2.0**i for i in range(1024) if 2.0**i <= _sleeping.LONGEST]
+    assert slept == fits
+    assert raised.value.args == (len(fits),)
+
+
+@each_driver
+def test_a_server_hint_is_clamped_to_retry_after_max(run):
+    """A hint of 1e12 s becomes 6 hours by default, or the configured maximum."""
+    hint = lambda outcome: 1e12  # noqa: E731
+    time = FakeTime()
+    run([1.0], Operation([OSError()]), time, retry_after=hint)
+    assert time.slept == [6 * 3600.0]
+    time = FakeTime()
+    run([1.0], Operation([OSError()]), time, retry_after=hint, retry_after_max=30)
+    assert time.slept == [30.0]
+
+
+def test_attempt_retry_after_is_clamped_too():
+    """attempt.retry_after(1e12) inside the loop sleeps the maximum, not OverflowError."""
+    time = FakeTime()
+    for attempt in retrying([1.0], sleep=time.sleep, clock=time.clock, retry_after_max=60):
+        with attempt:
+            if attempt.number == 1:
+                attempt.retry_after(1e12)
+                raise OSError
+    assert time.slept == [60.0]
+
+
+# -- async hooks and sleeps --------------------------------------------------------
+
+
+@pytest.mark.parametrize("run", [run_async_loop, run_async_decorator], ids=["aretrying", "async retry"])
+def test_an_async_before_sleep_is_awaited(run):
+    """A coroutine hook runs to completion before each sleep (no 'never awaited')."""
+    seen = []
+
+    async def hook(attempt, exc, delay):
+        await asyncio.sleep(0)
+        seen.append((attempt.number, delay))
+
+    time = FakeTime()
+    run([0.5, 1.5], Operation([OSError(), OSError()]), time, before_sleep=hook)
+    assert seen == [(1, 0.5), (2, 1.5)]
+
+
+def test_an_async_function_accepts_a_plain_sleep():
+    """@retry on an async def with a sync sleep= calls it and awaits nothing."""
+    slept = []
+
+    @retry([0.25, 0.5], sleep=slept.append)
+    async def fetch(outcomes=iter([OSError(), OSError(), "ok"])):
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    assert asyncio.run(fetch()) == "ok"
+    assert slept == [0.25, 0.5]
+
+
+def test_a_sync_loop_rejects_an_async_sleep_or_hook_at_the_first_retry():
+    """A coroutine returned by sleep or before_sleep in a sync loop is a TypeError, and is closed."""
+
+    async def asleep(seconds):
+        pass
+
+    with pytest.raises(TypeError, match="sleep"):
+        retry([1.0], sleep=asleep)(Operation([OSError()]))()
+    with pytest.raises(TypeError, match="before_sleep"):
+        retry([1.0], sleep=lambda s: None, before_sleep=lambda a, e, d: asleep(d))(
+            Operation([OSError()])
+        )()
+
+
+def test_attempts_and_the_drivers_obey_a_patched_time_sleep(monkeypatch):
+    """time.sleep is looked up at each sleep by attempts() and by every sync driver."""
+    slept = []
+    monkeypatch.setattr("time.sleep", slept.append)
+    from backoff_iter import attempts
+
+    assert list(attempts([0.5, 0.25])) == [1, 2, 3]
+    retry([0.75])(Operation([OSError()]))()
+    assert slept == [0.5, 0.25, 0.75]
+
+
+# -- silent endings are errors -----------------------------------------------------
+
+
+def test_retry_rejects_generator_functions_at_decoration():
+    """Their failures come after the call returned, so @retry would silently not retry them."""
+
+    def numbers():
+        yield 1
+
+    async def anumbers():
+        yield 1
+
+    for func in (numbers, anumbers):
+        with pytest.raises(TypeError, match="generator"):
+            retry([1.0])(func)
+
+
+def test_a_loop_body_without_with_attempt_is_an_error_at_the_next_attempt():
+    """Forgetting `with attempt:` cannot silently stop after one attempt."""
+    with pytest.raises(RuntimeError, match="with attempt"):
+        for attempt in retrying([1.0], sleep=lambda s: None):
+            pass
+
+
+def test_a_stale_attempt_cannot_swallow_errors():
+    """An Attempt kept after its loop ended raises RuntimeError instead of hiding a failure."""
+    for attempt in retrying([1.0], sleep=lambda s: None):
+        with attempt:
+            pass
+    with pytest.raises(RuntimeError, match="not the current attempt"):
+        with attempt:
+            raise OSError("lost?")
+
+
+def test_a_sync_with_on_an_async_loops_attempt_is_a_type_error():
+    """`with` on aretrying's attempt would block the event loop: TypeError."""
+
+    async def main():
+        async for attempt in aretrying([1.0]):
+            with attempt:
+                pass
+
+    with pytest.raises(TypeError, match="async with"):
+        asyncio.run(main())
+
+
+def test_a_retried_stop_iteration_is_raised_from_the_loop_body():
+    """StopIteration from the body, once retries run out, leaves the function (not a silent None)."""
+    slept = []
+
+    def get():
+        for attempt in retrying([0.1], sleep=slept.append):
+            with attempt:
+                return next(iter([]))
+        return "fell off the loop"
+
+    with pytest.raises(StopIteration):
+        get()
+    assert slept == [0.1]
+
+
+def test_a_retried_stop_async_iteration_does_not_end_the_async_loop_silently():
+    """StopAsyncIteration from the body propagates as itself after the retries."""
+
+    async def get():
+        async for attempt in aretrying([0.1], sleep=lambda s: None):
+            async with attempt:
+                raise StopAsyncIteration("from the body")
+        return "fell off the loop"
+
+    with pytest.raises(StopAsyncIteration, match="from the body"):
+        asyncio.run(get())
+
+
+@each_driver
+def test_the_on_predicate_is_asked_once_per_failure(run):
+    """Three failures, three questions: a stateful predicate sees each failure once."""
+    asked = []
+
+    def on(exc):
+        asked.append(exc)
+        return True
+
+    errors = [OSError(1), OSError(2), OSError(3)]
+    run([0.0] * 5, Operation(errors), FakeTime(), on=on)
+    assert asked == errors
+
+
+# -- what the user's delays yield --------------------------------------------------
+
+
+@each_driver
+@pytest.mark.parametrize("bad", [None, "1", True, object()])
+def test_a_non_number_delay_is_a_type_error_not_the_end(run, bad):
+    """None, a string, a bool: TypeError naming delays, with the retried failure as context."""
+    error = OSError("real")
+    with pytest.raises(TypeError, match="delays") as raised:
+        run([bad], Operation([error]), FakeTime())
+    assert raised.value.__context__ is error
+
+
+def test_a_numpy_bool_delay_is_a_type_error():
+    """numpy's bool is no number of seconds either."""
+    numpy = pytest.importorskip("numpy")
+    with pytest.raises(TypeError, match="delays"):
+        run_loop([numpy.bool_(True)], Operation([OSError()]), FakeTime())
+
+
+@each_driver
+def test_every_real_number_is_slept_as_a_float(run):
+    """Decimal, Fraction and ints reach sleep as floats (time.sleep rejects Decimal)."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    time = FakeTime()
+    run([Decimal("0.5"), Fraction(1, 4), 2], Operation([OSError()] * 3), time)
+    assert time.slept == [0.5, 0.25, 2.0]
+    assert all(type(d) is float for d in time.slept)
+
+
+@each_driver
+def test_errors_of_hooks_sleep_and_delays_keep_the_failure_as_context(run):
+    """before_sleep, sleep or the delays raising: the new error's __context__ is the real failure."""
+
+    def boom(*args):
+        raise LookupError("hook")
+
+    def bad_delays():
+        yield 0.5
+        raise LookupError("delays")
+
+    for options, delays in (
+        ({"before_sleep": boom}, [1.0]),
+        ({}, [-1.0]),
+        ({}, lambda: bad_delays()),
+    ):
+        error = OSError("the real failure")
+        calls = [error] if delays is not None else []
+        time = FakeTime()
+        if callable(delays) and not isinstance(delays, list):
+            delays = delays()
+            calls = [OSError("first"), error]
+        with pytest.raises((LookupError, ValueError)) as raised:
+            run(delays, Operation(calls), time, **options)
+        assert raised.value.__context__ is error
+
+
+def test_an_error_of_sleep_keeps_the_failure_as_context():
+    """A sleep that raises (KeyboardInterrupt, say) chains to the failure it was waiting after."""
+    error = OSError("real")
+
+    def sleep(seconds):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt) as raised:
+        retry([1.0], sleep=sleep)(Operation([error]))()
+    assert raised.value.__context__ is error
+    with pytest.raises(KeyboardInterrupt) as raised:
+        run_loop([1.0], Operation([error]), FakeTime(), sleep=sleep) if False else None
+        for attempt in retrying([1.0], sleep=sleep):
+            with attempt:
+                raise error
+    assert raised.value.__context__ is error
+
+
+@pytest.mark.parametrize("bad", [math.nan, -1.0, "5"])
+def test_a_bad_hint_is_the_callers_bug_and_propagates(bad):
+    """attempt.retry_after(nan) raises at once and is never retried, even with on=Exception."""
+    calls = []
+    with pytest.raises((ValueError, TypeError), match="seconds"):
+        for attempt in retrying([0.0] * 3, sleep=lambda s: None):
+            with attempt:
+                calls.append(attempt.number)
+                attempt.retry_after(bad)
+    assert calls == [1]
+
+
+@pytest.mark.skipif(not hasattr(asyncio.Task, "cancelling"), reason="Task.cancelling() is 3.11+")
+def test_no_retry_while_the_task_is_being_cancelled():
+    """A body that turns the task's cancellation into an error is not retried: CancelledError ends it."""
+    calls = []
+
+    async def body():
+        async for attempt in aretrying([0.0] * 5, sleep=lambda s: None):
+            async with attempt:
+                calls.append(attempt.number)
+                try:
+                    await asyncio.sleep(10)
+                except asyncio.CancelledError:
+                    raise ValueError("swallowed the cancellation")  # as a TaskGroup can
+
+    async def main():
+        task = asyncio.ensure_future(body())
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert calls == [1]
+
+
+def test_a_slow_before_sleep_hook_cannot_push_the_sleep_past_the_deadline():
+    """The sleep is shortened after the hook, so the next attempt still starts by the deadline."""
+    time = FakeTime()
+
+    def slow_hook(attempt, exc, delay):
+        time.now += 4.0
+
+    with pytest.raises(OSError):
+        for attempt in retrying(
+            [5.0, 5.0], sleep=time.sleep, clock=time.clock, deadline=8, before_sleep=slow_hook
+        ):
+            with attempt:
+                raise OSError
+    assert time.slept == [4.0]  # 4 s hook + 4 s sleep = the 8 s deadline
+    assert time.now == 108.0
+
+
+# -- no leaks ----------------------------------------------------------------------
+
+
+def finish(coroutine):
+    """Run a coroutine that never really awaits, without an event loop (which makes cycles of its own)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    raise AssertionError("the coroutine suspended")
+
+
+def test_a_retried_call_leaves_no_reference_cycle():
+    """After calls with retries (success or give-up), in every form, the garbage collector finds nothing."""
+    import gc
+
+    def flaky(counts, failures):
+        counts.append(1)
+        if len(counts) <= failures:
+            raise OSError("flaky")  # no local keeps the exception: no cycle of the test's own
+        return "ok"
+
+    async def aflaky(counts, failures):
+        return flaky(counts, failures)
+
+    def loop(delays, failures):
+        counts = []
+        for attempt in retrying(delays, sleep=lambda s: None):
+            with attempt:
+                return flaky(counts, failures)
+
+    async def aloop(delays, failures):
+        counts = []
+        async for attempt in aretrying(delays, sleep=lambda s: None):
+            async with attempt:
+                return flaky(counts, failures)
+
+    decorated = retry([0.0, 0.0], sleep=lambda s: None)(flaky)
+    adecorated = retry([0.0, 0.0], sleep=lambda s: None)(aflaky)
+    calls = [
+        lambda f: loop([0.0, 0.0], f),
+        lambda f: finish(aloop([0.0, 0.0], f)),
+        lambda f: decorated([], f),
+        lambda f: finish(adecorated([], f)),
+    ]
+    gc.collect()
+    gc.disable()
+    try:
+        for call in calls:
+            assert call(2) == "ok"
+            try:
+                call(5)
+            except OSError:
+                pass
+            else:
+                raise AssertionError("gave up without raising")
+            assert gc.collect() == 0, call
+    finally:
+        gc.enable()
+
+
+def test_the_filter_cache_stays_bounded():
+    """10,000 exception classes made on the fly do not all stay alive in the cache."""
+    from backoff_iter import drivers
+
+    for i in range(10_000):
+        retrying([1.0], on=type(f"Error{i}", (Exception,), {}))
+    assert len(drivers._FILTERS) <= 256
+
+
+# -- retry on a result ---------------------------------------------------------------
+
+
+@each_driver
+def test_a_result_on_result_accepts_is_retried_and_the_last_result_returned(run):
+    """on_result retries 503s; when the delays run out the last result comes back, not an error."""
+    time = FakeTime()
+    is_503 = lambda result: result == 503  # noqa: E731
+    assert run([1.0, 2.0], Operation([503, 503, 200]), time, on_result=is_503) == 200
+    assert time.slept == [1.0, 2.0]
+    time = FakeTime()
+    assert run([1.0], Operation([503, 503, 503]), time, on_result=is_503) == 503
+    assert time.slept == [1.0]
+
+
+@each_driver
+def test_the_retry_after_hook_sees_the_retried_result(run):
+    """retry_after(outcome) gets the result on_result accepted; its number raises the next sleep."""
+    time = FakeTime()
+    hint = lambda outcome: 7.0 if outcome == 429 else None  # noqa: E731
+    run([1.0, 1.0], Operation([429, 500, 200]), time, on_result=lambda r: r >= 400, retry_after=hint)
+    assert time.slept == [7.0, 1.0]
+
+
+def test_on_result_without_a_handed_over_result_is_an_error():
+    """With on_result, a loop body that never calls set_result cannot be judged: RuntimeError."""
+    with pytest.raises(RuntimeError, match="set_result"):
+        for attempt in retrying([1.0], on_result=bool, sleep=lambda s: None):
+            with attempt:
+                pass
+
+
+@pytest.mark.parametrize(
+    "hint, error",
+    [(lambda o: "soon", TypeError), (lambda o: math.nan, ValueError), (lambda o: -1, ValueError)],
+)
+@each_driver
+def test_a_retry_after_hook_returning_a_bad_value_names_it(run, hint, error):
+    """A non-number, NaN or negative hint is a clear error naming retry_after."""
+    with pytest.raises(error, match="retry_after"):
+        run([1.0], Operation([OSError()]), FakeTime(), retry_after=hint)
+
+
+@each_driver
+def test_a_hook_that_raises_propagates_as_itself(run):
+    """A bug in on_result or retry_after is never swallowed or retried."""
+    bug = ZeroDivisionError("hook bug")
+
+    def hook(outcome):
+        raise bug
+
+    with pytest.raises(ZeroDivisionError) as raised:
+        run([1.0], Operation([OSError()]), FakeTime(), retry_after=hook)
+    assert raised.value is bug
+    with pytest.raises(ZeroDivisionError):
+        run([1.0], Operation([5]), FakeTime(), on_result=hook)
