@@ -975,3 +975,62 @@ def test_a_hook_that_raises_propagates_as_itself(run):
     assert raised.value is bug
     with pytest.raises(ZeroDivisionError):
         run([1.0], Operation([5]), FakeTime(), on_result=hook)
+
+
+# -- the scenario model: results, hints, budgets and factories together --------------
+
+
+def model(delays, outcomes, hints, max_tokens):
+    """What the contract says happens: (calls, sleeps, final outcome index, tokens left)."""
+    tokens, sleeps = max_tokens * 1000, []
+    for i, outcome in enumerate(outcomes):
+        if outcome == "ok":
+            tokens = min(max_tokens * 1000, tokens + 100)
+            return i + 1, sleeps, i, tokens
+        tokens = max(0, tokens - 1000)
+        if i >= len(delays):
+            return i + 1, sleeps, i, tokens
+        delay = delays[i]
+        if hints[i] is not None:
+            delay = max(delay, min(hints[i], 60.0))
+        if not tokens > max_tokens * 1000 / 2:
+            return i + 1, sleeps, i, tokens
+        sleeps.append(delay)
+    raise AssertionError("outcomes end with ok")
+
+
+@given(
+    delays=st.lists(st.floats(min_value=0, max_value=100), max_size=6),
+    outcomes=st.lists(st.sampled_from(["error", "bad", "ok"]), max_size=8),
+    hints=st.lists(st.none() | st.floats(min_value=0, max_value=1e6), min_size=9, max_size=9),
+    max_tokens=st.integers(min_value=1, max_value=8),
+    factory=st.booleans(),
+    driver=st.sampled_from(RUNNERS),
+)
+def test_results_hints_budgets_and_factories_follow_the_model(
+    delays, outcomes, hints, max_tokens, factory, driver
+):
+    """Errors and results on_result rejects, server hints, a token bucket: calls, sleeps and outcome as modelled."""
+    from backoff_iter import TokenBucket
+
+    outcomes = outcomes + ["ok"]
+    script = [OSError(i) if o == "error" else (f"bad {i}" if o == "bad" else f"ok {i}") for i, o in enumerate(outcomes)]
+    hint_of = {id(s) if isinstance(s, Exception) else s: h for s, h in zip(script, hints)}
+    bucket = TokenBucket(max_tokens=max_tokens, token_ratio=0.1)
+    calls, sleeps, final, tokens = model(delays, outcomes, hints, max_tokens)
+    time, operation = FakeTime(), Operation(script)
+    given_delays = (lambda: iter(delays)) if factory else delays
+    if driver in (run_decorator, run_async_decorator) and factory:
+        given_delays = delays  # the runner wraps it in a factory itself
+    try:
+        outcome = driver(
+            given_delays, operation, time, on=OSError, budget=bucket, retry_after_max=60,
+            on_result=lambda r: r.startswith("bad"),
+            retry_after=lambda o: hint_of[id(o) if isinstance(o, Exception) else o],
+        )
+    except OSError as exc:
+        outcome = exc
+    assert operation.calls == calls
+    assert time.slept == sleeps
+    assert outcome is script[final] or outcome == script[final]
+    assert bucket.tokens == tokens / 1000

@@ -1,0 +1,86 @@
+"""parse_retry_after: every RFC 9110 form, and hostile header values that must never raise."""
+
+from __future__ import annotations
+
+import calendar
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from backoff_iter import parse_retry_after
+
+NOW = 1445412400.0  # Wed, 21 Oct 2015 07:26:40 GMT
+
+
+@pytest.mark.parametrize(
+    "value, seconds",
+    [
+        ("120", 120.0),
+        ("0", 0.0),
+        ("  7\t", 7.0),
+        (b"30", 30.0),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 80.0),  # IMF-fixdate
+        ("wed, 21 oct 2015 07:28:00 gmt", 80.0),  # names are case-insensitive
+        ("Wednesday, 21-Oct-15 07:28:00 GMT", 80.0),  # RFC 850, two-digit year
+        ("Wed Oct 21 07:28:00 2015", 80.0),  # asctime
+        ("Wed Oct  1 07:28:00 2015", 0.0),  # asctime, space-padded day, in the past
+        ("Tue, 20 Oct 2015 07:28:00 GMT", 0.0),  # in the past
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0),
+        ("Mon, 01 Jan 1900 00:00:00 GMT", 0.0),  # before 1970
+        ("Fri, 31 Dec 9999 23:59:59 GMT", 253402300799.0 - NOW),  # year 9999
+        ("Wed, 21 Oct 2015 07:26:60 GMT", 20.0),  # a leap second
+    ],
+)
+def test_every_rfc_form_gives_the_seconds_to_wait(value, seconds):
+    """Delay-seconds and the three HTTP-date forms, relative to now."""
+    assert parse_retry_after(value, now=NOW) == seconds
+
+
+def test_a_two_digit_year_more_than_50_years_ahead_is_in_the_past():
+    """RFC 9110: '-70' read in 2015 is 1970, not 2070."""
+    assert parse_retry_after("Thursday, 01-Jan-70 00:00:00 GMT", now=NOW) == 0.0
+    in_2065 = calendar.timegm((2065, 1, 1, 0, 0, 10))  # 50 years ahead: still the future
+    assert parse_retry_after("Thursday, 01-Jan-65 00:00:10 GMT", now=NOW) == in_2065 - NOW
+
+
+def test_the_default_now_is_the_current_time():
+    """Without now=, a date is taken relative to time.time()."""
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert parse_retry_after("Fri, 01 Jan 9999 00:00:00 GMT") > 1e11
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None, "", "   ", "-5", "+5", "1.5", "5s", "0x10", "1e3", "١٢٠", "１２０", "²",
+        "soon", "Wed, 21 Oct 2015 07:28:00", "Wed, 32 Oct 2015 07:28:00 GMT",
+        "Wed, 29 Feb 2015 07:28:00 GMT", "Wed, 21 Foo 2015 07:28:00 GMT",
+        "Wed, 21 Oct 2015 24:00:00 GMT", "Wed, 21 Oct 0000 07:28:00 GMT",
+        "Xyz, 21 Oct 2015 07:28:00 GMT", "x" * 100_000, "Wed, 21 Oct 2015 07:28:00 GMT" * 3,
+        120, 1.5, ["120"], b"\xff\xfe", "\x00",
+    ],
+)
+def test_hostile_values_give_none_never_an_exception(value):
+    """Garbage, unicode digits, impossible dates, non-strings: None."""
+    assert parse_retry_after(value, now=NOW) is None
+
+
+def test_a_huge_number_is_infinite_not_an_error():
+    """Digits beyond any float give inf (the drivers clamp hints to retry_after_max)."""
+    assert parse_retry_after("9" * 5000) == math.inf
+    assert parse_retry_after("1" + "0" * 30) == 1e30
+
+
+@given(st.text(max_size=80) | st.binary(max_size=80))
+def test_any_text_gives_a_non_negative_number_or_none(value):
+    """Whatever a server sends: None, or seconds that are not negative and not NaN."""
+    result = parse_retry_after(value, now=NOW)
+    assert result is None or result >= 0.0
+
+
+def test_a_bad_now_is_the_callers_error():
+    """now= is the caller's, not the server's: a non-number is a TypeError naming it."""
+    with pytest.raises(TypeError, match="now"):
+        parse_retry_after("5", now="today")
