@@ -10,7 +10,7 @@ them) is not slept at all: the loops take it as "no next attempt".
 
 from __future__ import annotations
 
-import threading
+import _thread
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +20,7 @@ from . import _checks
 #: The longest delay a loop sleeps, in seconds; a longer one ends the loop.
 #: Half of what the platform's timed waits accept (about 146 years on Linux,
 #: 24 days on Windows): ``time.sleep`` fails on its own limit, not ours.
-LONGEST = threading.TIMEOUT_MAX / 2
+LONGEST = _thread.TIMEOUT_MAX / 2
 
 #: The lists of :func:`backoff_iter.testing.no_sleep` blocks now open, newest
 #: last.  While one is open, every loop records its delays there instead of
@@ -53,8 +53,8 @@ def sleep(function: Callable[[float], Any] | None, delay: float) -> None:
         recorders[-1].append(delay)
         return
     result = (function or time.sleep)(delay)
-    if hasattr(result, "__await__"):
-        result.close()  # type: ignore[union-attr]  # an un-awaited coroutine would warn
+    if result is not None and hasattr(result, "__await__"):
+        result.close()  # an un-awaited coroutine would warn
         raise TypeError(
             f"sleep must be a plain function in a sync loop, got {function!r},"
             " which returned an awaitable: use aretrying or an async function"
@@ -72,5 +72,5 @@ async def asleep(function: Callable[[float], Any] | None, delay: float) -> None:
 
         function = asyncio.sleep
     result = function(delay)
-    if hasattr(result, "__await__"):
+    if result is not None and hasattr(result, "__await__"):
         await result

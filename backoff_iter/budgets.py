@@ -24,8 +24,9 @@ any number of threads, asyncio tasks and retry loops.
 
 from __future__ import annotations
 
-import threading
+import _thread
 import time
+from itertools import count
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -74,7 +75,10 @@ class TokenBucket:
     2.5
     """
 
-    __slots__ = ("max_tokens", "token_ratio", "_milli", "_max", "_ratio", "_threshold", "_lock")
+    __slots__ = (
+        "max_tokens", "token_ratio", "_milli", "_max", "_ratio", "_threshold", "_lock",
+        "_successes", "_counted",
+    )
 
     max_tokens: float
     """The bucket's size, as given."""
@@ -94,21 +98,38 @@ class TokenBucket:
         self._ratio = max(1, round(token_ratio * 1000))
         self._threshold = self._max / 2
         self._milli = self._max
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
+        # Successes are only counted (one call to a C counter, no lock: the
+        # success path stays cheap) and added to the tokens before each
+        # failure.  Successes only add and failures only take, so adding a
+        # run of successes at once, capped, is what adding them one by one
+        # gives.
+        self._successes = count().__next__
+        self._counted = 0  # successes already added
+
+    def _add_successes(self) -> None:
+        """Add the successes counted since last time (call with the lock held)."""
+        seen = self._successes()  # this call counts one more: not a success
+        added = seen - self._counted
+        self._counted = seen + 1
+        if added:
+            self._milli = min(self._max, self._milli + added * self._ratio)
 
     @property
     def tokens(self) -> float:
         """The tokens now in the bucket."""
-        return self._milli / 1000
+        with self._lock:
+            self._add_successes()
+            return self._milli / 1000
 
     def record_success(self, first_attempt: bool) -> None:
         """A successful attempt adds ``token_ratio`` tokens."""
-        with self._lock:
-            self._milli = min(self._max, self._milli + self._ratio)
+        self._successes()
 
     def record_failure(self, first_attempt: bool) -> None:
         """A failed attempt takes one token."""
         with self._lock:
+            self._add_successes()
             self._milli = max(0, self._milli - 1000)
 
     def try_retry(self, outcome: Any) -> bool:
@@ -125,10 +146,11 @@ class TokenBucket:
 class RetryBudget:
     """Finagle's retry budget: retries at most *ratio* of the calls, plus a reserve.
 
-    Over any *window* consecutive seconds of *clock* (counted in whole
-    seconds), the retries allowed are at most ``ratio`` times the calls made
-    in them plus ``min_per_second * window``.  Every call (its first
-    attempt) deposits, every retry withdraws.  So under a total outage the
+    Every call (its first attempt) deposits *ratio*, every retry withdraws
+    one: a retry is allowed only while, over the *window* seconds up to it
+    (counted in whole seconds of *clock*), the retries, itself included, stay
+    within ``ratio`` times the calls plus a reserve of ``min_per_second *
+    window``.  So under a total outage the
     load on the dependency is at most ``1 + ratio`` times the offered load,
     plus the small reserve that lets a quiet client still retry.  Each
     process keeps its own retries to *ratio* of its own calls, so a fleet of
@@ -190,7 +212,7 @@ class RetryBudget:
         self._slots = [0] * max(1, int(window))
         self._second: int | None = None  # the second of the newest slot
         self._balance = 0  # the sum of the slots
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def _advance(self) -> int:
         """Move the window to now, forgetting the seconds that left it; the slot index."""

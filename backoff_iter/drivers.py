@@ -65,6 +65,7 @@ BeforeSleep = Callable[["Attempt", Any, float], object]
 
 _NO_RESULT: Any = object()  # an attempt that handed over no result
 _END: Any = object()  # the delays ran out
+_LONGEST = _sleeping.LONGEST
 
 # A call's state: no attempt handed out yet, the current attempt waiting to
 # be entered, running in its `with` block, failed and slept (the next
@@ -176,7 +177,7 @@ class Attempt:
         call = self._call
         if call._state != _RUNNING or call._number != self.number:
             call._misuse(self, "with")
-        if exc is None and call._plain:
+        if exc is None and call._policy._plain:
             call._state = _DONE
             return False
         if exc is not None and exc is self._bug:
@@ -206,7 +207,7 @@ class Attempt:
         call = self._call
         if call._state != _RUNNING or call._number != self.number:
             call._misuse(self, "async with")
-        if exc is None and call._plain:
+        if exc is None and call._policy._plain:
             call._state = _DONE
             return False
         if exc is not None and exc is self._bug:
@@ -250,22 +251,22 @@ def _stop_if_cancelling() -> None:
 class _Policy:
     """The checked options of a retry policy, shared by all its calls."""
 
-    __slots__ = (
-        "_factory",
-        "_once",
-        "_matches",
-        "_on_result",
-        "_retry_after",
-        "_retry_after_max",
-        "_deadline",
-        "_clock",
-        "_sleep",
-        "_before_sleep",
-        "_give_up",
-        "_budget",
-        "_plain",
-        "_used",
-    )
+    # Options left at their defaults are read from here: a policy made for
+    # every call (``for attempt in retrying(...)``) only sets what it was given.
+    _once = False  # made from a one-shot iterator
+    _used = False  # ... which a loop has used
+    _matches: Callable[[BaseException], object] = Exception.__instancecheck__
+    _on_result: Callable[[Any], object] | None = None
+    _retry_after: Callable[[Any], float | None] | None = None
+    _retry_after_max = RETRY_AFTER_MAX
+    _deadline: float | None = None
+    _clock: Callable[[], float] = time.monotonic  # a builtin: no method binding
+    _sleep: Callable[[float], Any] | None = None
+    _before_sleep: BeforeSleep | None = None
+    _give_up: Callable[[Attempt, Any], object] | None = None
+    _budget: Budget | None = None
+    _plain = True  # a success needs no bookkeeping (no on_result, no budget)
+    _simple = True  # a retry is just the next delay (no hints, deadline or budget)
 
     def __init__(
         self,
@@ -282,7 +283,6 @@ class _Policy:
         budget: Budget | None = None,
     ) -> None:
         kind = delays.__class__
-        self._once = False
         if kind is list or kind is tuple:
             self._factory: Callable[[], Iterable[float]] = delays.__iter__  # type: ignore[union-attr]
         elif callable(delays):
@@ -292,36 +292,35 @@ class _Policy:
         else:
             self._factory = _checks.iterable("delays", delays).__iter__
             self._once = True
-        self._used = False
-        self._matches = _exception_filter(on)
-        if on_result is not None and not callable(on_result):
+        if on is not Exception:
+            self._matches = _exception_filter(on)
+        if on_result is not None:
             _checks.function("on_result", on_result)
-        if retry_after is not None and not callable(retry_after):
+            self._on_result = on_result
+            self._plain = False
+        if retry_after is not None:
             _checks.function("retry_after", retry_after)
-        if before_sleep is not None and not callable(before_sleep):
-            _checks.function("before_sleep", before_sleep)
-        if sleep is not None and not callable(sleep):
-            _checks.function("sleep", sleep)
-        if not callable(clock):
-            _checks.function("clock", clock)
-        self._on_result = on_result
-        self._retry_after = retry_after
-        # The default is not checked again for every policy a call makes.
+            self._retry_after = retry_after
+            self._simple = False
         if retry_after_max is not RETRY_AFTER_MAX:
-            retry_after_max = _hint("retry_after_max", retry_after_max)
-        self._retry_after_max = retry_after_max
-        self._deadline = None if deadline is None else _hint("deadline", deadline)
-        self._clock = clock
-        self._sleep = sleep
-        self._before_sleep = before_sleep
-        self._give_up: Callable[[Attempt, Any], object] | None = getattr(
-            before_sleep, "give_up", None
-        )
+            self._retry_after_max = _hint("retry_after_max", retry_after_max)
+        if deadline is not None:
+            self._deadline = _hint("deadline", deadline)
+            self._simple = False
+        if clock is not time.monotonic:
+            _checks.function("clock", clock)
+            self._clock = clock
+        if sleep is not None:
+            _checks.function("sleep", sleep)
+            self._sleep = sleep
+        if before_sleep is not None:
+            _checks.function("before_sleep", before_sleep)
+            self._before_sleep = before_sleep
+            self._give_up = getattr(before_sleep, "give_up", None)
         if budget is not None:
             _check_budget(budget)
-        self._budget = budget
-        # A success needs no bookkeeping: the `with` exit and @retry can end at once.
-        self._plain = on_result is None and budget is None
+            self._budget = budget
+            self._plain = self._simple = False
 
     def _fresh_delays(self) -> Iterator[float]:
         """The delays for one call, made after its first retryable failure."""
@@ -360,33 +359,19 @@ def _check_budget(budget: object) -> None:
 class _Call:
     """The state of one run of a policy; :meth:`next_sleep` decides everything."""
 
-    __slots__ = (
-        "_policy",
-        "_start",
-        "_deadline",
-        "_delays",
-        "_number",
-        "_delay",
-        "_hint",
-        "_last",
-        "_state",
-        "_plain",
-        "_async",
-    )
+    # A call that succeeds at once only ever sets what __init__ sets: the
+    # rest starts from these class defaults (cheaper than setting them all).
+    _delays: Iterator[float] | None = None  # made after the first failure
+    _number = 1  # of the current attempt
+    _delay = 0.0  # slept before the current attempt
+    _hint: float | None = None  # from attempt.retry_after()
+    _last = False  # the deadline shortened the last sleep
+    _async = False  # an aretrying loop
 
-    def __init__(self, policy: _Policy, start: float, is_async: bool = False) -> None:
+    def __init__(self, policy: _Policy, start: float) -> None:
         self._policy = policy
-        self._start = start
-        deadline = policy._deadline
-        self._deadline = None if deadline is None else start + deadline
-        self._delays: Iterator[float] | None = None
-        self._number = 1
-        self._delay = 0.0
-        self._hint: float | None = None
-        self._last = False
+        self._start = start  # of the first attempt, per the policy's clock
         self._state = _NEW
-        self._plain = policy._plain
-        self._async = is_async
 
     def next_sleep(
         self, attempt: Attempt | None, exc: BaseException | None, result: Any = _NO_RESULT
@@ -401,50 +386,39 @@ class _Call:
         """
         policy = self._policy
         budget = policy._budget
-        first = self._number == 1
-        if exc is None:
-            if policy._on_result is None or result is _NO_RESULT:
-                if policy._on_result is not None:
-                    raise RuntimeError(
-                        "on_result was given, but the attempt handed over no"
-                        " result: call attempt.set_result(value) in the block"
-                    )
-                if budget is not None:
-                    budget.record_success(first)
-                return None
-            if not policy._on_result(result):
-                if budget is not None:
-                    budget.record_success(first)
-                return None
-            outcome: Any = result
-        elif isinstance(exc, Exception) and policy._matches(exc):
-            outcome = exc
+        if exc is not None:
+            if not (isinstance(exc, Exception) and policy._matches(exc)):
+                return None  # not ours to retry: KeyboardInterrupt, a mismatch
+            outcome: Any = exc
+        elif policy._on_result is None or result is _NO_RESULT:
+            if policy._on_result is not None:
+                raise RuntimeError(
+                    "on_result was given, but the attempt handed over no"
+                    " result: call attempt.set_result(value) in the block"
+                )
+            if budget is not None:
+                budget.record_success(self._number == 1)
+            return None
+        elif policy._on_result(result):
+            outcome = result
         else:
-            return None  # not ours to retry: KeyboardInterrupt, a mismatch
+            if budget is not None:
+                budget.record_success(self._number == 1)
+            return None
         if budget is not None:
-            budget.record_failure(first)
-        hint, self._hint = self._hint, None
-        if policy._retry_after is not None:
-            asked = policy._retry_after(outcome)
-            if asked is not None:
-                asked = _hint("retry_after", asked)
-                if hint is None or asked > hint:
-                    hint = asked
-        delay = self._next_delay()
-        if delay is not None and hint is not None:
-            hint = min(hint, policy._retry_after_max)
-            if hint > delay:
-                delay = hint
-        if delay is not None and self._deadline is not None:
-            remaining = self._deadline - policy._clock()
-            if remaining <= 0 or (hint is not None and hint > remaining):
-                delay = None  # no room left, or not for the wait the server asked
-            elif delay > remaining:  # shortened to end at the deadline: the last try
-                delay = remaining
-                self._last = True
-        if delay is not None and budget is not None and not budget.try_retry(outcome):
-            delay = None
-        if delay is None:
+            budget.record_failure(self._number == 1)
+        # The schedule is made at the first failure, then drawn one delay per retry.
+        delays = self._delays
+        if delays is None:
+            delays = self._delays = policy._fresh_delays()
+        delay = _END if self._last else next(delays, _END)
+        if delay.__class__ is not float or not 0.0 <= delay <= _LONGEST:
+            delay = _END if delay is _END else _sleeping.seconds(delay)
+            if delay == math.inf:
+                delay = _END  # an infinite wait is no next attempt
+        if delay is not _END and (self._hint is not None or not policy._simple):
+            delay = self._limit(delay, outcome)
+        if delay is _END or delay is None:
             if policy._give_up is not None:
                 policy._give_up(attempt, outcome)  # type: ignore[arg-type]
             return None
@@ -452,20 +426,30 @@ class _Call:
         self._delay = delay
         return delay
 
-    def _next_delay(self) -> float | None:
-        """The next delay of the schedule; None when there is no next attempt."""
-        if self._last:
+    def _limit(self, delay: float, outcome: Any) -> float | None:
+        """*delay* raised to the server's hint and fitted to the deadline and
+        the budget; None if they leave no room for a retry."""
+        policy = self._policy
+        hint, self._hint = self._hint, None
+        if policy._retry_after is not None:
+            asked = policy._retry_after(outcome)
+            if asked is not None:
+                asked = _hint("retry_after", asked)
+                if hint is None or asked > hint:
+                    hint = asked
+        if hint is not None:
+            hint = min(hint, policy._retry_after_max)
+            if hint > delay:
+                delay = hint
+        if policy._deadline is not None:
+            remaining = self._start + policy._deadline - policy._clock()
+            if remaining <= 0 or (hint is not None and hint > remaining):
+                return None  # no room left, or not for the wait the server asked
+            if delay > remaining:  # shortened to end at the deadline: the last try
+                delay = remaining
+                self._last = True
+        if policy._budget is not None and not policy._budget.try_retry(outcome):
             return None
-        delays = self._delays
-        if delays is None:
-            delays = self._delays = self._policy._fresh_delays()
-        delay = next(delays, _END)
-        if delay is _END:
-            return None
-        if delay.__class__ is not float or not 0.0 <= delay <= _sleeping.LONGEST:
-            delay = _sleeping.seconds(delay)
-            if delay == math.inf:
-                return None  # an infinite wait is no next attempt
         return delay
 
     def first_attempt(self, observed: bool) -> Attempt | None:
@@ -475,8 +459,9 @@ class _Call:
     def _fit(self, delay: float) -> float:
         """*delay*, shortened so the sleep still ends by the deadline after a
         before_sleep hook took its time."""
-        if self._deadline is not None:
-            remaining = self._deadline - self._policy._clock()
+        deadline = self._policy._deadline
+        if deadline is not None:
+            remaining = self._start + deadline - self._policy._clock()
             if delay > remaining:
                 self._delay = delay = max(0.0, remaining)
         return delay
@@ -486,7 +471,7 @@ class _Call:
         hook = self._policy._before_sleep
         if hook is not None:
             returned = hook(attempt, outcome, delay)  # type: ignore[arg-type]
-            if hasattr(returned, "__await__"):
+            if returned is not None and hasattr(returned, "__await__"):
                 returned.close()  # type: ignore[attr-defined]
                 raise TypeError(
                     f"before_sleep {hook!r} returned an awaitable in a sync"
@@ -500,7 +485,7 @@ class _Call:
         hook = self._policy._before_sleep
         if hook is not None:
             returned = hook(attempt, outcome, delay)  # type: ignore[arg-type]
-            if hasattr(returned, "__await__"):
+            if returned is not None and hasattr(returned, "__await__"):
                 await cast(Awaitable[Any], returned)
             delay = self._fit(delay)
         await _sleeping.asleep(self._policy._sleep, delay)
@@ -527,9 +512,6 @@ class _Call:
         state = self._state
         if state == _RETRY:
             return self.next_attempt()
-        if state == _NEW:
-            self._state = _READY
-            return Attempt(self, 1, 0.0, 0.0)
         if state == _DONE:
             return None
         raise RuntimeError(
@@ -626,15 +608,16 @@ class aretrying(_Policy, AsyncIterable[Attempt]):
     def __aiter__(self) -> AsyncIterator[Attempt]:
         if self._once:
             self._used_once()
-        return _AsyncAttempts(self, self._clock(), True)
+        return _AsyncAttempts(self, self._clock())
 
 
 class _Attempts(_Call, Iterator[Attempt]):
     """One run of a :class:`retrying` loop."""
 
-    __slots__ = ()
-
     def __next__(self) -> Attempt:
+        if self._state == _NEW:  # the first attempt, at once
+            self._state = _READY
+            return Attempt(self, 1, 0.0, 0.0)
         attempt = self._step()
         if attempt is None:
             raise StopIteration
@@ -644,9 +627,12 @@ class _Attempts(_Call, Iterator[Attempt]):
 class _AsyncAttempts(_Call, AsyncIterator[Attempt]):
     """One run of an :class:`aretrying` loop."""
 
-    __slots__ = ()
+    _async = True
 
     async def __anext__(self) -> Attempt:
+        if self._state == _NEW:
+            self._state = _READY
+            return Attempt(self, 1, 0.0, 0.0)
         attempt = self._step()
         if attempt is None:
             raise StopAsyncIteration
@@ -735,11 +721,13 @@ def retry(
 def _sync_wrapper(policy: _Policy, func: Callable[P, R]) -> Callable[P, R]:
     clock, plain = policy._clock, policy._plain
     observed = policy._before_sleep is not None or policy._give_up is not None
+    # Nobody reads the start time unless a deadline or a hook does: save the clock.
+    timed = observed or policy._deadline is not None
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         call = attempt = None
-        start = clock()
+        start = clock() if timed else 0.0
         while True:
             try:
                 result = func(*args, **kwargs)
@@ -755,6 +743,9 @@ def _sync_wrapper(policy: _Policy, func: Callable[P, R]) -> Callable[P, R]:
                 if plain:
                     return result
                 if call is None:
+                    if policy._on_result is None:  # only a budget to tell
+                        policy._budget.record_success(True)  # type: ignore[union-attr]
+                        return result
                     call = _Call(policy, start)
                     attempt = call.first_attempt(observed)
                 delay = call.next_sleep(attempt, None, result)
@@ -772,18 +763,19 @@ def _async_wrapper(
 ) -> Callable[P, Awaitable[R]]:
     clock, plain = policy._clock, policy._plain
     observed = policy._before_sleep is not None or policy._give_up is not None
+    timed = observed or policy._deadline is not None
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         call = attempt = None
-        start = clock()
+        start = clock() if timed else 0.0
         while True:
             try:
                 result = await func(*args, **kwargs)
             except Exception as exc:
                 _stop_if_cancelling()
                 if call is None:
-                    call = _Call(policy, start, True)
+                    call = _Call(policy, start)
                     attempt = call.first_attempt(observed)
                 delay = call.next_sleep(attempt, exc)
                 if delay is None:
@@ -793,7 +785,10 @@ def _async_wrapper(
                 if plain:
                     return result
                 if call is None:
-                    call = _Call(policy, start, True)
+                    if policy._on_result is None:  # only a budget to tell
+                        policy._budget.record_success(True)  # type: ignore[union-attr]
+                        return result
+                    call = _Call(policy, start)
                     attempt = call.first_attempt(observed)
                 delay = call.next_sleep(attempt, None, result)
                 if delay is None:

@@ -24,15 +24,12 @@ _LONG_DAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _MONTH = r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
 _TIME = r"(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
 # RFC 9110 section 5.6.7: the preferred form and the two obsolete ones.
-_DATES = [
-    re.compile(p, re.IGNORECASE | re.ASCII)
-    for p in (
-        rf"{_DAY}, (?P<day>[0-9]{{2}}) {_MONTH} (?P<year>[0-9]{{4}}) {_TIME} GMT",  # IMF-fixdate
-        rf"{_LONG_DAY}, (?P<day>[0-9]{{2}})-{_MONTH}-(?P<year>[0-9]{{2}}) {_TIME} GMT",  # RFC 850
-        rf"{_DAY} {_MONTH} (?P<day>[ 0-9][0-9]) {_TIME} (?P<year>[0-9]{{4}})",  # asctime
-    )
-]
-_SECONDS = re.compile(r"[0-9]+", re.ASCII)
+_DATE_FORMS = (
+    rf"{_DAY}, (?P<day>[0-9]{{2}}) {_MONTH} (?P<year>[0-9]{{4}}) {_TIME} GMT",  # IMF-fixdate
+    rf"{_LONG_DAY}, (?P<day>[0-9]{{2}})-{_MONTH}-(?P<year>[0-9]{{2}}) {_TIME} GMT",  # RFC 850
+    rf"{_DAY} {_MONTH} (?P<day>[ 0-9][0-9]) {_TIME} (?P<year>[0-9]{{4}})",  # asctime
+)
+_dates: list[re.Pattern[str]] = []  # compiled on first use: import stays cheap
 
 
 def parse_retry_after(value: str | bytes | None, *, now: float | None = None) -> float | None:
@@ -69,14 +66,16 @@ def parse_retry_after(value: str | bytes | None, *, now: float | None = None) ->
     if not isinstance(value, str):
         return None
     text = value.strip(" \t")
-    if _SECONDS.fullmatch(text):
-        return float(text)  # digits only: never an error, inf if huge
+    if text.isascii() and text.isdigit():
+        return float(text)  # delay-seconds: never an error, inf if huge
     if len(text) > 64:  # longer than any date: not worth a regex
         return None
-    for pattern in _DATES:
+    if not _dates:
+        _dates.extend(re.compile(form, re.IGNORECASE | re.ASCII) for form in _DATE_FORMS)
+    for pattern in _dates:
         match = pattern.fullmatch(text)
         if match:
-            when = _epoch(match, two_digit_year=pattern is _DATES[1], now=now)
+            when = _epoch(match, two_digit_year=pattern is _dates[1], now=now)
             if when is None:
                 return None
             return max(0.0, when - (time.time() if now is None else now))

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _checks
-from .drivers import Attempt
+
+if TYPE_CHECKING:
+    import logging
+
+    from .drivers import Attempt
+
+# logging's levels, so that importing this package does not import logging.
+WARNING, ERROR = 30, 40
 
 __all__ = ["RetryLogger", "log_retries"]
 
@@ -44,10 +50,12 @@ class RetryLogger:
         logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
         *,
         name: str = "call",
-        level: int = logging.WARNING,
-        give_up_level: int = logging.ERROR,
+        level: int = WARNING,
+        give_up_level: int = ERROR,
     ) -> None:
         if logger is None:
+            import logging
+
             logger = logging.getLogger("backoff_iter")
         if not callable(getattr(logger, "log", None)):
             raise TypeError(f"logger must be a logging.Logger, got {logger!r}")
@@ -96,8 +104,8 @@ def log_retries(
     logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
     *,
     name: str = "call",
-    level: int = logging.WARNING,
-    give_up_level: int = logging.ERROR,
+    level: int = WARNING,
+    give_up_level: int = ERROR,
 ) -> RetryLogger:
     """A ``before_sleep`` hook that logs each retry, and the give-up, to *logger*.
 

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from itertools import islice
+from typing import Any, Callable, Coroutine, Dict, Iterator, List, Tuple
 
 import backoff_iter
 from timing import ns_per_call
 
 RETRIES = 10  # failures before success, for the per-retry figure
+
+
+class _NeverEmpty(backoff_iter.TokenBucket):
+    """A TokenBucket that the benchmark's failures never drain, so every retry is
+    allowed and the figures measure the budget's bookkeeping on each path."""
+
+    def try_retry(self, outcome: object) -> bool:
+        return True
 
 
 class Flaky:
@@ -63,12 +72,23 @@ def _hand_written(operation: Callable[[], int]) -> Callable[[], int]:
     return call
 
 
+def _factory() -> Iterator[float]:
+    """The README pattern's delays: a strategy, built per call, only after a failure."""
+    return islice(backoff_iter.constant(0.0), RETRIES)
+
+
 def contenders(operation: Callable[[], int]) -> Dict[str, Callable[[], int]]:
     """Each way of calling *operation* with up to RETRIES retries on OSError."""
-    delays = [0.0] * RETRIES
+    policy = backoff_iter.retrying(_factory, on=OSError, sleep=_no_sleep)
 
     def loop() -> int:
-        for attempt in backoff_iter.retrying(delays, on=OSError, sleep=_no_sleep):
+        for attempt in backoff_iter.retrying(_factory, on=OSError, sleep=_no_sleep):
+            with attempt:
+                return operation()
+        raise AssertionError
+
+    def reused_policy() -> int:
+        for attempt in policy:
             with attempt:
                 return operation()
         raise AssertionError
@@ -76,10 +96,14 @@ def contenders(operation: Callable[[], int]) -> Dict[str, Callable[[], int]]:
     calls: Dict[str, Callable[[], int]] = {
         "bare call (no retry)": operation,
         "hand-written try/except loop": _hand_written(operation),
-        "backoff_iter @retry": backoff_iter.retry(delays, on=OSError, sleep=_no_sleep)(
+        "backoff_iter @retry": backoff_iter.retry(_factory, on=OSError, sleep=_no_sleep)(
             operation
         ),
+        "backoff_iter @retry, TokenBucket": backoff_iter.retry(
+            _factory, on=OSError, sleep=_no_sleep, budget=_NeverEmpty()
+        )(operation),
         "backoff_iter retrying() loop": loop,
+        "backoff_iter module-level policy": reused_policy,
     }
     try:
         import backoff
@@ -140,4 +164,79 @@ def overhead(calls: int, repeats: int) -> List[Tuple[str, float, float]]:
     return rows
 
 
-__all__: List[Any] = ["overhead"]
+async def _async_contenders(
+    operation: Callable[[], Coroutine[Any, Any, int]],
+) -> Dict[str, Callable[[], Coroutine[Any, Any, int]]]:
+    async def loop() -> int:
+        async for attempt in backoff_iter.aretrying(_factory, on=OSError, sleep=_no_sleep):
+            async with attempt:
+                return await operation()
+        raise AssertionError
+
+    async def hand_written() -> int:
+        for attempt in range(RETRIES + 1):
+            try:
+                return await operation()
+            except OSError:
+                if attempt == RETRIES:
+                    raise
+                _no_sleep(0.0)
+        raise AssertionError
+
+    return {
+        "bare await (no retry)": operation,
+        "hand-written async try/except loop": hand_written,
+        "backoff_iter async @retry": backoff_iter.retry(_factory, on=OSError, sleep=_no_sleep)(
+            operation
+        ),
+        "backoff_iter aretrying() loop": loop,
+    }
+
+
+def async_overhead(calls: int, repeats: int) -> List[Tuple[str, float, float]]:
+    """(name, ns per successful call, ns per retry) for the async forms, in one event loop."""
+    import asyncio
+
+    def flaky_async(failures: int) -> Callable[[], Coroutine[Any, Any, int]]:
+        flaky = Flaky(failures)
+
+        async def operation() -> int:
+            return flaky()
+
+        return operation
+
+    async def measure() -> List[Tuple[str, float, float]]:
+        succeed = await _async_contenders(flaky_async(0))
+        retried = await _async_contenders(flaky_async(RETRIES))
+        rows = []
+        for name, call in succeed.items():
+            success = await _ns_per_await(call, calls, repeats)
+            if name.startswith("bare"):
+                rows.append((name, success, float("nan")))
+                continue
+            with_retries = await _ns_per_await(retried[name], max(1, calls // RETRIES), repeats)
+            rows.append((name, success, (with_retries - success) / RETRIES))
+        return rows
+
+    return asyncio.run(measure())
+
+
+async def _ns_per_await(
+    call: Callable[[], Coroutine[Any, Any, int]], n: int, repeats: int
+) -> float:
+    import gc
+
+    best = float("inf")
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            start = time.perf_counter_ns()
+            for _ in range(n):
+                await call()
+            best = min(best, time.perf_counter_ns() - start)
+    finally:
+        gc.enable()
+    return best / n
+
+
+__all__: List[Any] = ["async_overhead", "overhead"]

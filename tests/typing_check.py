@@ -79,3 +79,59 @@ pong: str = ping("example")
 
 where: float = plan(1, 1.1, 1057.19).sleep_after
 study: float = simulate(["full_jitter"], clients=[10], runs=2, seed=1)[0].work
+
+
+# -- the service features, as users type them --------------------------------
+
+from backoff_iter import (  # noqa: E402
+    RetryBudget,
+    TokenBucket,
+    log_retries,
+    parse_retry_after,
+)
+from backoff_iter.testing import no_sleep  # noqa: E402
+
+policy = retrying(lambda: islice(exponential(0.1), 5), on=OSError, budget=TokenBucket())
+
+
+def reused() -> bytes:
+    for attempt in policy:
+        with attempt:
+            return b"data"
+    raise AssertionError("unreachable")
+
+
+def status() -> int:
+    code = 0
+    for attempt in retrying([0.5, 1.0], on_result=lambda code: code == 503):
+        with attempt:
+            code = attempt.set_result(503)
+    return code
+
+
+@retry(
+    [1, 2],  # a list[int] is a Sequence[float]
+    on_result=lambda r: r is None,
+    retry_after=lambda outcome: parse_retry_after("120"),
+    before_sleep=log_retries(name="lookup"),
+    budget=RetryBudget(ratio=0.1),
+)
+def lookup(key: str, *, default: int = 0) -> int | None:
+    return default
+
+
+found: int | None = lookup("a", default=1)
+lookup(1)  # type: ignore[arg-type]  # the signature is kept: a wrong argument is caught
+
+
+@retry([0.5])
+async def alookup(key: str) -> int:
+    return 1
+
+
+async def use_alookup() -> int:
+    return await alookup("a")
+
+
+with no_sleep() as slept_delays:
+    recorded: list[float] = slept_delays
