@@ -349,3 +349,57 @@ def _smooth(base: float, cap: float, draw: Callable[[], float]) -> Iterator[floa
         yield delay
         previous = current
     yield from repeat(cap)
+
+
+# -- by name: one registry for the command line and the simulators -------------
+
+#: Every strategy of this library, by name.  Adding a strategy here is all the
+#: command line and the simulators need: their options come from its signature.
+STRATEGIES: dict[str, Callable[..., Iterator[float]]] = {
+    "constant": constant,
+    "linear": linear,
+    "exponential": exponential,
+    "fibonacci": fibonacci,
+    "full_jitter": full_jitter,
+    "equal_jitter": equal_jitter,
+    "decorrelated": decorrelated,
+    "smooth_jitter": smooth_jitter,
+}
+
+
+@lru_cache(maxsize=None)
+def parameters(name: str) -> tuple[str, ...]:
+    """The options strategy *name* takes, ``base`` standing for constant's ``delay``.
+
+    >>> parameters("exponential"), parameters("constant")
+    (('base', 'factor', 'cap'), ('base',))
+    """
+    import inspect  # on first use only: slow to import
+
+    function = STRATEGIES[_known(name)]
+    names = tuple(inspect.signature(function).parameters)
+    return tuple("base" if n == "delay" else n for n in names)
+
+
+def make(name: str, **options: Any) -> Iterator[float]:
+    """Strategy *name* with the *options* it takes; the others are ignored.
+
+    ``base`` is constant's ``delay``.  Unknown names raise ``ValueError``.
+
+    >>> from itertools import islice
+    >>> list(islice(make("exponential", base=1, cap=3, rng=None), 4))
+    [1.0, 2.0, 3.0, 3.0]
+    >>> list(islice(make("constant", base=0.5, cap=3), 2))
+    [0.5, 0.5]
+    """
+    taken = parameters(name)
+    kwargs = {key: value for key, value in options.items() if key in taken}
+    if name == "constant" and "base" in kwargs:
+        kwargs["delay"] = kwargs.pop("base")
+    return STRATEGIES[name](**kwargs)
+
+
+def _known(name: str) -> str:
+    if name not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}")
+    return name
