@@ -14,6 +14,7 @@ in seconds; shape it with ``itertools`` and the adaptors here, then loop:
 
 __version__ = "0.2.0.dev0"
 
+from ._checks import ArgumentTypeError, ArgumentValueError
 from .adaptors import capped, elapsed, jittered, within
 from .budgets import Budget, RetryBudget, TokenBucket
 from .drivers import RETRY_AFTER_MAX, Attempt, aretrying, retry, retrying
@@ -43,6 +44,8 @@ from .strategies import (
 
 __all__ = [
     "RETRY_AFTER_MAX",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "Attempt",
     "Budget",
     "Plan",

@@ -9,11 +9,29 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 from numbers import Real
 from itertools import repeat, starmap
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, cast
 
 T = TypeVar("T")
+
+
+class ArgumentValueError(ValueError):
+    """An argument's value is out of range: the caller's error, naming the
+    parameter and the value.  A ValueError to catch like any other; the
+    command line tells it apart from a bug of ours and reports bad usage."""
+
+    __module__ = "backoff_iter"
+
+
+class ArgumentTypeError(TypeError):
+    """An argument is of the wrong type: the caller's error, naming it."""
+
+    __module__ = "backoff_iter"
+
+
+FLOAT_MAX = sys.float_info.max
 
 
 def number(name: str, value: object) -> float:
@@ -27,13 +45,13 @@ def number(name: str, value: object) -> float:
     if kind is float:  # the common case, without an ABC check
         return value  # type: ignore[return-value]
     if kind is not int and not is_real(value):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
+        raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
     try:
         return float(value)  # type: ignore[arg-type]
     except OverflowError:
-        raise ValueError(f"{name} is too large for a float, got {value!r}") from None
+        raise ArgumentValueError(f"{name} is too large for a float, got {value!r}") from None
     except ValueError:  # Decimal('sNaN')
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
+        raise ArgumentValueError(f"{name} must be a number, got {value!r}") from None
 
 
 def is_real(value: object) -> bool:
@@ -50,9 +68,9 @@ def seconds(name: str, value: object, *, infinite: bool = False) -> float:
     """A duration: a number that is not negative, not NaN, finite unless *infinite*."""
     result = number(name, value)
     if not result >= 0.0:  # also catches NaN
-        raise ValueError(f"{name} must be a non-negative number, got {value!r}")
+        raise ArgumentValueError(f"{name} must be a non-negative number, got {value!r}")
     if not infinite and result == math.inf:
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ArgumentValueError(f"{name} must be finite, got {value!r}")
     return result
 
 
@@ -66,16 +84,16 @@ def factor(name: str, value: object, *, above_one: bool = False) -> float:
         ok = 1.0 <= result < math.inf
         wanted = "a finite number of at least 1"
     if not ok:
-        raise ValueError(f"{name} must be {wanted}, got {value!r}")
+        raise ArgumentValueError(f"{name} must be {wanted}, got {value!r}")
     return result
 
 
 def count(name: str, value: object, *, minimum: int = 0) -> int:
     """A whole number (not a bool) of at least *minimum*."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be a whole number, got {value!r}")
+        raise ArgumentTypeError(f"{name} must be a whole number, got {value!r}")
     if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value!r}")
+        raise ArgumentValueError(f"{name} must be at least {minimum}, got {value!r}")
     return value
 
 
@@ -96,7 +114,7 @@ def random_source(rng: Any) -> Callable[[], float]:
     uniform = getattr(rng, "uniform", None)
     if callable(uniform):
         return lambda: float(cast(Callable[[float, float], float], uniform)(0.0, 1.0))
-    raise TypeError(
+    raise ArgumentTypeError(
         f"rng must be None or have a random() or uniform(a, b) method, got {rng!r}"
     )
 
@@ -111,10 +129,10 @@ def iterable(name: str, value: Iterable[T]) -> Iterator[T]:
     try:
         return iter(value)
     except TypeError:
-        raise TypeError(f"{name} must be an iterable, got {value!r}") from None
+        raise ArgumentTypeError(f"{name} must be an iterable, got {value!r}") from None
 
 
 def function(name: str, value: Optional[object]) -> None:
     """Reject a non-callable where a callable is expected."""
     if not callable(value):
-        raise TypeError(f"{name} must be callable, got {value!r}")
+        raise ArgumentTypeError(f"{name} must be callable, got {value!r}")

@@ -49,7 +49,7 @@ def jittered(
         return equal(delays, _checks.random_source(rng))
     fraction = None if isinstance(kind, str) else _checks.number("kind", kind)
     if fraction is None or not 0.0 < fraction <= 1.0:
-        raise ValueError(
+        raise _checks.ArgumentValueError(
             f"kind must be 'full', 'equal' or a fraction in (0, 1], got {kind!r}"
         )
     return _spread(delays, fraction, _checks.random_source(rng))

@@ -1,29 +1,35 @@
-"""``python -m backoff_iter``: show a schedule, plan its parameters, simulate contention."""
+"""``python -m backoff_iter``: a thin front end to the library.
+
+Choices and defaults come from the library (the strategies' signatures,
+the simulators' defaults); this module parses, prints and draws.  Exit
+status: 0 on success, 2 on bad usage, 130 on Ctrl-C; a closed output pipe
+ends quietly.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
 import sys
 import time
-from itertools import islice
+from collections.abc import Callable, Iterator, Sequence
+from itertools import count, islice
 from random import Random
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, cast
+from typing import Any, NoReturn
 
-from . import planning, simulation, strategies
-from .adaptors import elapsed
+from . import __version__, _checks, overload, planning, simulation, strategies
 
-# The options `show` passes on, per strategy, as (option, parameter) pairs.
-_SHOW_OPTIONS: Dict[str, Dict[str, str]] = {
-    "constant": {"base": "delay"},
-    "linear": {"base": "base", "step": "step", "cap": "cap"},
-    "exponential": {"base": "base", "factor": "factor", "cap": "cap"},
-    "fibonacci": {"base": "base", "cap": "cap"},
-    "full_jitter": {"base": "base", "factor": "factor", "cap": "cap", "seed": "rng"},
-    "equal_jitter": {"base": "base", "factor": "factor", "cap": "cap", "seed": "rng"},
-    "decorrelated": {"base": "base", "factor": "factor", "cap": "cap", "seed": "rng"},
-    "smooth_jitter": {"base": "base", "cap": "cap", "seed": "rng"},
+DESCRIPTION = "Backoff schedules as iterables: show one, plan one, or simulate clients using them."
+
+# What each strategy parameter means, with its unit, for the help of `show`.
+_MEANINGS = {
+    "base": "first delay, seconds",
+    "factor": "growth factor per attempt (a number, no unit)",
+    "step": "linear's growth per attempt, seconds",
+    "cap": "largest delay, seconds",
+    "rng": "seed of the random draws (jittered strategies), an integer",
 }
 
 
@@ -34,116 +40,296 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
-
-
 def _number(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if math.isnan(value):
-        raise argparse.ArgumentTypeError(f"must be a number, got {text}")
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
     return value
 
 
-def _names(text: str) -> List[str]:
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in simulation.STRATEGIES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown strategy {', '.join(unknown) or text!r}"
-            f" (choose from {', '.join(simulation.STRATEGIES)})"
-        )
+def _whole(minimum: int) -> Callable[[str], int]:
+    def whole(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        try:
+            return _checks.count("value", value, minimum=minimum)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}") from None
+
+    return whole
+
+
+def _names(choices: Sequence[str]) -> Callable[[str], list[str]]:
+    def names(text: str) -> list[str]:
+        picked = [name.strip() for name in text.split(",") if name.strip()]
+        unknown = [name for name in picked if name not in choices]
+        if unknown or not picked:
+            raise argparse.ArgumentTypeError(
+                f"unknown name {', '.join(unknown) or repr(text)} (choose from {', '.join(choices)})"
+            )
+        return picked
+
     return names
 
 
-def _counts(text: str) -> List[int]:
-    return [_positive_int(part) for part in text.split(",") if part.strip()]
+def _counts(text: str) -> list[int]:
+    parts = [part for part in text.split(",") if part.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError(f"expected comma-separated counts, got {text!r}")
+    return [_whole(1)(part) for part in parts]
+
+
+def _plot_path(text: str) -> str:
+    """Check a --plot path before any work: a .png in a directory that exists."""
+    if not text.lower().endswith(".png"):
+        raise argparse.ArgumentTypeError(f"must name a .png file, got {text!r}")
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise argparse.ArgumentTypeError(f"cannot write into {folder!r}")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise argparse.ArgumentTypeError(
+            "needs matplotlib: pip install 'backoff_iter[plot]'"
+        ) from None
+    return text
+
+
+def _default(function: Callable[..., Any], parameter: str) -> Any:
+    """A library function's default for *parameter*: defaults live in one place."""
+    import inspect
+
+    return inspect.signature(function).parameters[parameter].default
 
 
 def _parser() -> _Parser:
-    parser = _Parser(prog="python -m backoff_iter", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = _Parser(prog="python -m backoff_iter", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"backoff_iter {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    show = commands.add_parser("show", help="print a strategy's schedule as a table")
-    show.add_argument("strategy", choices=list(_SHOW_OPTIONS), metavar="STRATEGY",
-                      help=", ".join(_SHOW_OPTIONS))
-    show.add_argument("--base", type=_number, help="first delay (seconds)")
-    show.add_argument("--factor", type=_number, help="growth factor")
-    show.add_argument("--step", type=_number, help="linear's step")
-    show.add_argument("--cap", type=_number, help="largest delay")
-    show.add_argument("--seed", type=int, help="seed for the jittered strategies")
-    show.add_argument("-n", type=_positive_int, default=10, help="sleeps to show (10)")
-    show.add_argument("--json", action="store_true", help="print the rows as JSON")
-    show.set_defaults(run=_show, parser=show)
+    def command(name: str, summary: str, run: Callable[[argparse.Namespace], None]) -> _Parser:
+        sub = commands.add_parser(name, help=summary, description=summary)
+        sub.set_defaults(run=run, parser=sub)
+        return sub
 
-    plan = commands.add_parser("plan", help="derive a geometric schedule from what you want")
-    plan.add_argument("--base", type=_number, required=True, help="first sleep a")
+    show = command("show", "Print a strategy's delays and the time slept so far, as they come.", _show)
+    show.add_argument("strategy", choices=list(strategies.STRATEGIES), metavar="STRATEGY",
+                      help="one of: " + ", ".join(strategies.STRATEGIES))
+    taken = dict.fromkeys(p for name in strategies.STRATEGIES for p in strategies.parameters(name))
+    for parameter in taken:
+        option = "--seed" if parameter == "rng" else f"--{parameter}"
+        kind = int if parameter == "rng" else _number
+        show.add_argument(option, type=kind, dest=parameter,
+                          help=_MEANINGS.get(parameter, "seconds"))
+    show.add_argument("-n", type=_whole(1), metavar="N",
+                      help="delays to show (10 unless --until-elapsed is given)")
+    show.add_argument("--until-elapsed", type=_number, metavar="T",
+                      help="stop once the time slept reaches T seconds")
+    show.add_argument("--json", action="store_true", help="print the rows as a JSON array")
+    show.add_argument("--plot", type=_plot_path, metavar="FILE.png",
+                      help="draw the delays and the time slept, sampled many times if jittered")
+    show.add_argument("--samples", type=_whole(2), default=1000, metavar="K",
+                      help="schedules sampled for --plot of a jittered strategy (1000)")
+
+    plan = command("plan", "Derive a geometric schedule (first sleep, factor) from what you want.", _plan)
+    plan.add_argument("--base", type=_number, required=True, help="first sleep a, seconds")
     how = plan.add_mutually_exclusive_group(required=True)
-    how.add_argument("--factor", type=_number, help="the factor r")
-    how.add_argument("--ratio", type=_number, help="sleep / time waited so far: r = 1 + ratio")
-    plan.add_argument("--elapsed", type=_number, required=True, help="elapsed time T")
+    how.add_argument("--factor", type=_number, help="the factor r (a number >= 1)")
+    how.add_argument("--ratio", type=_number,
+                     help="each sleep as a share of the time already slept: r = 1 + ratio")
+    plan.add_argument("--elapsed", type=_number, required=True, help="elapsed time T, seconds")
     plan.add_argument("--compare", type=_number, metavar="FACTOR",
                       help="another factor: its retry count over the same time")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
-    plan.set_defaults(run=_plan, parser=plan)
 
-    simulate = commands.add_parser("simulate", help="the AWS contention study")
-    simulate.add_argument("--strategies", type=_names,
-                          default=list(simulation.DEFAULT_STRATEGIES),
-                          help="comma-separated: " + ", ".join(simulation.STRATEGIES))
+    study = simulation.simulate
+    simulate = command("simulate", "Rerun the AWS contention study: N clients, one row, backing off.",
+                       _simulate)
+    simulate.add_argument("--strategies", type=_names(list(simulation.STRATEGIES)),
+                          default=list(simulation.DEFAULT_STRATEGIES), metavar="NAMES",
+                          help="comma-separated, from: " + ", ".join(simulation.STRATEGIES))
     simulate.add_argument("--clients", type=_counts, default=list(simulation.DEFAULT_CLIENTS),
-                          help="comma-separated client counts (10,20,...,190)")
-    simulate.add_argument("--runs", type=_positive_int, default=100,
-                          help="runs to average (100)")
-    simulate.add_argument("--seed", type=int, help="make the study repeatable")
-    simulate.add_argument("--base", type=_number, default=5.0, help="base, ms (5)")
-    simulate.add_argument("--cap", type=_number, default=2000.0, help="cap, ms (2000)")
+                          metavar="COUNTS", help="comma-separated client counts (10,20,...,190)")
+    simulate.add_argument("--runs", type=_whole(1), default=_default(study, "runs"),
+                          help=f"runs to average per cell ({_default(study, 'runs')})")
+    simulate.add_argument("--seed", type=int, help="make the study repeatable (an integer)")
+    simulate.add_argument("--base", type=_number, default=_default(study, "base"),
+                          help=f"base, milliseconds ({_default(study, 'base'):g})")
+    simulate.add_argument("--cap", type=_number, default=_default(study, "cap"),
+                          help=f"cap, milliseconds ({_default(study, 'cap'):g})")
+    simulate.add_argument("--jobs", type=_whole(1), default=os.cpu_count() or 1,
+                          help="processes to run the cells on (all cores: %(default)s)")
     simulate.add_argument("--json", action="store_true", help="print the results as JSON")
-    simulate.add_argument("--plot", metavar="FILE.png",
-                          help="draw work and time charts (needs the plot extra)")
-    simulate.set_defaults(run=_simulate, parser=simulate)
+    simulate.add_argument("--plot", type=_plot_path, metavar="FILE.png",
+                          help="draw work and time against clients")
+
+    storm = overload.simulate_overload
+    overloaded = command("overload", "Simulate a retry storm second by second, with and without budgets.",
+                         _overload)
+    overloaded.add_argument("--strategies", type=_names(["none", *strategies.STRATEGIES]),
+                            default=list(_default(storm, "strategies")), metavar="NAMES",
+                            help="comma-separated: none (no retries), " + ", ".join(strategies.STRATEGIES))
+    overloaded.add_argument("--budgets", type=_names(list(overload.BUDGETS)),
+                            default=list(_default(storm, "budgets")), metavar="NAMES",
+                            help="comma-separated, each run with its own shared one: "
+                            + ", ".join(overload.BUDGETS))
+    for option, meaning in (
+        ("rate", "requests arriving per second"),
+        ("capacity", "attempts the server serves per second"),
+        ("spike", "the rate's multiplier during the spike"),
+        ("spike_at", "when the spike starts, seconds"),
+        ("spike_for", "how long the spike lasts, seconds"),
+        ("timeout", "how long a client waits for an answer, seconds"),
+        ("error_rate", "chance of a transient error per attempt"),
+        ("base", "the strategy's base, seconds"),
+        ("cap", "the strategy's cap, seconds"),
+        ("seconds", "how long requests arrive, seconds"),
+    ):
+        default = _default(storm, option)
+        overloaded.add_argument(f"--{option.replace('_', '-')}", type=_number, default=default,
+                                help=f"{meaning} ({default:g})")
+    overloaded.add_argument("--retries", type=_whole(0), default=_default(storm, "retries"),
+                            help="retries per request at most (%(default)s)")
+    overloaded.add_argument("--seed", type=int, help="make the runs repeatable (an integer)")
+    overloaded.add_argument("--json", action="store_true", help="print the runs as JSON")
+    overloaded.add_argument("--plot", type=_plot_path, metavar="FILE.png",
+                            help="draw goodput and attempts per second, the spike shaded")
     return parser
 
 
-def _show(args: argparse.Namespace) -> None:
-    options = _SHOW_OPTIONS[args.strategy]
-    kwargs: Dict[str, Any] = {}
-    for option in ("base", "factor", "step", "cap", "seed"):
-        value = getattr(args, option)
+# -- output ---------------------------------------------------------------------
+
+
+def _strict(value: Any) -> Any:
+    """*value* made RFC 8259 JSON: an infinite (or NaN) number becomes null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(item) for item in value]
+    return value
+
+
+def _json(value: Any) -> str:
+    return json.dumps(_strict(value), allow_nan=False)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
+    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths))
+                     for line in (header, *rows))
+
+
+class _Progress:
+    """Progress on stderr: one line rewritten on a terminal, plain lines otherwise."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.started = time.perf_counter()
+        self.terminal = sys.stderr.isatty()
+        self.shown = -math.inf
+
+    def __call__(self, text: str) -> None:
+        now = time.perf_counter()
+        if now - self.shown < (0.1 if self.terminal else 2.0):
+            return
+        self.shown = now
+        line = f"{self.command}: {text} ({now - self.started:.1f} s)"
+        if self.terminal:
+            print(f"\r{line}\033[K", end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        line = f"{self.command}: done in {time.perf_counter() - self.started:.1f} s"
+        print(f"\r{line}\033[K" if self.terminal else line, file=sys.stderr, flush=True)
+
+
+# -- the commands ----------------------------------------------------------------
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """The strategy options the user gave, checked against what the strategy takes."""
+    taken = strategies.parameters(args.strategy)
+    given = {}
+    for parameter in dict.fromkeys(p for name in strategies.STRATEGIES for p in strategies.parameters(name)):
+        value = getattr(args, parameter)
         if value is None:
             continue
-        if option not in options:
-            raise ValueError(f"{args.strategy} takes no --{option}")
-        kwargs[options[option]] = Random(value) if option == "seed" else value
-    delays = getattr(strategies, args.strategy)(**kwargs)
-    sleeps = list(islice(delays, args.n))
-    rows = [
-        {"attempt": attempt, "sleep": sleep, "elapsed": total}
-        for attempt, (sleep, total) in enumerate(zip(sleeps, elapsed(sleeps)))
-    ]
-    if args.json:
-        print(json.dumps(rows))
+        option = "--seed" if parameter == "rng" else f"--{parameter}"
+        if parameter not in taken:
+            args.parser.error(f"{args.strategy} takes no {option}")
+        given[parameter] = Random(value) if parameter == "rng" else value
+    return given
+
+
+def _show(args: argparse.Namespace) -> None:
+    options = _options(args)
+    delays = strategies.make(args.strategy, **options)  # checks them: bad usage if wrong
+    limit = args.n if args.n is not None or args.until_elapsed is None else None
+    if args.n is None and args.until_elapsed is None:
+        limit = 10
+    until = math.inf if args.until_elapsed is None else args.until_elapsed
+    if until < 0:
+        args.parser.error(f"--until-elapsed must be at least 0, got {args.until_elapsed:g}")
+    if args.plot:
+        _pictures().show(args.plot, args.strategy, options, limit, until, args.samples)
         return
-    print(f"{'attempt':>7}  {'sleep':>12}  {'elapsed':>14}")
-    for row in rows:
-        print(f"{row['attempt']:>7}  {row['sleep']:>12.3f}  {row['elapsed']:>14.3f}")
+    rows = _rows(delays, limit, args.until_elapsed)
+    write = sys.stdout.write
+    if args.json:  # streamed: one row per line, constant memory
+        write("[")
+        for index, (attempt, sleep, slept) in enumerate(rows):
+            write(("" if index == 0 else ",\n")
+                  + _json({"attempt": attempt, "sleep": sleep, "elapsed": slept}))
+        write("]\n")
+        return
+    write(f"{'attempt':>7}  {'sleep':>12}  {'elapsed':>14}\n")
+    for attempt, sleep, slept in rows:
+        write(f"{attempt:>7}  {sleep:>12.3f}  {slept:>14.3f}\n")
+
+
+def _rows(
+    delays: Iterator[float], limit: int | None, until: float | None
+) -> Iterator[tuple[int, float, float]]:
+    """(attempt, sleep, time slept) for *limit* delays, or until the time slept reaches *until*."""
+    slept = 0.0
+    for attempt, sleep in zip(count() if limit is None else range(limit), delays):
+        slept += sleep
+        yield attempt, sleep, slept
+        if until is not None and slept >= until:
+            return
 
 
 def _plan(args: argparse.Namespace) -> None:
     factor = args.factor if args.ratio is None else planning.factor_for_ratio(args.ratio)
     result = planning.plan(args.base, factor, args.elapsed)
-    report: Dict[str, Any] = {"base": args.base, "factor": factor, "elapsed": args.elapsed,
-                              **result._asdict()}
+    report: dict[str, Any] = {"base": args.base, "factor": factor}
+    if args.ratio is not None:
+        report["ratio"] = args.ratio
+    report.update({
+        "elapsed": args.elapsed, "retries": result.retries, "exact": result.exact,
+        "slept": result.elapsed, "sleep_before": result.sleep_before,
+        "sleep_after": result.sleep_after,
+    })
     if args.compare is not None:
-        other = planning.plan(args.base, args.compare, args.elapsed)
+        try:
+            other = planning.plan(args.base, args.compare, args.elapsed)
+            # factor 1 is linear: no long-run ratio of logarithms (null in JSON)
+            ratio = planning.retry_count_ratio(factor, args.compare) if factor > 1 else None
+        except _checks.ArgumentValueError as error:  # about the other factor: --compare's
+            message = str(error).partition(" ")[2]
+            raise _checks.ArgumentValueError(f"compare {message}") from None
         report["compare"] = {"factor": args.compare, "retries": other.retries,
-                             "exact": other.exact,
-                             "ratio": planning.retry_count_ratio(factor, args.compare)}
+                             "exact": other.exact, "ratio": ratio}
     if args.json:
-        print(json.dumps(report))
+        print(_json(report))
         return
     before = "none" if result.sleep_before is None else f"{result.sleep_before:.3f}"
     print(f"base {args.base:g}, factor {factor:g}: by elapsed {args.elapsed:g}")
@@ -153,66 +339,97 @@ def _plan(args: argparse.Namespace) -> None:
     print(f"  sleep after:  {result.sleep_after:.3f}")
     if args.compare is not None:
         compare = report["compare"]
-        print(f"factor {args.compare:g} over the same time: {compare['retries']} retries"
-              f" (exactly {compare['exact']:.3f}); in the long run"
-              f" log {factor:g} / log {args.compare:g} = {compare['ratio']:.3f} times as many")
+        line = (f"factor {args.compare:g} over the same time: {compare['retries']} retries"
+                f" (exactly {compare['exact']:.3f})")
+        if compare["ratio"] is not None:
+            line += (f"; in the long run log {factor:g} / log {args.compare:g}"
+                     f" = {compare['ratio']:.3f} times as many")
+        print(line)
 
 
 def _simulate(args: argparse.Namespace) -> None:
-    if args.plot:  # fail before minutes of work, not after
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise ValueError(
-                "--plot needs matplotlib: pip install 'backoff_iter[plot]'"
-            ) from None
-    started = time.perf_counter()
-
-    def progress(done: int, total: int, strategy: str, clients: int) -> None:
-        print(f"\rsimulate: {done}/{total} {strategy} {clients} clients"
-              f" ({time.perf_counter() - started:.1f} s)",
-              end="", file=sys.stderr, flush=True)
-
+    progress = _Progress("simulate")
     results = simulation.simulate(
         args.strategies, args.clients, args.runs, seed=args.seed, base=args.base,
-        cap=args.cap, progress=progress,
+        cap=args.cap, jobs=args.jobs,
+        progress=lambda done, total: progress(f"{done:,}/{total:,} runs"),
     )
-    print(f"\rsimulate: done in {time.perf_counter() - started:.1f} s" + " " * 30,
-          file=sys.stderr)
+    progress.done()
     if args.json:
-        print(json.dumps([r._asdict() for r in results]))
+        print(_json([r._asdict() for r in results]))
     else:
-        print(simulation.table(results), end="")
+        for name in dict.fromkeys(r.strategy for r in results):
+            rows = [[str(r.clients), f"{r.work:.1f}", f"{r.time:.1f}"]
+                    for r in results if r.strategy == name]
+            print(name)
+            print(_table(["clients", "work", "time (ms)"], rows))
+            print()
     if args.plot:
-        _plot(results, args.plot)
+        _pictures().simulation(args.plot, results, args)
 
 
-def _plot(results: Sequence[simulation.Result], path: str) -> None:
-    import matplotlib
+def _overload(args: argparse.Namespace) -> None:
+    progress = _Progress("overload")
+    runs = overload.simulate_overload(
+        args.strategies, args.budgets, rate=args.rate, capacity=args.capacity,
+        spike=args.spike, spike_at=args.spike_at, spike_for=args.spike_for,
+        timeout=args.timeout, error_rate=args.error_rate, retries=args.retries,
+        base=args.base, cap=args.cap, seconds=args.seconds, seed=args.seed,
+        progress=lambda strategy, budget, share: progress(f"{strategy} / {budget}: {share:.0%}"),
+    )
+    progress.done()
+    if args.json:
+        print(_json([run._asdict() for run in runs]))
+    else:
+        rows = [[
+            run.strategy, run.budget, f"{run.requests:,}", f"{run.attempts:,}",
+            f"{run.amplification:.2f}", f"{run.succeeded:.1%}", f"{run.goodput_last_20s:.1%}",
+            "never" if run.recovery_seconds is None else f"{run.recovery_seconds:g} s",
+        ] for run in runs]
+        print(_table(["strategy", "budget", "requests", "attempts", "amplification",
+                      "succeeded", "goodput last 20 s", "recovery"], rows))
+    if args.plot:
+        _pictures().overload(args.plot, runs, args)
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
 
-    figure, (work, duration) = pyplot.subplots(1, 2, figsize=(12, 4.5))
-    for name in dict.fromkeys(r.strategy for r in results):
-        rows = [r for r in results if r.strategy == name]
-        work.plot([r.clients for r in rows], [r.work for r in rows], label=name)
-        duration.plot([r.clients for r in rows], [r.time for r in rows], label=name)
-    work.set(title="Work (writes to the server)", xlabel="clients", ylabel="calls")
-    duration.set(title="Time to last success", xlabel="clients", ylabel="ms")
-    for axes in (work, duration):
-        axes.legend()
-        axes.grid(alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path)
-    pyplot.close(figure)
+def _pictures() -> Any:
+    from . import _pictures
+
+    return _pictures
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+# -- the exits ---------------------------------------------------------------------
+
+# Library parameter names that the command line spells differently.
+_OPTIONS = {"new_factor": "--compare", "delay": "--base", "rng": "--seed", "sleeps": "-n"}
+
+
+def _as_option(message: str) -> str:
+    """A library message names its parameter; say it as the option the user typed."""
+    name, _, rest = message.partition(" ")
+    option = _OPTIONS.get(name, "--" + name.replace("_", "-"))
+    return f"{option} {rest}" if rest else message
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
     try:
-        args.run(args)
-    except (ValueError, TypeError) as error:  # the library's argument checks
-        cast(_Parser, args.parser).error(str(error))
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.error("choose a command: show, plan, simulate or overload (see --help)")
+        try:
+            args.run(args)
+        except (_checks.ArgumentValueError, _checks.ArgumentTypeError) as error:  # our argument checks
+            args.parser.error(_as_option(str(error)))
+        sys.stdout.flush()
+    except KeyboardInterrupt:
+        print(f"\n{parser.prog}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader has gone (`| head`): stop quietly, and let the exit not
+        # complain about the stdout it can no longer flush.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return 0

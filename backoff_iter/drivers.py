@@ -93,7 +93,7 @@ def _exception_filter(on: object) -> Callable[[BaseException], object]:
     elif callable(on) and not isinstance(on, (type, tuple)):
         return cast(Callable[[BaseException], object], on)
     else:
-        raise TypeError(
+        raise _checks.ArgumentTypeError(
             "on must be an exception class, a tuple of them, or a predicate"
             f" callable(exc) -> bool, got {on!r}"
         )
@@ -330,7 +330,7 @@ class _Policy:
         except TypeError:
             pass
         # Raised outside the except block, so the retried failure stays its context.
-        raise TypeError(
+        raise _checks.ArgumentTypeError(
             "delays must be a zero-argument function returning an iterable"
             f" of delays, but {self._factory!r} returned {made!r}"
         )
@@ -642,7 +642,7 @@ class _AsyncAttempts(_Call, AsyncIterator[Attempt]):
 def _factory(delays: object) -> object:
     """Reject a one-shot iterator for @retry, which needs delays per call."""
     if isinstance(delays, Iterator) and not callable(delays):
-        raise TypeError(
+        raise _checks.ArgumentTypeError(
             "delays must be a zero-argument function returning fresh delays"
             " (e.g. lambda: islice(exponential(0.1), 5)) or a list/tuple;"
             f" an iterator is used up after one call, got {delays!r}"
@@ -706,7 +706,7 @@ def retry(
         import inspect  # only when decorating: it is slow to import
 
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
-            raise TypeError(
+            raise _checks.ArgumentTypeError(
                 f"retry cannot retry the generator function {func!r}: its"
                 " failures happen while it is iterated, after the call returned;"
                 " decorate the function that consumes it"

@@ -98,32 +98,32 @@ def simulate_overload(
     names = list(strategies)
     for name in names:
         if name != "none" and name not in STRATEGIES:
-            raise ValueError(
+            raise _checks.ArgumentValueError(
                 f"strategies must be 'none' or one of {', '.join(STRATEGIES)}, got {name!r}"
             )
     kinds = list(budgets)
     for kind in kinds:
         if kind not in BUDGETS:
-            raise ValueError(f"budgets must be among {', '.join(BUDGETS)}, got {kind!r}")
+            raise _checks.ArgumentValueError(f"budgets must be among {', '.join(BUDGETS)}, got {kind!r}")
     if not names or not kinds:
-        raise ValueError("strategies and budgets must name at least one each")
+        raise _checks.ArgumentValueError("strategies and budgets must name at least one each")
     rate = _positive("rate", rate)
     capacity = _positive("capacity", capacity)
     spike = _checks.number("spike", spike)
     if not 1.0 <= spike < math.inf:
-        raise ValueError(f"spike must be a finite number of at least 1, got {spike!r}")
+        raise _checks.ArgumentValueError(f"spike must be a finite number of at least 1, got {spike!r}")
     spike_at = _checks.seconds("spike_at", spike_at)
     spike_for = _checks.seconds("spike_for", spike_for)
     timeout = _positive("timeout", timeout)
     error_rate = _checks.number("error_rate", error_rate)
     if not 0.0 <= error_rate < 1.0:
-        raise ValueError(f"error_rate must be in [0, 1), got {error_rate!r}")
+        raise _checks.ArgumentValueError(f"error_rate must be in [0, 1), got {error_rate!r}")
     retries = _checks.count("retries", retries)
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     seconds = _positive("seconds", seconds)
     if seconds > 1e6:
-        raise ValueError(f"seconds must be at most 1e6, got {seconds!r}")
+        raise _checks.ArgumentValueError(f"seconds must be at most 1e6, got {seconds!r}")
     if progress is not None:
         _checks.function("progress", progress)
     model = _Model(rate, capacity, spike, spike_at, spike_for, timeout, error_rate,
@@ -139,7 +139,7 @@ def simulate_overload(
 def _positive(name: str, value: object) -> float:
     result = _checks.seconds(name, value)
     if result == 0.0:
-        raise ValueError(f"{name} must be greater than 0, got {value!r}")
+        raise _checks.ArgumentValueError(f"{name} must be greater than 0, got {value!r}")
     return result
 
 

@@ -28,7 +28,7 @@ __all__ = [
 def _positive(name: str, value: float) -> float:
     result = _checks.seconds(name, value)
     if result == 0.0:
-        raise ValueError(f"{name} must be greater than 0, got {value!r}")
+        raise _checks.ArgumentValueError(f"{name} must be greater than 0, got {value!r}")
     return result
 
 
@@ -124,7 +124,12 @@ def plan(base: float, factor: float, elapsed: float) -> Plan:
     """
     exact = retries_by(base, factor, elapsed)
     if math.isinf(exact):
-        raise ValueError(f"elapsed must be finite, got {elapsed!r}")
+        raise _checks.ArgumentValueError(f"elapsed must be finite, got {elapsed!r}")
+    a, t = float(base), float(elapsed)
+    if float(factor) == 1.0:  # linear: n whole sleeps of a fit in T, in closed form
+        count = math.floor(t / a)
+        before = None if count == 0 else a
+        return Plan(count, exact, a * count, before, a)
     count = math.floor(exact)
     # The logarithms may be an ulp off at a whole number: settle it exactly.
     while elapsed_after(base, factor, count + 1) <= elapsed:

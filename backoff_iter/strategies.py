@@ -401,5 +401,5 @@ def make(name: str, **options: Any) -> Iterator[float]:
 
 def _known(name: str) -> str:
     if name not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}")
+        raise _checks.ArgumentValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}")
     return name
