@@ -1,0 +1,149 @@
+"""``RetryTransport``: retries for httpx, sync and async, on this library's
+driver core (imported from :mod:`backoff_iter.interop`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
+
+import httpx
+
+from . import _checks
+from .drivers import RETRY_AFTER_MAX, BeforeSleep, ExceptionFilter, aretrying, retrying
+from .hints import parse_retry_after
+from .interop import _factory
+
+__all__ = ["IDEMPOTENT_METHODS", "RetryTransport"]
+
+#: The methods retried by default: those RFC 9110 calls idempotent.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
+
+
+def _server_hint(outcome: Any) -> float | None:
+    """The response's ``Retry-After``, in seconds; None for an exception."""
+    if isinstance(outcome, httpx.Response):
+        return parse_retry_after(outcome.headers.get("Retry-After"))
+    return None
+
+
+class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """An httpx transport that retries, for ``Client`` and ``AsyncClient`` alike.
+
+    ``httpx.Client(transport=RetryTransport(delays=lambda: full_jitter(0.1, 5)))``.
+    A response whose status is in *statuses*, or an exception matching *on*,
+    is retried after the next delay of a fresh schedule from *delays* (a
+    factory), raised to the server's ``Retry-After`` and clamped to
+    *retry_after_max*.  Only *methods* are retried (the idempotent ones by
+    default).  When nothing is left to try - the delays, *deadline* or
+    *budget* say so - the last response is returned (it never raises for a
+    status) or the last exception raised.  Every response it discards is
+    read and closed.  *sleep*, *deadline*, *clock*, *before_sleep* and
+    *budget* behave as in :class:`~backoff_iter.retrying`: it runs on the
+    same driver core.  Without *transport* it wraps ``httpx.HTTPTransport()``
+    for sync clients and ``httpx.AsyncHTTPTransport()`` for async ones.
+    """
+
+    def __init__(
+        self,
+        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
+        *,
+        delays: Callable[[], Iterable[float]],
+        statuses: Collection[int] = frozenset({429, 502, 503, 504}),
+        on: ExceptionFilter = (httpx.TransportError,),
+        methods: Collection[str] = IDEMPOTENT_METHODS,
+        sleep: Callable[[float], Any] | None = None,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        before_sleep: BeforeSleep | None = None,
+        budget: Any = None,
+        retry_after_max: float = RETRY_AFTER_MAX,
+    ) -> None:
+        if transport is not None and not isinstance(
+            transport, (httpx.BaseTransport, httpx.AsyncBaseTransport)
+        ):
+            raise _checks.ArgumentTypeError(
+                f"transport must be an httpx transport or None, got {transport!r}"
+            )
+        factory = _factory("delays", delays)
+        if isinstance(statuses, (str, bytes)) or not all(
+            isinstance(code, int) and not isinstance(code, bool) for code in statuses
+        ):
+            raise _checks.ArgumentTypeError(f"statuses must be HTTP status codes, got {statuses!r}")
+        if isinstance(methods, (str, bytes)) or not all(isinstance(m, str) for m in methods):
+            raise _checks.ArgumentTypeError(f"methods must be HTTP method names, got {methods!r}")
+        self.statuses = frozenset(statuses)
+        self.methods = frozenset(method.upper() for method in methods)
+        options: dict[str, Any] = dict(
+            on=on, on_result=self._retried, retry_after=_server_hint,
+            retry_after_max=retry_after_max, deadline=deadline, clock=clock, sleep=sleep,
+            before_sleep=before_sleep, budget=budget,
+        )
+        self._policy = retrying(factory, **options)  # checks every option
+        self._async_policy = aretrying(factory, **options)
+        self._transport = transport
+        self._sync: httpx.BaseTransport | None = None
+        self._async: httpx.AsyncBaseTransport | None = None
+
+    def _retried(self, response: httpx.Response) -> bool:
+        return response.status_code in self.statuses
+
+    def _sync_transport(self) -> httpx.BaseTransport:
+        if self._sync is None:
+            transport = self._transport or httpx.HTTPTransport()
+            if not isinstance(transport, httpx.BaseTransport):
+                raise TypeError(f"{transport!r} serves only async clients")
+            self._sync = transport
+        return self._sync
+
+    def _async_transport(self) -> httpx.AsyncBaseTransport:
+        if self._async is None:
+            transport = self._transport or httpx.AsyncHTTPTransport()
+            if not isinstance(transport, httpx.AsyncBaseTransport):
+                raise TypeError(f"{transport!r} serves only sync clients")
+            self._async = transport
+        return self._async
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send *request*, retrying as configured; the last response comes back."""
+        transport = self._sync_transport()
+        if request.method not in self.methods:
+            return transport.handle_request(request)
+        response: httpx.Response | None = None
+        for attempt in self._policy:
+            if response is not None:
+                response.close()  # read already: it goes back to the pool
+            with attempt:
+                response = transport.handle_request(request)
+                if response.status_code in self.statuses:
+                    response.read()  # kept whole if it is the last
+                attempt.set_result(response)
+        assert response is not None  # the loop ends with a response, or raises
+        return response
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """:meth:`handle_request` for ``httpx.AsyncClient``."""
+        transport = self._async_transport()
+        if request.method not in self.methods:
+            return await transport.handle_async_request(request)
+        response: httpx.Response | None = None
+        async for attempt in self._async_policy:
+            if response is not None:
+                await response.aclose()
+            async with attempt:
+                response = await transport.handle_async_request(request)
+                if response.status_code in self.statuses:
+                    await response.aread()
+                attempt.set_result(response)
+        assert response is not None
+        return response
+
+    def close(self) -> None:
+        """Close the wrapped sync transport."""
+        if self._sync is not None:
+            self._sync.close()
+
+    async def aclose(self) -> None:
+        """Close the wrapped async transport."""
+        if self._async is not None:
+            await self._async.aclose()

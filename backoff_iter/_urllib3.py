@@ -1,0 +1,97 @@
+"""``Urllib3Retry``: urllib3's ``Retry`` with its backoff drawn from a schedule
+of this library (imported from :mod:`backoff_iter.interop`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from urllib3.response import BaseHTTPResponse
+from urllib3.util.retry import Retry
+
+from . import _sleeping
+from .drivers import RETRY_AFTER_MAX
+from .hints import parse_retry_after
+from .interop import Schedule, _factory
+
+__all__ = ["Urllib3Retry"]
+
+
+class Urllib3Retry(Retry):
+    """A ``urllib3.util.Retry`` whose sleeps come from *delays*, a factory.
+
+    ``Urllib3Retry(delays=lambda: full_jitter(0.1, 10), total=5,
+    status_forcelist=[429, 503])``; every other argument is urllib3's.
+    Use it as ``requests.adapters.HTTPAdapter(max_retries=...)`` or as
+    urllib3's ``retries=``.  Each request draws from its own schedule (it
+    survives the copy urllib3 makes with ``.new()`` at every retry): the
+    n-th retry sleeps the n-th delay, raised to the server's
+    ``Retry-After`` (read by :func:`~backoff_iter.parse_retry_after`, clamped
+    to *retry_after_max*).  When the schedule runs out, or yields ``inf``,
+    the retries are exhausted, as when ``total`` is.  *sleep* defaults to
+    ``time.sleep``, and :func:`backoff_iter.testing.no_sleep` switches it off.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        delays: Callable[[], Iterable[float]],
+        sleep: Callable[[float], Any] | None = None,
+        retry_after_max: float = RETRY_AFTER_MAX,
+        _schedule: Schedule | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.delays = _factory("delays", delays)
+        if sleep is not None and not callable(sleep):
+            from . import _checks
+
+            _checks.function("sleep", sleep)
+        self.sleep_function = sleep
+        super().__init__(*args, retry_after_max=retry_after_max, **kwargs)  # type: ignore[arg-type]
+        self._schedule = _schedule
+
+    def new(self, **kw: Any) -> Urllib3Retry:
+        """The next link of a request's chain; the first link starts a fresh schedule."""
+        kw.setdefault("delays", self.delays)
+        kw.setdefault("sleep", self.sleep_function)
+        if "_schedule" not in kw:
+            if not kw.get("history", self.history):
+                kw["_schedule"] = None  # a configuration, not a request under way
+            elif self.history and self._schedule is not None:
+                kw["_schedule"] = self._schedule  # the same request, one retry on
+            else:
+                kw["_schedule"] = Schedule("delays", self.delays)  # a request's first retry
+        return super().new(**kw)
+
+    def _retries(self) -> int:
+        """Retries so far in this request (redirects are not retries)."""
+        return sum(1 for entry in self.history if entry.redirect_location is None)
+
+    def _delay(self) -> float | None:
+        retries = self._retries()
+        if retries == 0 or self._schedule is None:
+            return 0.0
+        return self._schedule.delay(retries)
+
+    def is_exhausted(self) -> bool:
+        """Out of retries: urllib3's counts, or the schedule has no next delay."""
+        return super().is_exhausted() or self._delay() is None
+
+    def get_backoff_time(self) -> float:
+        """The delay of this retry, from the schedule."""
+        return self._delay() or 0.0
+
+    def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
+        """The server's ``Retry-After``, never an exception, at most ``retry_after_max``."""
+        seconds = parse_retry_after(response.headers.get("Retry-After"))
+        return None if seconds is None else min(seconds, float(self.retry_after_max))
+
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
+        """Sleep the schedule's delay, raised to the server's hint."""
+        delay = self.get_backoff_time()
+        if self.respect_retry_after_header and response is not None:
+            hint = self.get_retry_after(response)
+            if hint is not None and hint > delay:
+                delay = hint
+        if delay > 0:
+            _sleeping.sleep(self.sleep_function, delay)
