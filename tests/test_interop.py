@@ -229,13 +229,14 @@ def test_requests_retries_503_with_the_schedule_and_retry_after(retry_after, exp
 
 
 def test_requests_each_request_gets_its_own_schedule():
-    """Two requests through one adapter both start from the first delay."""
+    """Two requests through one adapter each call the factory: the n-th gets the n-th schedule."""
+    schedules = count(1)
     with Server(failures=None) as server, no_sleep() as slept:
-        s = session(delays=lambda: exponential(1), total=2, status_forcelist=[503],
+        s = session(delays=lambda: constant(next(schedules)), total=2, status_forcelist=[503],
                     raise_on_status=False)
         assert s.get(server.url).status_code == 503
         assert s.get(server.url).status_code == 503
-    assert slept == [1.0, 2.0, 1.0, 2.0]
+    assert slept == [1.0, 1.0, 2.0, 2.0]
     assert len(server.seen) == 6
 
 
