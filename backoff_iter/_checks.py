@@ -8,11 +8,10 @@ names the parameter and the value it got.
 from __future__ import annotations
 
 import math
-import random
 import sys
+from collections.abc import Iterable, Iterator
 from numbers import Real
-from itertools import repeat, starmap
-from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, cast
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -97,33 +96,6 @@ def count(name: str, value: object, *, minimum: int = 0) -> int:
     return value
 
 
-def random_source(rng: Any) -> Callable[[], float]:
-    """Return a zero-argument function drawing uniformly from [0, 1).
-
-    ``None`` means the module-level :func:`random.random`.  Any object with a
-    ``random()`` method (such as :class:`random.Random`) is used through it;
-    an object that only has ``uniform(a, b)`` is used as ``uniform(0, 1)``.
-    Both give the same floats as ``rng.uniform(a, b)`` does, because
-    :meth:`random.Random.uniform` is ``a + (b - a) * random()``.
-    """
-    if rng is None:
-        return random.random
-    draw = getattr(rng, "random", None)
-    if callable(draw):
-        return draw  # type: ignore[no-any-return]
-    uniform = getattr(rng, "uniform", None)
-    if callable(uniform):
-        return lambda: float(cast(Callable[[float, float], float], uniform)(0.0, 1.0))
-    raise ArgumentTypeError(
-        f"rng must be None or have a random() or uniform(a, b) method, got {rng!r}"
-    )
-
-
-def draws(rng: Any) -> Iterator[float]:
-    """An endless stream of uniform draws from [0, 1), all in C."""
-    return starmap(random_source(rng), repeat(()))
-
-
 def iterable(name: str, value: Iterable[T]) -> Iterator[T]:
     """``iter(value)``, with a TypeError that names the parameter."""
     try:
@@ -132,7 +104,7 @@ def iterable(name: str, value: Iterable[T]) -> Iterator[T]:
         raise ArgumentTypeError(f"{name} must be an iterable, got {value!r}") from None
 
 
-def function(name: str, value: Optional[object]) -> None:
+def function(name: str, value: object | None) -> None:
     """Reject a non-callable where a callable is expected."""
     if not callable(value):
         raise ArgumentTypeError(f"{name} must be callable, got {value!r}")

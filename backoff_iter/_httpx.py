@@ -74,11 +74,17 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             raise _checks.ArgumentTypeError(f"methods must be HTTP method names, got {methods!r}")
         self.statuses = frozenset(statuses)
         self.methods = frozenset(method.upper() for method in methods)
-        options: dict[str, Any] = dict(
-            on=on, on_result=self._retried, retry_after=_server_hint,
-            retry_after_max=retry_after_max, deadline=deadline, clock=clock, sleep=sleep,
-            before_sleep=before_sleep, budget=budget,
-        )
+        options: dict[str, Any] = {
+            "on": on,
+            "on_result": self._retried,
+            "retry_after": _server_hint,
+            "retry_after_max": retry_after_max,
+            "deadline": deadline,
+            "clock": clock,
+            "sleep": sleep,
+            "before_sleep": before_sleep,
+            "budget": budget,
+        }
         self._policy = retrying(factory, **options)  # checks every option
         self._async_policy = aretrying(factory, **options)
         self._transport = transport

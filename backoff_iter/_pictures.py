@@ -12,11 +12,11 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-from matplotlib import pyplot  # noqa: E402
+from matplotlib import pyplot
 
-from . import strategies  # noqa: E402
-from .overload import OverloadRun  # noqa: E402
-from .simulation import Result  # noqa: E402
+from . import strategies
+from .overload import OverloadRun
+from .simulation import Result
 
 _POINTS = 60  # attempts drawn when neither -n nor --until-elapsed says
 
@@ -42,8 +42,9 @@ def _envelope(name: str, options: dict[str, Any], n: int) -> tuple[str, list[flo
     return label, list(islice(strategies.exponential(base, factor, cap=cap), n))
 
 
-def show(path: str, name: str, options: dict[str, Any], limit: int | None,
-         until: float, samples: int) -> None:
+def show(
+    path: str, name: str, options: dict[str, Any], limit: int | None, until: float, samples: int
+) -> None:
     """Sleep and time slept per attempt; for a jittered strategy the median and
     the 5-95% band of *samples* seeded schedules, beside the envelope."""
     n = limit if limit is not None else _POINTS
@@ -69,8 +70,13 @@ def show(path: str, name: str, options: dict[str, Any], limit: int | None,
             low = [_percentile(c, 0.05) for c in columns]
             high = [_percentile(c, 0.95) for c in columns]
             axes.fill_between(attempts, low, high, alpha=0.25, label=f"5-95% of {runs} schedules")
-        axes.plot(attempts, [_percentile(c, 0.5) for c in columns], marker="o", markersize=3,
-                  label="median" if jittered else name)
+        axes.plot(
+            attempts,
+            [_percentile(c, 0.5) for c in columns],
+            marker="o",
+            markersize=3,
+            label="median" if jittered else name,
+        )
         if jittered:
             label, top_line = _envelope(name, dict(options), n)
             if what != "sleep":
@@ -95,15 +101,18 @@ def simulation(path: str, results: Sequence[Result], args: argparse.Namespace) -
         work.plot(clients, [r.work for r in rows], marker="o", label=name)
         duration.plot(clients, [r.time / 1000 for r in rows], marker="o", label=name)
     work.set(title="Work: writes the server received", xlabel="clients", ylabel="writes")
-    duration.set(title="Time until the last client succeeded", xlabel="clients",
-                 ylabel="seconds (log scale)")
+    duration.set(
+        title="Time until the last client succeeded", xlabel="clients", ylabel="seconds (log scale)"
+    )
     duration.set_yscale("log")
     for axes in (work, duration):
         axes.legend(fontsize="small")
         axes.grid(alpha=0.3, which="both")
     seed = "unseeded" if args.seed is None else f"seed {args.seed}"
-    figure.suptitle(f"AWS contention study: {args.runs} runs per point, base {args.base:g} ms,"
-                    f" cap {args.cap:g} ms, {seed}")
+    figure.suptitle(
+        f"AWS contention study: {args.runs} runs per point, base {args.base:g} ms,"
+        f" cap {args.cap:g} ms, {seed}"
+    )
     _save(figure, path)
 
 
@@ -118,10 +127,20 @@ def overload(path: str, runs: Sequence[OverloadRun], args: argparse.Namespace) -
     arrivals = runs[0].series["arrivals"]
     for axes in (good, sent):
         axes.plot(range(len(arrivals)), arrivals, color="grey", linestyle=":", label="arrivals")
-        axes.axvspan(args.spike_at, args.spike_at + args.spike_for, color="red", alpha=0.08,
-                     label=f"spike ×{args.spike:g}")
-        axes.axhline(args.capacity, color="black", linewidth=0.8, linestyle="--",
-                     label=f"capacity {args.capacity:g}/s")
+        axes.axvspan(
+            args.spike_at,
+            args.spike_at + args.spike_for,
+            color="red",
+            alpha=0.08,
+            label=f"spike ×{args.spike:g}",
+        )
+        axes.axhline(
+            args.capacity,
+            color="black",
+            linewidth=0.8,
+            linestyle="--",
+            label=f"capacity {args.capacity:g}/s",
+        )
         axes.grid(alpha=0.3)
     good.set_ylabel("requests succeeding per second")
     sent.set_ylabel("attempts sent per second")

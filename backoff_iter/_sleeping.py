@@ -32,9 +32,10 @@ def seconds(value: object, name: str = "delays") -> float:
     """A delay as a float; ``inf`` if it is too long to sleep."""
     if type(value) is float and 0.0 <= value <= LONGEST:
         return value
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        if not _checks.is_real(value):
-            raise TypeError(f"{name} must yield numbers, got {value!r}")
+    if (not isinstance(value, (int, float)) or isinstance(value, bool)) and not _checks.is_real(
+        value
+    ):
+        raise TypeError(f"{name} must yield numbers, got {value!r}")
     try:
         result = float(value)  # type: ignore[arg-type]
     except OverflowError:  # an int beyond floats: far too long to sleep

@@ -4,7 +4,7 @@ of this library (imported from :mod:`backoff_iter.interop`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
@@ -34,7 +34,8 @@ class Urllib3Retry(Retry):
 
     def __init__(
         self,
-        *args: Any,
+        total: bool | int | None = 10,
+        *,
         delays: Callable[[], Iterable[float]],
         sleep: Callable[[float], Any] | None = None,
         retry_after_max: float = RETRY_AFTER_MAX,
@@ -47,7 +48,8 @@ class Urllib3Retry(Retry):
 
             _checks.function("sleep", sleep)
         self.sleep_function = sleep
-        super().__init__(*args, retry_after_max=retry_after_max, **kwargs)  # type: ignore[arg-type]
+        # urllib3 annotates retry_after_max as int; any number of seconds works.
+        super().__init__(total, retry_after_max=cast(int, retry_after_max), **kwargs)
         self._schedule = _schedule
 
     def new(self, **kw: Any) -> Urllib3Retry:

@@ -6,13 +6,14 @@ a user writes; each one checks its arguments when called.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from itertools import accumulate, repeat
-from operator import add, mul
-from typing import Any, Callable, Iterable, Iterator, Union
+from operator import add
+from typing import Any
 
-from . import _checks
+from . import _checks, _jitter
 
-__all__ = ["capped", "jittered", "within", "elapsed"]
+__all__ = ["capped", "elapsed", "jittered", "within"]
 
 
 def capped(delays: Iterable[float], cap: float) -> Iterator[float]:
@@ -27,7 +28,7 @@ def capped(delays: Iterable[float], cap: float) -> Iterator[float]:
 
 
 def jittered(
-    delays: Iterable[float], kind: Union[str, float] = "full", *, rng: Any = None
+    delays: Iterable[float], kind: str | float = "full", *, rng: Any = None
 ) -> Iterator[float]:
     """Each delay with random jitter added, as chosen by *kind*.
 
@@ -44,35 +45,15 @@ def jittered(
     """
     delays = _checks.iterable("delays", delays)
     if kind == "full":
-        return full(delays, _checks.draws(rng))
+        return _jitter.full(delays, _jitter.random_source(rng))
     if kind == "equal":
-        return equal(delays, _checks.random_source(rng))
+        return _jitter.equal(delays, _jitter.random_source(rng))
     fraction = None if isinstance(kind, str) else _checks.number("kind", kind)
     if fraction is None or not 0.0 < fraction <= 1.0:
         raise _checks.ArgumentValueError(
             f"kind must be 'full', 'equal' or a fraction in (0, 1], got {kind!r}"
         )
-    return _spread(delays, fraction, _checks.random_source(rng))
-
-
-def full(delays: Iterable[float], draws: Iterator[float]) -> Iterator[float]:
-    """uniform(0, d), which is 0 + (d - 0) * random(): exactly d * random()."""
-    return map(mul, delays, draws)
-
-
-def equal(delays: Iterable[float], draw: Callable[[], float]) -> Iterator[float]:
-    """d/2 + uniform(0, d/2), which is h + h * random() with h = d * 0.5 exactly."""
-    for delay in delays:
-        half = delay * 0.5
-        yield half + half * draw()
-
-
-def _spread(
-    delays: Iterator[float], fraction: float, draw: Callable[[], float]
-) -> Iterator[float]:
-    for delay in delays:
-        low = delay * (1.0 - fraction)
-        yield low + (delay * (1.0 + fraction) - low) * draw()
+    return _jitter.spread(delays, fraction, _jitter.random_source(rng))
 
 
 def within(delays: Iterable[float], total: float) -> Iterator[float]:

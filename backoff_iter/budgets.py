@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import _thread
 import time
-from itertools import count
 from collections.abc import Callable
+from itertools import count
 from typing import Any, Protocol
-
 
 from . import _checks
 
@@ -76,8 +75,15 @@ class TokenBucket:
     """
 
     __slots__ = (
-        "max_tokens", "token_ratio", "_milli", "_max", "_ratio", "_threshold", "_lock",
-        "_successes", "_counted",
+        "max_tokens",
+        "token_ratio",
+        "_milli",
+        "_max",
+        "_ratio",
+        "_threshold",
+        "_lock",
+        "_successes",
+        "_counted",
     )
 
     max_tokens: float
@@ -91,7 +97,9 @@ class TokenBucket:
             raise _checks.ArgumentValueError(f"max_tokens must be in (0, 1000], got {max_tokens!r}")
         token_ratio = _checks.number("token_ratio", token_ratio)
         if not 0.0 < token_ratio < float("inf"):
-            raise _checks.ArgumentValueError(f"token_ratio must be a finite number above 0, got {token_ratio!r}")
+            raise _checks.ArgumentValueError(
+                f"token_ratio must be a finite number above 0, got {token_ratio!r}"
+            )
         self.max_tokens = max_tokens
         self.token_ratio = token_ratio
         self._max = round(max_tokens * 1000)
@@ -168,8 +176,16 @@ class RetryBudget:
     """
 
     __slots__ = (
-        "ratio", "min_per_second", "window", "_clock", "_deposit", "_reserve",
-        "_slots", "_second", "_balance", "_lock",
+        "ratio",
+        "min_per_second",
+        "window",
+        "_clock",
+        "_deposit",
+        "_reserve",
+        "_slots",
+        "_second",
+        "_balance",
+        "_lock",
     )
 
     ratio: float

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from itertools import count, islice
+from itertools import count
 from random import Random
 from typing import Any, NoReturn
 
@@ -117,67 +117,135 @@ def _parser() -> _Parser:
         sub.set_defaults(run=run, parser=sub)
         return sub
 
-    show = command("show", "Print a strategy's delays and the time slept so far, as they come.", _show)
-    show.add_argument("strategy", choices=list(strategies.STRATEGIES), metavar="STRATEGY",
-                      help="one of: " + ", ".join(strategies.STRATEGIES))
+    show = command(
+        "show", "Print a strategy's delays and the time slept so far, as they come.", _show
+    )
+    show.add_argument(
+        "strategy",
+        choices=list(strategies.STRATEGIES),
+        metavar="STRATEGY",
+        help="one of: " + ", ".join(strategies.STRATEGIES),
+    )
     taken = dict.fromkeys(p for name in strategies.STRATEGIES for p in strategies.parameters(name))
     for parameter in taken:
         option = "--seed" if parameter == "rng" else f"--{parameter}"
         kind = int if parameter == "rng" else _number
-        show.add_argument(option, type=kind, dest=parameter,
-                          help=_MEANINGS.get(parameter, "seconds"))
-    show.add_argument("-n", type=_whole(1), metavar="N",
-                      help="delays to show (10 unless --until-elapsed is given)")
-    show.add_argument("--until-elapsed", type=_number, metavar="T",
-                      help="stop once the time slept reaches T seconds")
+        show.add_argument(
+            option, type=kind, dest=parameter, help=_MEANINGS.get(parameter, "seconds")
+        )
+    show.add_argument(
+        "-n",
+        type=_whole(1),
+        metavar="N",
+        help="delays to show (10 unless --until-elapsed is given)",
+    )
+    show.add_argument(
+        "--until-elapsed",
+        type=_number,
+        metavar="T",
+        help="stop once the time slept reaches T seconds",
+    )
     show.add_argument("--json", action="store_true", help="print the rows as a JSON array")
-    show.add_argument("--plot", type=_plot_path, metavar="FILE.png",
-                      help="draw the delays and the time slept, sampled many times if jittered")
-    show.add_argument("--samples", type=_whole(2), default=1000, metavar="K",
-                      help="schedules sampled for --plot of a jittered strategy (1000)")
+    show.add_argument(
+        "--plot",
+        type=_plot_path,
+        metavar="FILE.png",
+        help="draw the delays and the time slept, sampled many times if jittered",
+    )
+    show.add_argument(
+        "--samples",
+        type=_whole(2),
+        default=1000,
+        metavar="K",
+        help="schedules sampled for --plot of a jittered strategy (1000)",
+    )
 
-    plan = command("plan", "Derive a geometric schedule (first sleep, factor) from what you want.", _plan)
+    plan = command(
+        "plan", "Derive a geometric schedule (first sleep, factor) from what you want.", _plan
+    )
     plan.add_argument("--base", type=_number, required=True, help="first sleep a, seconds")
     how = plan.add_mutually_exclusive_group(required=True)
     how.add_argument("--factor", type=_number, help="the factor r (a number >= 1)")
-    how.add_argument("--ratio", type=_number,
-                     help="each sleep as a share of the time already slept: r = 1 + ratio")
+    how.add_argument(
+        "--ratio",
+        type=_number,
+        help="each sleep as a share of the time already slept: r = 1 + ratio",
+    )
     plan.add_argument("--elapsed", type=_number, required=True, help="elapsed time T, seconds")
-    plan.add_argument("--compare", type=_number, metavar="FACTOR",
-                      help="another factor: its retry count over the same time")
+    plan.add_argument(
+        "--compare",
+        type=_number,
+        metavar="FACTOR",
+        help="another factor: its retry count over the same time",
+    )
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
 
     study = simulation.simulate
-    simulate = command("simulate", "Rerun the AWS contention study: N clients, one row, backing off.",
-                       _simulate)
-    simulate.add_argument("--strategies", type=_names(list(simulation.STRATEGIES)),
-                          default=list(simulation.DEFAULT_STRATEGIES), metavar="NAMES",
-                          help="comma-separated, from: " + ", ".join(simulation.STRATEGIES))
-    simulate.add_argument("--clients", type=_counts, default=list(simulation.DEFAULT_CLIENTS),
-                          metavar="COUNTS", help="comma-separated client counts (10,20,...,190)")
-    simulate.add_argument("--runs", type=_whole(1), default=_default(study, "runs"),
-                          help=f"runs to average per cell ({_default(study, 'runs')})")
+    simulate = command(
+        "simulate", "Rerun the AWS contention study: N clients, one row, backing off.", _simulate
+    )
+    simulate.add_argument(
+        "--strategies",
+        type=_names(list(simulation.STRATEGIES)),
+        default=list(simulation.DEFAULT_STRATEGIES),
+        metavar="NAMES",
+        help="comma-separated, from: " + ", ".join(simulation.STRATEGIES),
+    )
+    simulate.add_argument(
+        "--clients",
+        type=_counts,
+        default=list(simulation.DEFAULT_CLIENTS),
+        metavar="COUNTS",
+        help="comma-separated client counts (10,20,...,190)",
+    )
+    simulate.add_argument(
+        "--runs",
+        type=_whole(1),
+        default=_default(study, "runs"),
+        help=f"runs to average per cell ({_default(study, 'runs')})",
+    )
     simulate.add_argument("--seed", type=int, help="make the study repeatable (an integer)")
-    simulate.add_argument("--base", type=_number, default=_default(study, "base"),
-                          help=f"base, milliseconds ({_default(study, 'base'):g})")
-    simulate.add_argument("--cap", type=_number, default=_default(study, "cap"),
-                          help=f"cap, milliseconds ({_default(study, 'cap'):g})")
-    simulate.add_argument("--jobs", type=_whole(1), default=os.cpu_count() or 1,
-                          help="processes to run the cells on (all cores: %(default)s)")
+    simulate.add_argument(
+        "--base",
+        type=_number,
+        default=_default(study, "base"),
+        help=f"base, milliseconds ({_default(study, 'base'):g})",
+    )
+    simulate.add_argument(
+        "--cap",
+        type=_number,
+        default=_default(study, "cap"),
+        help=f"cap, milliseconds ({_default(study, 'cap'):g})",
+    )
+    simulate.add_argument(
+        "--jobs",
+        type=_whole(1),
+        default=os.cpu_count() or 1,
+        help="processes to run the cells on (all cores: %(default)s)",
+    )
     simulate.add_argument("--json", action="store_true", help="print the results as JSON")
-    simulate.add_argument("--plot", type=_plot_path, metavar="FILE.png",
-                          help="draw work and time against clients")
+    simulate.add_argument(
+        "--plot", type=_plot_path, metavar="FILE.png", help="draw work and time against clients"
+    )
 
     storm = overload.simulate_overload
-    overloaded = command("overload", "Simulate a retry storm second by second, with and without budgets.",
-                         _overload)
-    overloaded.add_argument("--strategies", type=_names(["none", *strategies.STRATEGIES]),
-                            default=list(_default(storm, "strategies")), metavar="NAMES",
-                            help="comma-separated: none (no retries), " + ", ".join(strategies.STRATEGIES))
-    overloaded.add_argument("--budgets", type=_names(list(overload.BUDGETS)),
-                            default=list(_default(storm, "budgets")), metavar="NAMES",
-                            help="comma-separated, each run with its own shared one: "
-                            + ", ".join(overload.BUDGETS))
+    overloaded = command(
+        "overload", "Simulate a retry storm second by second, with and without budgets.", _overload
+    )
+    overloaded.add_argument(
+        "--strategies",
+        type=_names(["none", *strategies.STRATEGIES]),
+        default=list(_default(storm, "strategies")),
+        metavar="NAMES",
+        help="comma-separated: none (no retries), " + ", ".join(strategies.STRATEGIES),
+    )
+    overloaded.add_argument(
+        "--budgets",
+        type=_names(list(overload.BUDGETS)),
+        default=list(_default(storm, "budgets")),
+        metavar="NAMES",
+        help="comma-separated, each run with its own shared one: " + ", ".join(overload.BUDGETS),
+    )
     for option, meaning in (
         ("rate", "requests arriving per second"),
         ("capacity", "attempts the server serves per second"),
@@ -191,14 +259,26 @@ def _parser() -> _Parser:
         ("seconds", "how long requests arrive, seconds"),
     ):
         default = _default(storm, option)
-        overloaded.add_argument(f"--{option.replace('_', '-')}", type=_number, default=default,
-                                help=f"{meaning} ({default:g})")
-    overloaded.add_argument("--retries", type=_whole(0), default=_default(storm, "retries"),
-                            help="retries per request at most (%(default)s)")
+        overloaded.add_argument(
+            f"--{option.replace('_', '-')}",
+            type=_number,
+            default=default,
+            help=f"{meaning} ({default:g})",
+        )
+    overloaded.add_argument(
+        "--retries",
+        type=_whole(0),
+        default=_default(storm, "retries"),
+        help="retries per request at most (%(default)s)",
+    )
     overloaded.add_argument("--seed", type=int, help="make the runs repeatable (an integer)")
     overloaded.add_argument("--json", action="store_true", help="print the runs as JSON")
-    overloaded.add_argument("--plot", type=_plot_path, metavar="FILE.png",
-                            help="draw goodput and attempts per second, the spike shaded")
+    overloaded.add_argument(
+        "--plot",
+        type=_plot_path,
+        metavar="FILE.png",
+        help="draw goodput and attempts per second, the spike shaded",
+    )
     return parser
 
 
@@ -222,8 +302,9 @@ def _json(value: Any) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
-    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths))
-                     for line in (header, *rows))
+    return "\n".join(
+        "  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in (header, *rows)
+    )
 
 
 class _Progress:
@@ -258,7 +339,9 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     """The strategy options the user gave, checked against what the strategy takes."""
     taken = strategies.parameters(args.strategy)
     given = {}
-    for parameter in dict.fromkeys(p for name in strategies.STRATEGIES for p in strategies.parameters(name)):
+    for parameter in dict.fromkeys(
+        p for name in strategies.STRATEGIES for p in strategies.parameters(name)
+    ):
         value = getattr(args, parameter)
         if value is None:
             continue
@@ -286,8 +369,10 @@ def _show(args: argparse.Namespace) -> None:
     if args.json:  # streamed: one row per line, constant memory
         write("[")
         for index, (attempt, sleep, slept) in enumerate(rows):
-            write(("" if index == 0 else ",\n")
-                  + _json({"attempt": attempt, "sleep": sleep, "elapsed": slept}))
+            write(
+                ("" if index == 0 else ",\n")
+                + _json({"attempt": attempt, "sleep": sleep, "elapsed": slept})
+            )
         write("]\n")
         return
     write(f"{'attempt':>7}  {'sleep':>12}  {'elapsed':>14}\n")
@@ -313,11 +398,16 @@ def _plan(args: argparse.Namespace) -> None:
     report: dict[str, Any] = {"base": args.base, "factor": factor}
     if args.ratio is not None:
         report["ratio"] = args.ratio
-    report.update({
-        "elapsed": args.elapsed, "retries": result.retries, "exact": result.exact,
-        "slept": result.elapsed, "sleep_before": result.sleep_before,
-        "sleep_after": result.sleep_after,
-    })
+    report.update(
+        {
+            "elapsed": args.elapsed,
+            "retries": result.retries,
+            "exact": result.exact,
+            "slept": result.elapsed,
+            "sleep_before": result.sleep_before,
+            "sleep_after": result.sleep_after,
+        }
+    )
     if args.compare is not None:
         try:
             other = planning.plan(args.base, args.compare, args.elapsed)
@@ -326,8 +416,12 @@ def _plan(args: argparse.Namespace) -> None:
         except _checks.ArgumentValueError as error:  # about the other factor: --compare's
             message = str(error).partition(" ")[2]
             raise _checks.ArgumentValueError(f"compare {message}") from None
-        report["compare"] = {"factor": args.compare, "retries": other.retries,
-                             "exact": other.exact, "ratio": ratio}
+        report["compare"] = {
+            "factor": args.compare,
+            "retries": other.retries,
+            "exact": other.exact,
+            "ratio": ratio,
+        }
     if args.json:
         print(_json(report))
         return
@@ -339,19 +433,28 @@ def _plan(args: argparse.Namespace) -> None:
     print(f"  sleep after:  {result.sleep_after:.3f}")
     if args.compare is not None:
         compare = report["compare"]
-        line = (f"factor {args.compare:g} over the same time: {compare['retries']} retries"
-                f" (exactly {compare['exact']:.3f})")
+        line = (
+            f"factor {args.compare:g} over the same time: {compare['retries']} retries"
+            f" (exactly {compare['exact']:.3f})"
+        )
         if compare["ratio"] is not None:
-            line += (f"; in the long run log {factor:g} / log {args.compare:g}"
-                     f" = {compare['ratio']:.3f} times as many")
+            line += (
+                f"; in the long run log {factor:g} / log {args.compare:g}"
+                f" = {compare['ratio']:.3f} times as many"
+            )
         print(line)
 
 
 def _simulate(args: argparse.Namespace) -> None:
     progress = _Progress("simulate")
     results = simulation.simulate(
-        args.strategies, args.clients, args.runs, seed=args.seed, base=args.base,
-        cap=args.cap, jobs=args.jobs,
+        args.strategies,
+        args.clients,
+        args.runs,
+        seed=args.seed,
+        base=args.base,
+        cap=args.cap,
+        jobs=args.jobs,
         progress=lambda done, total: progress(f"{done:,}/{total:,} runs"),
     )
     progress.done()
@@ -359,8 +462,11 @@ def _simulate(args: argparse.Namespace) -> None:
         print(_json([r._asdict() for r in results]))
     else:
         for name in dict.fromkeys(r.strategy for r in results):
-            rows = [[str(r.clients), f"{r.work:.1f}", f"{r.time:.1f}"]
-                    for r in results if r.strategy == name]
+            rows = [
+                [str(r.clients), f"{r.work:.1f}", f"{r.time:.1f}"]
+                for r in results
+                if r.strategy == name
+            ]
             print(name)
             print(_table(["clients", "work", "time (ms)"], rows))
             print()
@@ -371,23 +477,54 @@ def _simulate(args: argparse.Namespace) -> None:
 def _overload(args: argparse.Namespace) -> None:
     progress = _Progress("overload")
     runs = overload.simulate_overload(
-        args.strategies, args.budgets, rate=args.rate, capacity=args.capacity,
-        spike=args.spike, spike_at=args.spike_at, spike_for=args.spike_for,
-        timeout=args.timeout, error_rate=args.error_rate, retries=args.retries,
-        base=args.base, cap=args.cap, seconds=args.seconds, seed=args.seed,
+        args.strategies,
+        args.budgets,
+        rate=args.rate,
+        capacity=args.capacity,
+        spike=args.spike,
+        spike_at=args.spike_at,
+        spike_for=args.spike_for,
+        timeout=args.timeout,
+        error_rate=args.error_rate,
+        retries=args.retries,
+        base=args.base,
+        cap=args.cap,
+        seconds=args.seconds,
+        seed=args.seed,
         progress=lambda strategy, budget, share: progress(f"{strategy} / {budget}: {share:.0%}"),
     )
     progress.done()
     if args.json:
         print(_json([run._asdict() for run in runs]))
     else:
-        rows = [[
-            run.strategy, run.budget, f"{run.requests:,}", f"{run.attempts:,}",
-            f"{run.amplification:.2f}", f"{run.succeeded:.1%}", f"{run.goodput_last_20s:.1%}",
-            "never" if run.recovery_seconds is None else f"{run.recovery_seconds:g} s",
-        ] for run in runs]
-        print(_table(["strategy", "budget", "requests", "attempts", "amplification",
-                      "succeeded", "goodput last 20 s", "recovery"], rows))
+        rows = [
+            [
+                run.strategy,
+                run.budget,
+                f"{run.requests:,}",
+                f"{run.attempts:,}",
+                f"{run.amplification:.2f}",
+                f"{run.succeeded:.1%}",
+                f"{run.goodput_last_20s:.1%}",
+                "never" if run.recovery_seconds is None else f"{run.recovery_seconds:g} s",
+            ]
+            for run in runs
+        ]
+        print(
+            _table(
+                [
+                    "strategy",
+                    "budget",
+                    "requests",
+                    "attempts",
+                    "amplification",
+                    "succeeded",
+                    "goodput last 20 s",
+                    "recovery",
+                ],
+                rows,
+            )
+        )
     if args.plot:
         _pictures().overload(args.plot, runs, args)
 
@@ -420,7 +557,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("choose a command: show, plan, simulate or overload (see --help)")
         try:
             args.run(args)
-        except (_checks.ArgumentValueError, _checks.ArgumentTypeError) as error:  # our argument checks
+        except (
+            _checks.ArgumentValueError,
+            _checks.ArgumentTypeError,
+        ) as error:  # our argument checks
             args.parser.error(_as_option(str(error)))
         sys.stdout.flush()
     except KeyboardInterrupt:

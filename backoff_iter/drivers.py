@@ -31,7 +31,7 @@ from collections.abc import (
     Sequence,
 )
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Optional, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
 from . import _checks, _sleeping
 
@@ -223,10 +223,7 @@ class Attempt:
         return True
 
     def __repr__(self) -> str:
-        return (
-            f"<Attempt number={self.number} delay={self.delay!r}"
-            f" elapsed={self.elapsed!r}>"
-        )
+        return f"<Attempt number={self.number} delay={self.delay!r} elapsed={self.elapsed!r}>"
 
 
 def _stop_if_cancelling() -> None:
@@ -493,9 +490,7 @@ class _Call:
     def next_attempt(self) -> Attempt:
         """The Attempt that follows a retry."""
         self._state = _READY
-        return Attempt(
-            self, self._number, self._delay, self._policy._clock() - self._start
-        )
+        return Attempt(self, self._number, self._delay, self._policy._clock() - self._start)
 
     def _misuse(self, attempt: Attempt, statement: str) -> None:
         """Raise the error that says how an Attempt was misused."""
@@ -758,9 +753,7 @@ def _sync_wrapper(policy: _Policy, func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def _async_wrapper(
-    policy: _Policy, func: Callable[P, Awaitable[R]]
-) -> Callable[P, Awaitable[R]]:
+def _async_wrapper(policy: _Policy, func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     clock, plain = policy._clock, policy._plain
     observed = policy._before_sleep is not None or policy._give_up is not None
     timed = observed or policy._deadline is not None

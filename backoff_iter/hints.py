@@ -97,7 +97,12 @@ def _epoch(match: re.Match[str], *, two_digit_year: bool, now: float | None) -> 
     month = _MONTHS[match["month"].lower()]
     day, hour = int(match["day"]), int(match["hour"])
     minute, second = int(match["minute"]), int(match["second"])
-    if not (year >= 1 and 1 <= day <= calendar.monthrange(year, month)[1] and hour <= 23
-            and minute <= 59 and second <= 60):  # 60: a leap second
+    if not (
+        year >= 1
+        and 1 <= day <= calendar.monthrange(year, month)[1]
+        and hour <= 23
+        and minute <= 59
+        and second <= 60
+    ):  # 60: a leap second
         return None
     return float(calendar.timegm((year, month, day, hour, minute, second)))

@@ -22,7 +22,7 @@ import math
 import threading
 import weakref
 from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _checks, _sleeping
 
@@ -42,7 +42,7 @@ def _factory(name: str, factory: object) -> Factory:
             f"{name} must be a zero-argument function returning fresh delays"
             f" (e.g. lambda: islice(full_jitter(0.1, 10), 5)), got {factory!r}"
         )
-    return factory
+    return cast(Factory, factory)
 
 
 class Schedule:
@@ -120,7 +120,7 @@ def _tenacity_class() -> Any:
     if _TENACITY_WAIT is None:
         from tenacity.wait import wait_base
 
-        class wait_schedule(wait_base):  # type: ignore[misc]
+        class wait_schedule(wait_base):
             """A tenacity wait drawing from a fresh schedule of backoff_iter per call."""
 
             def __init__(self, factory: Factory) -> None:

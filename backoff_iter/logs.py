@@ -74,7 +74,11 @@ class RetryLogger:
         self.logger.log(
             self.level,
             "%s: attempt %d failed (%s: %s); retrying in %.2f s",
-            self.name, attempt.number, kind, message, delay,
+            self.name,
+            attempt.number,
+            kind,
+            message,
+            delay,
             extra=self._extra(attempt, kind, message, delay),
         )
 
@@ -84,7 +88,10 @@ class RetryLogger:
         self.logger.log(
             self.give_up_level,
             "%s: attempt %d failed (%s: %s); giving up",
-            self.name, attempt.number, kind, message,
+            self.name,
+            attempt.number,
+            kind,
+            message,
             extra=self._extra(attempt, kind, message, None),
         )
 

@@ -40,9 +40,7 @@ def attempts(
     return _attempts(_checks.iterable("delays", delays), sleep)
 
 
-def _attempts(
-    delays: Iterator[float], sleep: Callable[[float], object] | None
-) -> Iterator[int]:
+def _attempts(delays: Iterator[float], sleep: Callable[[float], object] | None) -> Iterator[int]:
     yield 1
     for number, delay in enumerate(delays, 2):
         seconds = _sleeping.seconds(delay)

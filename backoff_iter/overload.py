@@ -30,7 +30,7 @@ import heapq
 import math
 import random
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from . import _checks
 from .budgets import Budget, RetryBudget, TokenBucket
@@ -104,14 +104,18 @@ def simulate_overload(
     kinds = list(budgets)
     for kind in kinds:
         if kind not in BUDGETS:
-            raise _checks.ArgumentValueError(f"budgets must be among {', '.join(BUDGETS)}, got {kind!r}")
+            raise _checks.ArgumentValueError(
+                f"budgets must be among {', '.join(BUDGETS)}, got {kind!r}"
+            )
     if not names or not kinds:
         raise _checks.ArgumentValueError("strategies and budgets must name at least one each")
     rate = _positive("rate", rate)
     capacity = _positive("capacity", capacity)
     spike = _checks.number("spike", spike)
     if not 1.0 <= spike < math.inf:
-        raise _checks.ArgumentValueError(f"spike must be a finite number of at least 1, got {spike!r}")
+        raise _checks.ArgumentValueError(
+            f"spike must be a finite number of at least 1, got {spike!r}"
+        )
     spike_at = _checks.seconds("spike_at", spike_at)
     spike_for = _checks.seconds("spike_for", spike_for)
     timeout = _positive("timeout", timeout)
@@ -126,11 +130,13 @@ def simulate_overload(
         raise _checks.ArgumentValueError(f"seconds must be at most 1e6, got {seconds!r}")
     if progress is not None:
         _checks.function("progress", progress)
-    model = _Model(rate, capacity, spike, spike_at, spike_for, timeout, error_rate,
-                   retries, base, cap, seconds)
+    model = _Model(
+        rate, capacity, spike, spike_at, spike_for, timeout, error_rate, retries, base, cap, seconds
+    )
     return [
-        model.run(name, kind, random.Random(None if seed is None else f"{seed}/{name}/{kind}"),
-                  progress)
+        model.run(
+            name, kind, random.Random(None if seed is None else f"{seed}/{name}/{kind}"), progress
+        )
         for name in names
         for kind in kinds
     ]
@@ -171,7 +177,7 @@ class _Model(NamedTuple):
         schedules: dict[int, Iterator[float]] = {}
         service = 1.0 / self.capacity
         timeout, error_rate = self.timeout, self.error_rate
-        spike_start, spike_end = self.spike_at, self.spike_at + self.spike_for
+        _spike_start, _spike_end = self.spike_at, self.spike_at + self.spike_for
         draw, expovariate = rng.random, rng.expovariate
         push, pop = heapq.heappush, heapq.heappop
         events: list[tuple[float, int, int, int, int]] = []
@@ -235,24 +241,37 @@ class _Model(NamedTuple):
             progress(strategy, budget_name, 1.0)
         if succeeded + failed != requests:  # pragma: no cover - the model's own invariant
             raise AssertionError(f"{requests} requests, {succeeded} succeeded, {failed} failed")
-        return self._figures(strategy, budget_name, requests, attempts, succeeded,
-                             arrivals, sent, goodput)
+        return self._figures(
+            strategy, budget_name, requests, attempts, succeeded, arrivals, sent, goodput
+        )
 
     def _arrival_after(self, now: float, expovariate: Callable[[float], float]) -> float:
         """The next arrival of the Poisson process, whose rate changes at the spike."""
         while True:
             spiking = self.spike_at <= now < self.spike_at + self.spike_for
             rate = self.rate * (self.spike if spiking else 1.0)
-            boundary = (self.spike_at + self.spike_for if spiking
-                        else self.spike_at if now < self.spike_at else math.inf)
+            boundary = (
+                self.spike_at + self.spike_for
+                if spiking
+                else self.spike_at
+                if now < self.spike_at
+                else math.inf
+            )
             arrival = now + expovariate(rate)
             if arrival < boundary:
                 return arrival
             now = boundary  # memoryless: draw afresh at the new rate
 
     def _figures(
-        self, strategy: str, budget: str, requests: int, attempts: int, succeeded: int,
-        arrivals: list[int], sent: list[int], goodput: list[int],
+        self,
+        strategy: str,
+        budget: str,
+        requests: int,
+        attempts: int,
+        succeeded: int,
+        arrivals: list[int],
+        sent: list[int],
+        goodput: list[int],
     ) -> OverloadRun:
         last = slice(max(0, len(arrivals) - LAST_SECONDS), None)
         arrived_last = sum(arrivals[last])

@@ -10,7 +10,7 @@ every 10% of the time waited so far", take ``r = 1 + 0.1``.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from . import _checks
 
@@ -112,7 +112,7 @@ class Plan(NamedTuple):
     retries: int  #: whole sleeps that fit within the elapsed time
     exact: float  #: the real-valued retries_by()
     elapsed: float  #: time slept by those retries (at most the elapsed time asked)
-    sleep_before: Optional[float]  #: the last sleep that fits, None if none does
+    sleep_before: float | None  #: the last sleep that fits, None if none does
     sleep_after: float  #: the next sleep, the first that would not fit
 
 
@@ -147,4 +147,3 @@ def _sleep_number(base: float, factor: float, attempt: int) -> float:
         return float(base) * float(factor) ** attempt
     except OverflowError:
         return math.inf
-

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import heapq
 import math
-import os
 import random
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import NamedTuple
 
 from . import _checks
-from .strategies import STRATEGIES as _LIBRARY, constant, make
+from .strategies import STRATEGIES as _LIBRARY
+from .strategies import constant, make
 
 __all__ = ["STRATEGIES", "Result", "Run", "simulate", "simulate_once"]
 
@@ -96,13 +96,13 @@ def _base_and_cap(base: object, cap: object) -> tuple[float, float]:
     """The study's base and cap (ms), checked as the user gave them."""
     checked = _checks.seconds("base", base)
     if not math.isfinite(2.0 * checked):  # the study waits 2·base at first
-        raise _checks.ArgumentValueError(f"base must be at most {_checks.FLOAT_MAX / 2:g}, got {base!r}")
+        raise _checks.ArgumentValueError(
+            f"base must be at most {_checks.FLOAT_MAX / 2:g}, got {base!r}"
+        )
     return checked, _checks.seconds("cap", cap, infinite=True)
 
 
-def _run(
-    make_schedule: Schedule, clients: int, rng: random.Random, base: float, cap: float
-) -> Run:
+def _run(make_schedule: Schedule, clients: int, rng: random.Random, base: float, cap: float) -> Run:
     gauss = rng.gauss
     # (time the message reaches the server, client, kind, version it carries)
     events: list[tuple[float, int, int, int]] = [
@@ -151,7 +151,11 @@ class _Task(NamedTuple):
         make_schedule = STRATEGIES[self.strategy]
         work = time = 0.0
         for number in range(self.start, self.stop):
-            seed = None if self.seed is None else f"{self.seed}/{self.strategy}/{self.clients}/{number}"
+            seed = (
+                None
+                if self.seed is None
+                else f"{self.seed}/{self.strategy}/{self.clients}/{number}"
+            )
             run = _run(make_schedule, self.clients, random.Random(seed), self.base, self.cap)
             work += run.work
             time += run.time

@@ -12,21 +12,22 @@ from __future__ import annotations
 
 import math
 import sys
-from functools import lru_cache
-from itertools import chain, count, repeat, starmap, takewhile
+from collections.abc import Iterable, Iterator
+from functools import cache, lru_cache
+from itertools import chain, count, repeat, takewhile
 from operator import add, mul
-from typing import Any, Callable, Iterable, Iterator, Optional, Tuple
+from typing import Any, Callable
 
-from . import _checks, adaptors
+from . import _checks, _jitter
 
 __all__ = [
     "constant",
-    "linear",
+    "decorrelated",
+    "equal_jitter",
     "exponential",
     "fibonacci",
     "full_jitter",
-    "equal_jitter",
-    "decorrelated",
+    "linear",
     "smooth_jitter",
 ]
 
@@ -90,9 +91,7 @@ _FEW = 256
 
 
 @lru_cache(maxsize=256)
-def _plan(
-    base: float, factor: float, cap: float
-) -> Tuple[int, int, Optional[Tuple[float, ...]]]:
+def _plan(base: float, factor: float, cap: float) -> tuple[int, int, tuple[float, ...] | None]:
     """(finite powers, values below the cap, those values if few) for one schedule.
 
     Programs use a handful of schedules, each made again for every retried
@@ -145,9 +144,7 @@ def constant(delay: float = 1.0) -> Iterator[float]:
     return repeat(_checks.seconds("delay", delay))
 
 
-def linear(
-    base: float = 1.0, step: float | None = None, *, cap: float = _INF
-) -> Iterator[float]:
+def linear(base: float = 1.0, step: float | None = None, *, cap: float = _INF) -> Iterator[float]:
     """Delays growing by *step*: ``min(cap, base + step * attempt)``.
 
     *step* defaults to *base*.  Each value is computed from its attempt
@@ -167,9 +164,7 @@ def linear(
     return _rising(map(add, repeat(base), map(mul, repeat(step), count())), cap)
 
 
-def exponential(
-    base: float = 1.0, factor: float = 2.0, *, cap: float = _INF
-) -> Iterator[float]:
+def exponential(base: float = 1.0, factor: float = 2.0, *, cap: float = _INF) -> Iterator[float]:
     """Delays multiplied by *factor* each time: ``min(cap, base * factor**attempt)``.
 
     The first delay is *base*.  Without a cap the values grow to ``inf`` and
@@ -236,9 +231,12 @@ def full_jitter(
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     factor = _checks.factor("factor", factor)
-    draws = _checks.draws(rng)
-    below = adaptors.full(_below_cap(base, factor, cap), draws)
-    return chain(below, adaptors.full(repeat(cap), draws))
+    draws = _jitter.draws(rng)
+    below = _jitter.full_finite(_below_cap(base, factor, cap), draws)  # below cap: finite
+    at_cap = (
+        _jitter.full_of_infinity(draws) if cap == _INF else _jitter.full_finite(repeat(cap), draws)
+    )
+    return chain(below, at_cap)
 
 
 def equal_jitter(
@@ -259,10 +257,9 @@ def equal_jitter(
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     factor = _checks.factor("factor", factor)
-    draw = _checks.random_source(rng)
-    half = cap * 0.5  # at the cap, the same in C: half + half * random()
-    at_cap = map(add, repeat(half), map(mul, repeat(half), starmap(draw, repeat(()))))
-    return chain(adaptors.equal(_below_cap(base, factor, cap), draw), at_cap)
+    draws = _jitter.draws(rng)
+    below = _jitter.equal(_below_cap(base, factor, cap), draws.__next__)
+    return chain(below, _jitter.equal_forever(cap, draws))
 
 
 def decorrelated(
@@ -284,7 +281,7 @@ def decorrelated(
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     factor = _checks.factor("factor", factor, above_one=True)
-    return _decorrelated(base, cap, factor, _checks.random_source(rng))
+    return _decorrelated(base, cap, factor, _jitter.random_source(rng))
 
 
 def _decorrelated(
@@ -308,9 +305,7 @@ _SMOOTH_SCALE = 1.4
 _SMOOTH_LAST_T = 1024.0
 
 
-def smooth_jitter(
-    base: float = 1.0, cap: float = _INF, *, rng: Any = None
-) -> Iterator[float]:
+def smooth_jitter(base: float = 1.0, cap: float = _INF, *, rng: Any = None) -> Iterator[float]:
     """Polly's "decorrelated jitter V2": jittered exponential growth, smooth spread.
 
     For try ``i = 0, 1, 2, ...`` it draws ``t = i + uniform(0, 1)``, takes
@@ -329,7 +324,7 @@ def smooth_jitter(
     """
     base = _checks.seconds("base", base)
     cap = min(_checks.seconds("cap", cap, infinite=True), _FLOAT_MAX)
-    draw = _checks.random_source(rng)
+    draw = _jitter.random_source(rng)
     if base == 0.0:
         return repeat(0.0)
     return _smooth(base, cap, draw)
@@ -367,7 +362,7 @@ STRATEGIES: dict[str, Callable[..., Iterator[float]]] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def parameters(name: str) -> tuple[str, ...]:
     """The options strategy *name* takes, ``base`` standing for constant's ``delay``.
 
@@ -401,5 +396,7 @@ def make(name: str, **options: Any) -> Iterator[float]:
 
 def _known(name: str) -> str:
     if name not in STRATEGIES:
-        raise _checks.ArgumentValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}")
+        raise _checks.ArgumentValueError(
+            f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}"
+        )
     return name

@@ -12,13 +12,15 @@ import math
 import random
 import time
 import tracemalloc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from types import SimpleNamespace
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable
+
+from timing import consume, ns_per_value
 
 import backoff_iter
-from timing import consume, ns_per_value
 
 BASE, CAP = 0.1, 30.0
 Maker = Callable[[], Iterator[float]]
@@ -79,9 +81,9 @@ def _per_attempt(wait: Callable[[object], float], start: int = 0) -> Iterator[fl
         yield wait(state)
 
 
-def peer_makers(cap: float) -> Dict[str, Dict[str, Maker]]:
+def peer_makers(cap: float) -> dict[str, dict[str, Maker]]:
     """strategy -> {peer name: maker}; peers that are not installed are left out."""
-    peers: Dict[str, Dict[str, Maker]] = {
+    peers: dict[str, dict[str, Maker]] = {
         "exponential": {},
         "full_jitter": {},
         "equal_jitter": {},
@@ -118,13 +120,11 @@ def peer_makers(cap: float) -> Dict[str, Dict[str, Maker]]:
     except ImportError:
         pass
     else:
-        peers["full_jitter"]["google-api-core"] = lambda: exponential_sleep_generator(
-            BASE, cap, 2
-        )
+        peers["full_jitter"]["google-api-core"] = lambda: exponential_sleep_generator(BASE, cap, 2)
     return peers
 
 
-def our_makers(cap: float) -> Dict[str, Maker]:
+def our_makers(cap: float) -> dict[str, Maker]:
     return {
         "exponential": lambda: backoff_iter.exponential(BASE, cap=cap),
         "full_jitter": lambda: backoff_iter.full_jitter(BASE, cap),
@@ -133,7 +133,7 @@ def our_makers(cap: float) -> Dict[str, Maker]:
     }
 
 
-REFERENCES: Dict[str, Callable[[float, float], Iterator[float]]] = {
+REFERENCES: dict[str, Callable[[float, float], Iterator[float]]] = {
     "exponential": reference_exponential,
     "full_jitter": reference_full_jitter,
     "equal_jitter": reference_equal_jitter,
@@ -149,7 +149,7 @@ class Row:
     strategy: str
     ours: float
     reference: float
-    peers: Dict[str, float] = field(default_factory=dict)
+    peers: dict[str, float] = field(default_factory=dict)
     first_ten: float = 0.0  # ns to make the iterator and draw 10 values
     reference_first_ten: float = 0.0
 
@@ -158,11 +158,11 @@ class Row:
         return self.ours / self.reference
 
     @property
-    def best_peer(self) -> Optional[str]:
+    def best_peer(self) -> str | None:
         return min(self.peers, key=self.peers.__getitem__) if self.peers else None
 
 
-def per_value(values: int, repeats: int) -> List[Row]:
+def per_value(values: int, repeats: int) -> list[Row]:
     """ns per value, capped schedules, for ours, the reference and each peer."""
     rows = []
     peers = peer_makers(CAP)
@@ -171,13 +171,13 @@ def per_value(values: int, repeats: int) -> List[Row]:
         row = Row(
             strategy,
             ns_per_value(ours, values, repeats),
-            ns_per_value(lambda: reference(BASE, CAP), values, repeats),
+            ns_per_value(lambda reference=reference: reference(BASE, CAP), values, repeats),
         )
         for peer, make in peers[strategy].items():
             row.peers[peer] = ns_per_value(make, values, repeats)
         row.first_ten = ns_per_value(ours, 10, repeats * 200) * 10
         row.reference_first_ten = (
-            ns_per_value(lambda: reference(BASE, CAP), 10, repeats * 200) * 10
+            ns_per_value(lambda reference=reference: reference(BASE, CAP), 10, repeats * 200) * 10
         )
         rows.append(row)
     return rows
@@ -187,7 +187,7 @@ def per_value(values: int, repeats: int) -> List[Row]:
 class FarRow:
     name: str
     near: float  # ns per value around value 10
-    far: Optional[float]  # ns per value around value `far_index`, None if not reached
+    far: float | None  # ns per value around value `far_index`, None if not reached
     note: str
 
 
@@ -203,9 +203,7 @@ def _window(values: Iterator[float], window: int, budget_ns: float) -> float:
     return (time.perf_counter_ns() - start) / taken
 
 
-def _far_cost(
-    make: Maker, far_index: int, budget: float, window: int, repeats: int
-) -> FarRow:
+def _far_cost(make: Maker, far_index: int, budget: float, window: int, repeats: int) -> FarRow:
     """Best ns per value near value 10 and near value *far_index* (uncapped)."""
     budget_ns = budget * 1e9
     near = min(_window(islice(make(), 10, None), window, budget_ns) for _ in range(repeats))
@@ -219,7 +217,9 @@ def _far_cost(
     try:
         while reached < far_index:
             if time.perf_counter() > deadline:
-                return FarRow("", near, None, f"slows down: only value {reached:,} after {budget:g} s")
+                return FarRow(
+                    "", near, None, f"slows down: only value {reached:,} after {budget:g} s"
+                )
             step = min(10 * step or 10, 10_000, far_index - reached)  # small steps first
             consume(values, step)
             reached += step
@@ -238,9 +238,9 @@ def _far_cost(
     return FarRow("", near, far, note)
 
 
-def contenders(cap: float) -> Dict[str, Maker]:
+def contenders(cap: float) -> dict[str, Maker]:
     """Ours and every installed peer's strategies, by "library strategy"."""
-    makers: Dict[str, Maker] = {
+    makers: dict[str, Maker] = {
         f"backoff_iter {name}": make for name, make in our_makers(cap).items()
     }
     for strategy, peers in peer_makers(cap).items():
@@ -249,7 +249,7 @@ def contenders(cap: float) -> Dict[str, Maker]:
     return makers
 
 
-def flat_cost(far_index: int, budget: float, repeats: int, window: int = 1000) -> List[FarRow]:
+def flat_cost(far_index: int, budget: float, repeats: int, window: int = 1000) -> list[FarRow]:
     """Value 10 against value *far_index*, without a cap, for everyone."""
     rows = []
     for name, make in contenders(math.inf).items():
@@ -259,7 +259,7 @@ def flat_cost(far_index: int, budget: float, repeats: int, window: int = 1000) -
     return rows
 
 
-def peak_memory(values: int) -> Dict[str, int]:
+def peak_memory(values: int) -> dict[str, int]:
     """Peak bytes allocated while drawing *values* delays (capped schedules)."""
     peaks = {}
     for name, make in contenders(CAP).items():
@@ -274,4 +274,4 @@ def peak_memory(values: int) -> Dict[str, int]:
     return peaks
 
 
-__all__ = ["per_value", "flat_cost", "peak_memory"]
+__all__ = ["flat_cost", "peak_memory", "per_value"]

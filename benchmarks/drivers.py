@@ -9,12 +9,14 @@ and ours (given ``sleep=``) all pay only for their own logic.
 from __future__ import annotations
 
 import time
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from itertools import islice
-from typing import Any, Callable, Coroutine, Dict, Iterator, List, Tuple
+from typing import Any, Callable
+
+from timing import ns_per_call
 
 import backoff_iter
-from timing import ns_per_call
 
 RETRIES = 10  # failures before success, for the per-retry figure
 
@@ -77,7 +79,7 @@ def _factory() -> Iterator[float]:
     return islice(backoff_iter.constant(0.0), RETRIES)
 
 
-def contenders(operation: Callable[[], int]) -> Dict[str, Callable[[], int]]:
+def contenders(operation: Callable[[], int]) -> dict[str, Callable[[], int]]:
     """Each way of calling *operation* with up to RETRIES retries on OSError."""
     policy = backoff_iter.retrying(_factory, on=OSError, sleep=_no_sleep)
 
@@ -93,12 +95,10 @@ def contenders(operation: Callable[[], int]) -> Dict[str, Callable[[], int]]:
                 return operation()
         raise AssertionError
 
-    calls: Dict[str, Callable[[], int]] = {
+    calls: dict[str, Callable[[], int]] = {
         "bare call (no retry)": operation,
         "hand-written try/except loop": _hand_written(operation),
-        "backoff_iter @retry": backoff_iter.retry(_factory, on=OSError, sleep=_no_sleep)(
-            operation
-        ),
+        "backoff_iter @retry": backoff_iter.retry(_factory, on=OSError, sleep=_no_sleep)(operation),
         "backoff_iter @retry, TokenBucket": backoff_iter.retry(
             _factory, on=OSError, sleep=_no_sleep, budget=_NeverEmpty()
         )(operation),
@@ -133,8 +133,12 @@ def contenders(operation: Callable[[], int]) -> Dict[str, Callable[[], int]]:
         # logic, not the logging, as the other peers are measured.
         stamina.instrumentation.set_on_retry_hooks([])
         calls["stamina"] = stamina.retry(
-            on=OSError, attempts=RETRIES + 1, timeout=None, wait_initial=0,
-            wait_max=0, wait_jitter=0,
+            on=OSError,
+            attempts=RETRIES + 1,
+            timeout=None,
+            wait_initial=0,
+            wait_max=0,
+            wait_jitter=0,
         )(operation)
     try:
         from google.api_core import retry as google_retry
@@ -143,12 +147,15 @@ def contenders(operation: Callable[[], int]) -> Dict[str, Callable[[], int]]:
     else:
         calls["google-api-core Retry"] = google_retry.Retry(
             predicate=google_retry.if_exception_type(OSError),
-            initial=0.001, maximum=0.001, multiplier=1, timeout=None,
+            initial=0.001,
+            maximum=0.001,
+            multiplier=1,
+            timeout=None,
         )(operation)
     return calls
 
 
-def overhead(calls: int, repeats: int) -> List[Tuple[str, float, float]]:
+def overhead(calls: int, repeats: int) -> list[tuple[str, float, float]]:
     """(name, ns per successful call, ns per retry) for every contender."""
     rows = []
     with _sleep_is_free():
@@ -166,7 +173,7 @@ def overhead(calls: int, repeats: int) -> List[Tuple[str, float, float]]:
 
 async def _async_contenders(
     operation: Callable[[], Coroutine[Any, Any, int]],
-) -> Dict[str, Callable[[], Coroutine[Any, Any, int]]]:
+) -> dict[str, Callable[[], Coroutine[Any, Any, int]]]:
     async def loop() -> int:
         async for attempt in backoff_iter.aretrying(_factory, on=OSError, sleep=_no_sleep):
             async with attempt:
@@ -193,7 +200,7 @@ async def _async_contenders(
     }
 
 
-def async_overhead(calls: int, repeats: int) -> List[Tuple[str, float, float]]:
+def async_overhead(calls: int, repeats: int) -> list[tuple[str, float, float]]:
     """(name, ns per successful call, ns per retry) for the async forms, in one event loop."""
     import asyncio
 
@@ -205,7 +212,7 @@ def async_overhead(calls: int, repeats: int) -> List[Tuple[str, float, float]]:
 
         return operation
 
-    async def measure() -> List[Tuple[str, float, float]]:
+    async def measure() -> list[tuple[str, float, float]]:
         succeed = await _async_contenders(flaky_async(0))
         retried = await _async_contenders(flaky_async(RETRIES))
         rows = []
@@ -239,4 +246,4 @@ async def _ns_per_await(
     return best / n
 
 
-__all__: List[Any] = ["async_overhead", "overhead"]
+__all__: list[Any] = ["async_overhead", "overhead"]

@@ -24,12 +24,42 @@ def commands(quick: bool) -> dict[str, list[str]]:
     study = ["--runs", "2", "--clients", "10,40"] if quick else []
     storm = ["--seconds", "40", "--rate", "80", "--capacity", "100"] if quick else []
     return {
-        "show-decorrelated.png": ["show", "decorrelated", "--base", "1", "--cap", "30",
-                                  "-n", "15", "--samples", samples],
-        "show-full_jitter.png": ["show", "full_jitter", "--base", "0.1", "--cap", "30",
-                                 "-n", "15", "--samples", samples],
-        "show-smooth_jitter.png": ["show", "smooth_jitter", "--base", "0.1", "--cap", "30",
-                                   "-n", "15", "--samples", samples],
+        "show-decorrelated.png": [
+            "show",
+            "decorrelated",
+            "--base",
+            "1",
+            "--cap",
+            "30",
+            "-n",
+            "15",
+            "--samples",
+            samples,
+        ],
+        "show-full_jitter.png": [
+            "show",
+            "full_jitter",
+            "--base",
+            "0.1",
+            "--cap",
+            "30",
+            "-n",
+            "15",
+            "--samples",
+            samples,
+        ],
+        "show-smooth_jitter.png": [
+            "show",
+            "smooth_jitter",
+            "--base",
+            "0.1",
+            "--cap",
+            "30",
+            "-n",
+            "15",
+            "--samples",
+            samples,
+        ],
         "simulate.png": ["simulate", *study],
         "overload.png": ["overload", *storm],
     }
@@ -42,8 +72,16 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     for name, command in commands(args.quick).items():
-        full = [sys.executable, "-m", "backoff_iter", *command, "--seed", SEED,
-                "--plot", os.path.join(args.out, name)]
+        full = [
+            sys.executable,
+            "-m",
+            "backoff_iter",
+            *command,
+            "--seed",
+            SEED,
+            "--plot",
+            os.path.join(args.out, name),
+        ]
         print("$", " ".join(["python", *full[1:]]), flush=True)
         subprocess.run(full, check=True, stdout=subprocess.DEVNULL)
     return 0

@@ -18,14 +18,14 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Sequence
 from importlib import metadata
-from typing import Dict, List, Sequence, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # these modules, then this checkout
 
-import delays  # noqa: E402
-import drivers  # noqa: E402
+import delays
+import drivers
 
 GOAL_TO_REFERENCE = 1.3  # each strategy within 1.3x of its hand-written generator
 PEERS = ("backoff", "tenacity", "stamina", "google-api-core")
@@ -45,8 +45,8 @@ WITHOUT_BUDGET = {"backoff_iter @retry, TokenBucket": "backoff_iter @retry"}
 
 
 def driver_table(
-    results: List[Tuple[str, float, float]], goals: Dict[str, Tuple[float, float]]
-) -> List[str]:
+    results: list[tuple[str, float, float]], goals: dict[str, tuple[float, float]]
+) -> list[str]:
     """Rows of (name, per call, overhead, per retry, x hand-written, goals)."""
     by_name = {name: (success, retry) for name, success, retry in results}
     bare = results[0][1]
@@ -56,18 +56,29 @@ def driver_table(
         verdict = ""
         if name in goals:
             most_ns, most_ratio = goals[name]
-            over = success - by_name[WITHOUT_BUDGET[name]][0] if name in WITHOUT_BUDGET else success - bare
+            over = (
+                success - by_name[WITHOUT_BUDGET[name]][0]
+                if name in WITHOUT_BUDGET
+                else success - bare
+            )
             met = over <= most_ns and retry <= most_ratio * hand_retry
             verdict = f"{'ok' if met else 'MISSED'} (<= {most_ns:g} ns, <= {most_ratio:g}x)"
-        rows.append([
-            name, ns(success), ns(success - bare), ns(retry),
-            "—" if math.isnan(retry) else f"{retry / hand_retry:.2f}x", verdict,
-        ])
+        rows.append(
+            [
+                name,
+                ns(success),
+                ns(success - bare),
+                ns(retry),
+                "—" if math.isnan(retry) else f"{retry / hand_retry:.2f}x",
+                verdict,
+            ]
+        )
     return table(["driver", "per call", "overhead", "per retry", "x hand-written", "goal"], rows)
 
 
-def import_times(repeats: int) -> Dict[str, float]:
+def import_times(repeats: int) -> dict[str, float]:
     """ms to import each module in a fresh interpreter, less the interpreter's own start."""
+    import contextlib
     import subprocess
 
     def best(statement: str) -> float:
@@ -81,14 +92,12 @@ def import_times(repeats: int) -> Dict[str, float]:
     empty = best("pass")
     times = {}
     for name in ("backoff_iter", "tenacity", "stamina"):
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # not installed
             times[name] = best(f"import {name}") - empty
-        except subprocess.CalledProcessError:
-            pass  # not installed
     return times
 
 
-def table(header: Sequence[str], rows: List[Sequence[str]]) -> List[str]:
+def table(header: Sequence[str], rows: list[Sequence[str]]) -> list[str]:
     """A reST simple table (also readable as plain text)."""
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
     rule = "  ".join("=" * w for w in widths)
@@ -100,7 +109,7 @@ def ns(value: float) -> str:
     return "—" if math.isnan(value) else f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
 
 
-def environment() -> List[str]:
+def environment() -> list[str]:
     import backoff_iter
 
     versions = [f"backoff_iter {backoff_iter.__version__}"]
@@ -116,7 +125,7 @@ def environment() -> List[str]:
     ]
 
 
-def report(quick: bool) -> List[str]:
+def report(quick: bool) -> list[str]:
     values = 20_000 if quick else 200_000
     repeats = 3 if quick else 7
     far_index = 100_000 if quick else 10_000_000
@@ -138,19 +147,29 @@ def report(quick: bool) -> List[str]:
     rows = []
     for row in delays.per_value(values, repeats):
         best = row.best_peer
-        rows.append([
-            row.strategy,
-            ns(row.ours),
-            ns(row.reference),
-            f"{row.to_reference:.2f}x",
-            "ok" if row.to_reference <= GOAL_TO_REFERENCE else "MISSED",
-            ", ".join(f"{p} {ns(v)}" for p, v in row.peers.items()) or "no peer has it",
-            f"{row.ours / row.peers[best]:.2f}x" if best else "—",
-            f"{ns(row.first_ten)} (ref {ns(row.reference_first_ten)})",
-        ])
+        rows.append(
+            [
+                row.strategy,
+                ns(row.ours),
+                ns(row.reference),
+                f"{row.to_reference:.2f}x",
+                "ok" if row.to_reference <= GOAL_TO_REFERENCE else "MISSED",
+                ", ".join(f"{p} {ns(v)}" for p, v in row.peers.items()) or "no peer has it",
+                f"{row.ours / row.peers[best]:.2f}x" if best else "—",
+                f"{ns(row.first_ten)} (ref {ns(row.reference_first_ten)})",
+            ]
+        )
     out += table(
-        ["strategy", "ours", "reference", "ours/ref", "goal", "peers (ns)",
-         "ours/best peer", "make + 10 values"],
+        [
+            "strategy",
+            "ours",
+            "reference",
+            "ours/ref",
+            "goal",
+            "peers (ns)",
+            "ours/best peer",
+            "make + 10 values",
+        ],
         rows,
     )
 
@@ -162,8 +181,10 @@ def report(quick: bool) -> List[str]:
     ]
     out += table(
         ["contender", "near 10", f"near {far_index:,}", "note"],
-        [[r.name, ns(r.near), "—" if r.far is None else ns(r.far), r.note]
-         for r in delays.flat_cost(far_index, budget, repeats)],
+        [
+            [r.name, ns(r.near), "—" if r.far is None else ns(r.far), r.note]
+            for r in delays.flat_cost(far_index, budget, repeats)
+        ],
     )
 
     out += ["", f"**Peak memory** while drawing {memory_values:,} values (tracemalloc).", ""]
@@ -202,7 +223,7 @@ def report(quick: bool) -> List[str]:
     return out
 
 
-def write_rst(path: str, lines: List[str]) -> None:
+def write_rst(path: str, lines: list[str]) -> None:
     text = "\n".join(lines) + "\n"
     start, end = ".. benchmark-start", ".. benchmark-end"
     try:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import gc
 import time
 from collections import deque
+from collections.abc import Iterator
 from itertools import islice
-from typing import Callable, Iterator
+from typing import Callable
 
 
 def consume(iterator: Iterator[object], n: int) -> None:

@@ -50,16 +50,12 @@ def test_fraction_jitter_is_uniform_within_plus_minus_fraction(delays, fraction,
     expected = [rng.uniform(d * (1 - fraction), d * (1 + fraction)) for d in delays]
     got = list(jittered(delays, fraction, rng=Random(seed)))
     assert got == expected
-    assert all(
-        d * (1 - fraction) <= j <= d * (1 + fraction) for d, j in zip(delays, got)
-    )
+    assert all(d * (1 - fraction) <= j <= d * (1 + fraction) for d, j in zip(delays, got))
 
 
 def test_jittered_defaults_to_full_jitter():
     """Without a kind, jittered spreads over [0, d]."""
-    assert list(jittered([4, 4], rng=Random(9))) == list(
-        jittered([4, 4], "full", rng=Random(9))
-    )
+    assert list(jittered([4, 4], rng=Random(9))) == list(jittered([4, 4], "full", rng=Random(9)))
 
 
 @given(delays_lists, st.floats(min_value=0.0, max_value=1e7))

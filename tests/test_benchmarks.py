@@ -8,8 +8,12 @@ from importlib import util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = {"backoff": "backoff", "tenacity": "tenacity", "stamina": "stamina",
-         "google-api-core": "google.api_core"}
+PEERS = {
+    "backoff": "backoff",
+    "tenacity": "tenacity",
+    "stamina": "stamina",
+    "google-api-core": "google.api_core",
+}
 
 
 def installed(module):
@@ -24,15 +28,21 @@ def test_quick_benchmark_prints_every_row(tmp_path):
     rst = tmp_path / "bench.rst"
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--rst", str(rst)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for strategy in ("exponential", "full_jitter", "equal_jitter", "decorrelated"):
         assert f"\n{strategy} " in out
         assert f"backoff_iter {strategy}" in out  # flat-cost and memory rows
-    for driver in ("bare call", "hand-written try/except loop", "backoff_iter @retry",
-                   "backoff_iter retrying() loop"):
+    for driver in (
+        "bare call",
+        "hand-written try/except loop",
+        "backoff_iter @retry",
+        "backoff_iter retrying() loop",
+    ):
         assert driver in out
     for peer, module in PEERS.items():
         if installed(module):

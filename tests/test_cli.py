@@ -49,7 +49,9 @@ def test_show_prints_attempt_sleep_and_elapsed_to_three_decimals():
 
 def test_show_json_rows_are_the_librarys_values():
     """--json gives attempt, sleep and elapsed as the strategy and a running sum give them."""
-    result = cli("show", "decorrelated", "--base", "1", "--cap", "30", "--seed", "4", "-n", "6", "--json")
+    result = cli(
+        "show", "decorrelated", "--base", "1", "--cap", "30", "--seed", "4", "-n", "6", "--json"
+    )
     assert result.returncode == 0, result.stderr
     rows = strict_json(result.stdout)
     sleeps = list(islice(decorrelated(1, 30, rng=Random(4)), 6))
@@ -69,8 +71,9 @@ def test_show_json_writes_infinity_as_null():
     assert rows[-1] == {"attempt": 1029, "sleep": None, "elapsed": None}
 
 
-@pytest.mark.parametrize("strategy", ["constant", "linear", "fibonacci", "full_jitter",
-                                      "equal_jitter", "smooth_jitter"])
+@pytest.mark.parametrize(
+    "strategy", ["constant", "linear", "fibonacci", "full_jitter", "equal_jitter", "smooth_jitter"]
+)
 def test_show_works_for_every_strategy(strategy):
     """Each strategy of the library can be shown with its defaults."""
     result = cli("show", strategy, "-n", "3", "--json")
@@ -98,8 +101,9 @@ def rss_kb(pid):
 def test_show_streams_a_hundred_million_rows_at_once_in_flat_memory():
     """The first row of -n 100000000 arrives within a second, and memory does not grow."""
     started = time.monotonic()
-    process = subprocess.Popen([*COMMAND, "show", "exponential", "-n", "100000000"],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [*COMMAND, "show", "exponential", "-n", "100000000"], stdout=subprocess.PIPE, text=True
+    )
     try:
         process.stdout.readline()
         first = process.stdout.readline()
@@ -124,7 +128,10 @@ def test_a_closed_pipe_ends_quietly():
     """`| head -1`: no BrokenPipeError traceback, status 0."""
     result = subprocess.run(
         f"{sys.executable} -m backoff_iter show exponential -n 10000000 | head -1",
-        shell=True, capture_output=True, text=True, timeout=60,
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
         executable="/bin/bash",
     )
     assert result.stdout.split() == ["attempt", "sleep", "elapsed"]
@@ -137,8 +144,22 @@ def test_show_plot_checks_the_path_first_and_draws_a_png(tmp_path):
         result = cli("show", "full_jitter", "--plot", bad)
         assert result.returncode == 2 and "--plot" in result.stderr
     target = tmp_path / "jitter.png"
-    result = cli("show", "decorrelated", "--base", "1", "--cap", "30", "--seed", "1",
-                 "-n", "12", "--samples", "200", "--plot", str(target))
+    result = cli(
+        "show",
+        "decorrelated",
+        "--base",
+        "1",
+        "--cap",
+        "30",
+        "--seed",
+        "1",
+        "-n",
+        "12",
+        "--samples",
+        "200",
+        "--plot",
+        str(target),
+    )
     assert result.returncode == 0, result.stderr
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -152,18 +173,36 @@ def test_plan_reports_the_count_and_the_sleeps_around_it():
     assert text.returncode == 0, text.stderr
     assert "retries:      4" in text.stdout
     assert "sleep before: 8.000" in text.stdout and "sleep after:  16.000" in text.stdout
-    data = strict_json(cli("plan", "--base", "1", "--factor", "2", "--elapsed", "20", "--json").stdout)
+    data = strict_json(
+        cli("plan", "--base", "1", "--factor", "2", "--elapsed", "20", "--json").stdout
+    )
     expected = plan(1, 2, 20)
     assert data["elapsed"] == 20.0  # the input, not the time slept
     assert data["slept"] == expected.elapsed == 15.0
     assert (data["retries"], data["exact"], data["sleep_before"], data["sleep_after"]) == (
-        expected.retries, expected.exact, expected.sleep_before, expected.sleep_after)
+        expected.retries,
+        expected.exact,
+        expected.sleep_before,
+        expected.sleep_after,
+    )
 
 
 def test_plan_ratio_solves_the_factor_and_compare_gives_both_counts():
     """--ratio 0.1 means factor 1.1; --compare adds the other factor's count and log ratio."""
-    data = strict_json(cli("plan", "--base", "1", "--ratio", "0.1", "--elapsed", "1057.19",
-                           "--compare", "2", "--json").stdout)
+    data = strict_json(
+        cli(
+            "plan",
+            "--base",
+            "1",
+            "--ratio",
+            "0.1",
+            "--elapsed",
+            "1057.19",
+            "--compare",
+            "2",
+            "--json",
+        ).stdout
+    )
     assert data["factor"] == 1.1 and data["ratio"] == 0.1 and data["retries"] == 49
     assert data["compare"]["retries"] == plan(1, 2, 1057.19).retries
     assert data["compare"]["ratio"] == pytest.approx(0.1375, abs=1e-4)  # log 1.1 / log 2
@@ -181,8 +220,20 @@ def test_plan_with_factor_one_returns_at_once():
 
 def test_simulate_json_matches_the_python_api_and_shows_progress():
     """--json rows carry strategy, clients, work and time: the same as simulate() with that seed."""
-    result = cli("simulate", "--strategies", "none,full_jitter", "--clients", "3,6", "--runs", "4",
-                 "--seed", "9", "--json", "--jobs", "1")
+    result = cli(
+        "simulate",
+        "--strategies",
+        "none,full_jitter",
+        "--clients",
+        "3,6",
+        "--runs",
+        "4",
+        "--seed",
+        "9",
+        "--json",
+        "--jobs",
+        "1",
+    )
     assert result.returncode == 0, result.stderr
     rows = strict_json(result.stdout)
     expected = simulate(["none", "full_jitter"], clients=[3, 6], runs=4, seed=9)
@@ -201,8 +252,17 @@ def test_simulate_gives_the_same_figures_on_one_or_two_processes():
 
 def test_simulate_prints_a_table_per_strategy():
     """Without --json there is one table per strategy, a row per client count."""
-    result = cli("simulate", "--strategies", "exponential,decorrelated", "--clients", "2,4",
-                 "--runs", "2", "--seed", "1")
+    result = cli(
+        "simulate",
+        "--strategies",
+        "exponential,decorrelated",
+        "--clients",
+        "2,4",
+        "--runs",
+        "2",
+        "--seed",
+        "1",
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "exponential" in lines and "decorrelated" in lines
@@ -221,11 +281,14 @@ def test_ctrl_c_during_simulate_exits_130_with_one_line():
     """SIGINT to the whole process group (as a terminal sends it): status 130, no traceback."""
     process = subprocess.Popen(
         [*COMMAND, "simulate", "--runs", "1000000", "--jobs", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     time.sleep(2.5)
     os.killpg(process.pid, signal.SIGINT)
-    out, err = process.communicate(timeout=30)
+    _out, err = process.communicate(timeout=30)
     assert process.returncode == 130
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == "python -m backoff_iter: interrupted"
@@ -236,26 +299,63 @@ def test_ctrl_c_during_simulate_exits_130_with_one_line():
 
 def test_overload_json_has_exactly_the_issues_keys_and_matches_python():
     """--json: one object per pair, with exactly the agreed keys, as simulate_overload gives them."""
-    args = ["--strategies", "full_jitter", "--budgets", "none,token_bucket", "--rate", "50",
-            "--capacity", "60", "--seconds", "30", "--seed", "4"]
+    args = [
+        "--strategies",
+        "full_jitter",
+        "--budgets",
+        "none,token_bucket",
+        "--rate",
+        "50",
+        "--capacity",
+        "60",
+        "--seconds",
+        "30",
+        "--seed",
+        "4",
+    ]
     result = cli("overload", *args, "--json")
     assert result.returncode == 0, result.stderr
     runs = strict_json(result.stdout)
-    assert [set(run) for run in runs] == [{
-        "strategy", "budget", "requests", "attempts", "amplification", "succeeded",
-        "goodput_last_20s", "recovery_seconds", "series"}] * 2
+    assert [set(run) for run in runs] == [
+        {
+            "strategy",
+            "budget",
+            "requests",
+            "attempts",
+            "amplification",
+            "succeeded",
+            "goodput_last_20s",
+            "recovery_seconds",
+            "series",
+        }
+    ] * 2
     assert set(runs[0]["series"]) == {"arrivals", "attempts", "goodput"}
-    expected = simulate_overload(["full_jitter"], ["none", "token_bucket"], rate=50, capacity=60,
-                                 seconds=30, seed=4)
+    expected = simulate_overload(
+        ["full_jitter"], ["none", "token_bucket"], rate=50, capacity=60, seconds=30, seed=4
+    )
     assert runs == json.loads(json.dumps([r._asdict() for r in expected]))
 
 
 def test_overload_table_has_a_row_per_pair_and_plots(tmp_path):
     """The table lists each strategy x budget; --plot writes the picture."""
     target = tmp_path / "storm.png"
-    result = cli("overload", "--strategies", "none,decorrelated", "--budgets", "retry_budget",
-                 "--rate", "50", "--capacity", "60", "--seconds", "30", "--seed", "1",
-                 "--plot", str(target))
+    result = cli(
+        "overload",
+        "--strategies",
+        "none,decorrelated",
+        "--budgets",
+        "retry_budget",
+        "--rate",
+        "50",
+        "--capacity",
+        "60",
+        "--seconds",
+        "30",
+        "--seed",
+        "1",
+        "--plot",
+        str(target),
+    )
     assert result.returncode == 0, result.stderr
     rows = [line.split() for line in result.stdout.splitlines()[1:]]
     assert [row[:2] for row in rows] == [["none", "retry_budget"], ["decorrelated", "retry_budget"]]
@@ -298,7 +398,10 @@ def test_version():
         (["plan", "--base", "1", "--factor", "2"], "--elapsed"),
         (["plan", "--base", "-1", "--factor", "2", "--elapsed", "3"], "--base"),
         (["plan", "--base", "1", "--ratio", "-1", "--elapsed", "3"], "--ratio"),
-        (["plan", "--base", "1", "--factor", "2", "--elapsed", "3", "--compare", "0.5"], "--compare"),
+        (
+            ["plan", "--base", "1", "--factor", "2", "--elapsed", "3", "--compare", "0.5"],
+            "--compare",
+        ),
         (["simulate", "--strategies", "nope"], "--strategies"),
         (["simulate", "--clients", "0"], "--clients"),
         (["simulate", "--clients", ","], "--clients"),

@@ -65,15 +65,11 @@ def run_loop(delays, operation, time, **options):
 def run_async_loop(delays, operation, time, **options):
     async def main():
         if "on_result" in options:
-            async for attempt in aretrying(
-                delays, sleep=time.asleep, clock=time.clock, **options
-            ):
+            async for attempt in aretrying(delays, sleep=time.asleep, clock=time.clock, **options):
                 async with attempt:
                     result = attempt.set_result(operation())
             return result
-        async for attempt in aretrying(
-            delays, sleep=time.asleep, clock=time.clock, **options
-        ):
+        async for attempt in aretrying(delays, sleep=time.asleep, clock=time.clock, **options):
             async with attempt:
                 return operation()
 
@@ -81,18 +77,14 @@ def run_async_loop(delays, operation, time, **options):
 
 
 def run_decorator(delays, operation, time, **options):
-    return retry(lambda: delays, sleep=time.sleep, clock=time.clock, **options)(
-        operation
-    )()
+    return retry(lambda: delays, sleep=time.sleep, clock=time.clock, **options)(operation)()
 
 
 def run_async_decorator(delays, operation, time, **options):
     async def call():
         return operation()
 
-    decorated = retry(lambda: delays, sleep=time.asleep, clock=time.clock, **options)(
-        call
-    )
+    decorated = retry(lambda: delays, sleep=time.asleep, clock=time.clock, **options)(call)
     return asyncio.run(decorated())
 
 
@@ -225,9 +217,7 @@ def test_server_hint_past_the_deadline_gives_up():
     """If the wait the server asks for would end past the deadline, the failure is raised."""
     time = FakeTime()
     with pytest.raises(ConnectionError):
-        for attempt in retrying(
-            constant(1), sleep=time.sleep, clock=time.clock, deadline=10
-        ):
+        for attempt in retrying(constant(1), sleep=time.sleep, clock=time.clock, deadline=10):
             with attempt:
                 attempt.retry_after(60)
                 raise ConnectionError
@@ -254,9 +244,7 @@ def test_attempts_report_number_delay_and_elapsed():
     """Each attempt knows its 1-based number, the delay slept before it and the time since the start."""
     time = FakeTime()
     seen = []
-    for attempt in retrying(
-        [0.5, 1.5], sleep=time.sleep, clock=time.clock, on=ValueError
-    ):
+    for attempt in retrying([0.5, 1.5], sleep=time.sleep, clock=time.clock, on=ValueError):
         with attempt:
             seen.append((attempt.number, attempt.delay, attempt.elapsed))
             time.now += 0.25
@@ -310,9 +298,7 @@ def test_async_cancellation_during_the_sleep_stops_the_loop():
             await asyncio.Event().wait()  # never set: only cancellation ends it
 
         async def op():
-            async for attempt in aretrying(
-                constant(3600), on=OSError, sleep=sleep_until_cancelled
-            ):
+            async for attempt in aretrying(constant(3600), on=OSError, sleep=sleep_until_cancelled):
                 async with attempt:
                     calls.append(attempt.number)
                     raise OSError
@@ -351,9 +337,7 @@ def test_decorator_makes_fresh_delays_for_every_call():
     """Each call gets its own schedule from the factory: a used-up generator is never reused."""
     time = FakeTime()
     operation = Operation([OSError(), OSError(), "a", OSError(), OSError(), "b"])
-    fetch = retry(
-        lambda: islice(exponential(1), 2), sleep=time.sleep, clock=time.clock
-    )(operation)
+    fetch = retry(lambda: islice(exponential(1), 2), sleep=time.sleep, clock=time.clock)(operation)
     assert fetch() == "a" and fetch() == "b"
     assert time.slept == [1.0, 2.0, 1.0, 2.0]
 
@@ -484,7 +468,7 @@ def test_a_policy_from_a_factory_or_a_list_serves_every_loop():
     for delays in (lambda: iter([1.0, 2.0]), [1.0, 2.0], (1.0, 2.0)):
         policy = retrying(delays, sleep=time.sleep, clock=time.clock)
 
-        def fetch(operation):
+        def fetch(operation, policy=policy):
             for attempt in policy:
                 with attempt:
                     return operation()
@@ -553,7 +537,7 @@ def test_an_uncapped_strategy_reaching_inf_ends_the_loop():
 @each_driver
 def test_a_server_hint_is_clamped_to_retry_after_max(run):
     """A hint of 1e12 s becomes 6 hours by default, or the configured maximum."""
-    hint = lambda outcome: 1e12  # noqa: E731
+    hint = lambda outcome: 1e12
     time = FakeTime()
     run([1.0], Operation([OSError()]), time, retry_after=hint)
     assert time.slept == [6 * 3600.0]
@@ -576,7 +560,9 @@ def test_attempt_retry_after_is_clamped_too():
 # -- async hooks and sleeps --------------------------------------------------------
 
 
-@pytest.mark.parametrize("run", [run_async_loop, run_async_decorator], ids=["aretrying", "async retry"])
+@pytest.mark.parametrize(
+    "run", [run_async_loop, run_async_decorator], ids=["aretrying", "async retry"]
+)
 def test_an_async_before_sleep_is_awaited(run):
     """A coroutine hook runs to completion before each sleep (no 'never awaited')."""
     seen = []
@@ -595,7 +581,7 @@ def test_an_async_function_accepts_a_plain_sleep():
     slept = []
 
     @retry([0.25, 0.5], sleep=slept.append)
-    async def fetch(outcomes=iter([OSError(), OSError(), "ok"])):
+    async def fetch(outcomes=iter([OSError(), OSError(), "ok"])):  # noqa: B008
         outcome = next(outcomes)
         if isinstance(outcome, Exception):
             raise outcome
@@ -650,7 +636,7 @@ def test_retry_rejects_generator_functions_at_decoration():
 def test_a_loop_body_without_with_attempt_is_an_error_at_the_next_attempt():
     """Forgetting `with attempt:` cannot silently stop after one attempt."""
     with pytest.raises(RuntimeError, match="with attempt"):
-        for attempt in retrying([1.0], sleep=lambda s: None):
+        for _attempt in retrying([1.0], sleep=lambda s: None):
             pass
 
 
@@ -819,7 +805,7 @@ def test_no_retry_while_the_task_is_being_cancelled():
                 try:
                     await asyncio.sleep(10)
                 except asyncio.CancelledError:
-                    raise ValueError("swallowed the cancellation")  # as a TaskGroup can
+                    raise ValueError("swallowed the cancellation") from None  # as a TaskGroup can
 
     async def main():
         task = asyncio.ensure_future(body())
@@ -926,7 +912,7 @@ def test_the_filter_cache_stays_bounded():
 def test_a_result_on_result_accepts_is_retried_and_the_last_result_returned(run):
     """on_result retries 503s; when the delays run out the last result comes back, not an error."""
     time = FakeTime()
-    is_503 = lambda result: result == 503  # noqa: E731
+    is_503 = lambda result: result == 503
     assert run([1.0, 2.0], Operation([503, 503, 200]), time, on_result=is_503) == 200
     assert time.slept == [1.0, 2.0]
     time = FakeTime()
@@ -938,8 +924,10 @@ def test_a_result_on_result_accepts_is_retried_and_the_last_result_returned(run)
 def test_the_retry_after_hook_sees_the_retried_result(run):
     """retry_after(outcome) gets the result on_result accepted; its number raises the next sleep."""
     time = FakeTime()
-    hint = lambda outcome: 7.0 if outcome == 429 else None  # noqa: E731
-    run([1.0, 1.0], Operation([429, 500, 200]), time, on_result=lambda r: r >= 400, retry_after=hint)
+    hint = lambda outcome: 7.0 if outcome == 429 else None
+    run(
+        [1.0, 1.0], Operation([429, 500, 200]), time, on_result=lambda r: r >= 400, retry_after=hint
+    )
     assert time.slept == [7.0, 1.0]
 
 
@@ -1013,8 +1001,11 @@ def test_results_hints_budgets_and_factories_follow_the_model(
     """Errors and results on_result rejects, server hints, a token bucket: calls, sleeps and outcome as modelled."""
     from backoff_iter import TokenBucket
 
-    outcomes = outcomes + ["ok"]
-    script = [OSError(i) if o == "error" else (f"bad {i}" if o == "bad" else f"ok {i}") for i, o in enumerate(outcomes)]
+    outcomes = [*outcomes, "ok"]
+    script = [
+        OSError(i) if o == "error" else (f"bad {i}" if o == "bad" else f"ok {i}")
+        for i, o in enumerate(outcomes)
+    ]
     hint_of = {id(s) if isinstance(s, Exception) else s: h for s, h in zip(script, hints)}
     bucket = TokenBucket(max_tokens=max_tokens, token_ratio=0.1)
     calls, sleeps, final, tokens = model(delays, outcomes, hints, max_tokens)
@@ -1024,7 +1015,12 @@ def test_results_hints_budgets_and_factories_follow_the_model(
         given_delays = delays  # the runner wraps it in a factory itself
     try:
         outcome = driver(
-            given_delays, operation, time, on=OSError, budget=bucket, retry_after_max=60,
+            given_delays,
+            operation,
+            time,
+            on=OSError,
+            budget=bucket,
+            retry_after_max=60,
             on_result=lambda r: r.startswith("bad"),
             retry_after=lambda o: hint_of[id(o) if isinstance(o, Exception) else o],
         )

@@ -109,9 +109,13 @@ def test_tenacity_sleeps_the_schedule_in_order_with_its_own_sleep_hook():
 def test_tenacity_wait_adds_to_tenacitys_own_waits():
     """wait_fixed(1) + ours, and ours + wait_fixed(1), sleep the sums."""
     slept = []
-    for wait in (tenacity.wait_fixed(1) + tenacity_wait(lambda: [0.25, 0.5]),
-                 tenacity_wait(lambda: [0.25, 0.5]) + tenacity.wait_fixed(1)):
-        tenacity.Retrying(wait=wait, sleep=slept.append, stop=tenacity.stop_after_attempt(3))(failing(2))
+    for wait in (
+        tenacity.wait_fixed(1) + tenacity_wait(lambda: [0.25, 0.5]),
+        tenacity_wait(lambda: [0.25, 0.5]) + tenacity.wait_fixed(1),
+    ):
+        tenacity.Retrying(wait=wait, sleep=slept.append, stop=tenacity.stop_after_attempt(3))(
+            failing(2)
+        )
     assert slept == [1.25, 1.5, 1.25, 1.5]
 
 
@@ -123,7 +127,8 @@ def test_tenacity_interleaved_calls_and_threads_do_not_share_a_schedule():
     def call(name, failures):
         slept = log.setdefault(name, [])
         tenacity.Retrying(wait=wait, sleep=slept.append, stop=tenacity.stop_after_attempt(10))(
-            failing(failures))
+            failing(failures)
+        )
 
     async def interleaved():
         async def one(name):
@@ -154,8 +159,9 @@ def test_tenacity_interleaved_calls_and_threads_do_not_share_a_schedule():
 
 def test_tenacity_running_out_of_delays_says_so():
     """Delays shorter than tenacity's stop: a clear RuntimeError, not a silent default."""
-    retrying = tenacity.Retrying(wait=tenacity_wait(lambda: [0.1]), sleep=lambda s: None,
-                                 stop=tenacity.stop_after_attempt(5))
+    retrying = tenacity.Retrying(
+        wait=tenacity_wait(lambda: [0.1]), sleep=lambda s: None, stop=tenacity.stop_after_attempt(5)
+    )
     with pytest.raises(RuntimeError, match="delays"):
         retrying(failing(3))
 
@@ -169,13 +175,17 @@ def test_backoff_on_exception_sleeps_the_schedule_in_order(monkeypatch):
     monkeypatch.setattr("time.sleep", slept.append)
     waits = []
     flaky = backoff.on_exception(
-        backoff_wait_gen(lambda: exponential(0.5)), OSError, max_tries=4, jitter=None,
+        backoff_wait_gen(lambda: exponential(0.5)),
+        OSError,
+        max_tries=4,
+        jitter=None,
         on_backoff=lambda details: waits.append(details["wait"]),
     )(failing(3))
     assert flaky() == "ok"
     assert waits == slept == [0.5, 1.0, 2.0]
-    flaky2 = backoff.on_exception(backoff_wait_gen(lambda: exponential(0.5)), OSError,
-                                  max_tries=3, jitter=None)(failing(1))
+    flaky2 = backoff.on_exception(
+        backoff_wait_gen(lambda: exponential(0.5)), OSError, max_tries=3, jitter=None
+    )(failing(1))
     assert flaky2() == "ok" and slept[3:] == [0.5]  # a fresh schedule per call
 
 
@@ -187,7 +197,9 @@ def test_backoff_on_predicate_and_threads_get_their_own_schedules(monkeypatch):
     def run(name):
         results = iter([None, None, None, "ok"])
         decorated = backoff.on_predicate(
-            wait_gen, max_tries=4, jitter=None,
+            wait_gen,
+            max_tries=4,
+            jitter=None,
             on_backoff=lambda details: seen.setdefault(name, []).append(details["wait"]),
         )(lambda: next(results))
         assert decorated() == "ok"
@@ -218,8 +230,9 @@ def test_requests_retries_503_with_the_schedule_and_retry_after(retry_after, exp
     """503 three times then 200: four requests, the schedule's sleeps raised to Retry-After."""
     header = in_seconds(30) if retry_after == "date" else retry_after
     with Server(failures=3, retry_after=header) as server, no_sleep() as slept:
-        response = session(delays=lambda: exponential(0.5), total=5,
-                           status_forcelist=[503]).get(server.url)
+        response = session(delays=lambda: exponential(0.5), total=5, status_forcelist=[503]).get(
+            server.url
+        )
     assert response.status_code == 200 and response.text == "ok"
     assert server.seen == ["GET"] * 4
     if expected == "about 30":
@@ -232,8 +245,12 @@ def test_requests_each_request_gets_its_own_schedule():
     """Two requests through one adapter each call the factory: the n-th gets the n-th schedule."""
     schedules = count(1)
     with Server(failures=None) as server, no_sleep() as slept:
-        s = session(delays=lambda: constant(next(schedules)), total=2, status_forcelist=[503],
-                    raise_on_status=False)
+        s = session(
+            delays=lambda: constant(next(schedules)),
+            total=2,
+            status_forcelist=[503],
+            raise_on_status=False,
+        )
         assert s.get(server.url).status_code == 503
         assert s.get(server.url).status_code == 503
     assert slept == [1.0, 1.0, 2.0, 2.0]
@@ -251,24 +268,27 @@ def test_requests_a_server_that_never_recovers_ends_with_urllib3s_error():
 def test_requests_stops_when_the_schedule_runs_out():
     """Two delays and total=10: three requests, then exhausted."""
     with Server(failures=None) as server, no_sleep() as slept:
-        response = session(delays=lambda: [0.2, 0.4], total=10, status_forcelist=[503],
-                           raise_on_status=False).get(server.url)
+        response = session(
+            delays=lambda: [0.2, 0.4], total=10, status_forcelist=[503], raise_on_status=False
+        ).get(server.url)
     assert response.status_code == 503 and len(server.seen) == 3 and slept == [0.2, 0.4]
 
 
 def test_requests_post_is_not_retried_by_default():
     """urllib3 retries only idempotent methods: one POST, the 503 comes back."""
     with Server(failures=3) as server, no_sleep() as slept:
-        response = session(delays=lambda: exponential(0.5), total=5, status_forcelist=[503],
-                           raise_on_status=False).post(server.url, data=b"x")
+        response = session(
+            delays=lambda: exponential(0.5), total=5, status_forcelist=[503], raise_on_status=False
+        ).post(server.url, data=b"x")
     assert response.status_code == 503 and server.seen == ["POST"] and slept == []
 
 
 def test_a_huge_retry_after_is_clamped():
     """Retry-After: 10**12 sleeps retry_after_max, not forever."""
     with Server(failures=1, retry_after="1000000000000") as server, no_sleep() as slept:
-        session(delays=lambda: [0.1], total=2, status_forcelist=[503],
-                retry_after_max=60).get(server.url)
+        session(delays=lambda: [0.1], total=2, status_forcelist=[503], retry_after_max=60).get(
+            server.url
+        )
     assert slept == [60.0]
 
 
@@ -289,7 +309,8 @@ def test_httpx_sync_and_async_retry_503_then_succeed(retry_after, expected):
                 with httpx.Client(transport=transport) as client:
                     response = client.get(server.url)
             else:
-                async def get():
+
+                async def get(transport=transport):
                     async with httpx.AsyncClient(transport=transport) as client:
                         return await client.get(server.url)
 
@@ -352,7 +373,9 @@ def test_httpx_closes_every_response_it_discards():
             return response
 
     with Server(failures=2) as server, no_sleep():
-        with httpx.Client(transport=RetryTransport(Recording(), delays=lambda: [0.1, 0.1])) as client:
+        with httpx.Client(
+            transport=RetryTransport(Recording(), delays=lambda: [0.1, 0.1])
+        ) as client:
             assert client.get(server.url).status_code == 200
     assert closed[:2] == [503, 503]
 
@@ -391,7 +414,8 @@ def test_bad_arguments_name_the_parameter(make, word):
 
 def test_a_factory_returning_a_non_iterable_names_it():
     """The factory's result is checked when a schedule is made."""
-    retrying = tenacity.Retrying(wait=tenacity_wait(lambda: 5), sleep=lambda s: None,
-                                 stop=tenacity.stop_after_attempt(3))
+    retrying = tenacity.Retrying(
+        wait=tenacity_wait(lambda: 5), sleep=lambda s: None, stop=tenacity.stop_after_attempt(3)
+    )
     with pytest.raises(TypeError, match="factory"):
         retrying(failing(1))

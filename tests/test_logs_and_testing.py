@@ -37,7 +37,10 @@ def test_log_retries_writes_a_line_per_retry_and_one_on_giving_up(caplog):
     ]
     last = caplog.records[-1]
     assert (last.retry_name, last.retry_attempt, last.retry_delay, last.retry_error) == (
-        "fetch", 3, None, "ConnectionError"
+        "fetch",
+        3,
+        None,
+        "ConnectionError",
     )
     assert caplog.records[0].retry_delay == 0.25
 
@@ -90,9 +93,12 @@ def test_no_sleep_records_instead_of_sleeping_for_every_form(monkeypatch):
     assert slept == [1.0, 2.0, 3.0, 4.0, 5.0]
 
 
-async def _async_failing_once(state=[0]):
-    state[0] += 1
-    if state[0] == 1:
+_async_calls = []
+
+
+async def _async_failing_once():
+    _async_calls.append(1)
+    if len(_async_calls) == 1:
         raise OSError
 
 

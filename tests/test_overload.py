@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from backoff_iter.overload import BUDGETS, simulate_overload
 
-small = dict(rate=50.0, capacity=60.0, seconds=30.0, spike_at=5.0, spike_for=5.0)
+small = {"rate": 50.0, "capacity": 60.0, "seconds": 30.0, "spike_at": 5.0, "spike_for": 5.0}
 
 
 @settings(max_examples=30)
@@ -20,12 +20,23 @@ small = dict(rate=50.0, capacity=60.0, seconds=30.0, spike_at=5.0, spike_for=5.0
     spike=st.sampled_from([1.0, 3.0]),
     seed=st.integers(min_value=0, max_value=1000),
 )
-def test_every_request_ends_and_attempts_are_bounded(strategy, budget, retries, error_rate, spike, seed):
+def test_every_request_ends_and_attempts_are_bounded(
+    strategy, budget, retries, error_rate, spike, seed
+):
     """Each request succeeds or fails (the model checks it), attempts <= requests x (1 + retries)."""
-    [run] = simulate_overload([strategy], [budget], retries=retries, error_rate=error_rate,
-                              spike=spike, seed=seed, **small)
+    [run] = simulate_overload(
+        [strategy],
+        [budget],
+        retries=retries,
+        error_rate=error_rate,
+        spike=spike,
+        seed=seed,
+        **small,
+    )
     assert run.requests == sum(run.series["arrivals"])
-    assert run.requests <= run.attempts <= run.requests * (1 + (0 if strategy == "none" else retries))
+    assert (
+        run.requests <= run.attempts <= run.requests * (1 + (0 if strategy == "none" else retries))
+    )
     assert 0.0 <= run.succeeded <= 1.0
     assert run.amplification == run.attempts / run.requests
     assert sum(run.series["attempts"]) <= run.attempts
@@ -43,7 +54,9 @@ def test_pairs_come_in_order_each_with_its_own_stream():
     """Every strategy x budget pair is run; asking for one pair gives the same figures."""
     runs = simulate_overload(["none", "full_jitter"], ["none", "retry_budget"], seed=5, **small)
     assert [(r.strategy, r.budget) for r in runs] == [
-        ("none", "none"), ("none", "retry_budget"), ("full_jitter", "none"),
+        ("none", "none"),
+        ("none", "retry_budget"),
+        ("full_jitter", "none"),
         ("full_jitter", "retry_budget"),
     ]
     assert runs[3] == simulate_overload(["full_jitter"], ["retry_budget"], seed=5, **small)[0]
@@ -51,16 +64,19 @@ def test_pairs_come_in_order_each_with_its_own_stream():
 
 def test_without_overload_nothing_fails_but_transient_errors():
     """A server with room to spare and no errors: every request succeeds at once."""
-    [run] = simulate_overload(["full_jitter"], ["none"], rate=50, capacity=1000, error_rate=0,
-                              spike=1, seconds=40, seed=1)
+    [run] = simulate_overload(
+        ["full_jitter"], ["none"], rate=50, capacity=1000, error_rate=0, spike=1, seconds=40, seed=1
+    )
     assert run.succeeded == 1.0 and run.attempts == run.requests
     assert run.recovery_seconds == 0.0 and run.goodput_last_20s > 0.95
 
 
 def test_the_defaults_show_the_storm_and_its_cure():
     """Retries without a budget never recover from the spike; the token bucket does."""
-    runs = {(r.strategy, r.budget): r for r in simulate_overload(
-        ["none", "full_jitter"], ["none", "token_bucket"], seed=2026)}
+    runs = {
+        (r.strategy, r.budget): r
+        for r in simulate_overload(["none", "full_jitter"], ["none", "token_bucket"], seed=2026)
+    }
     storm = runs["full_jitter", "none"]
     assert storm.recovery_seconds is None and storm.goodput_last_20s < 0.05
     assert storm.amplification > 3.0  # near 1 + retries
@@ -71,8 +87,12 @@ def test_the_defaults_show_the_storm_and_its_cure():
 
 def test_retries_save_the_transient_errors_that_no_retry_loses():
     """Without a spike, 'none' loses about error_rate of the requests; retrying with a bucket loses none."""
-    runs = {r.strategy: r for r in simulate_overload(
-        ["none", "full_jitter"], ["token_bucket"], spike=1, seconds=30, seed=7)}
+    runs = {
+        r.strategy: r
+        for r in simulate_overload(
+            ["none", "full_jitter"], ["token_bucket"], spike=1, seconds=30, seed=7
+        )
+    }
     assert runs["none"].succeeded < 0.995
     assert runs["full_jitter"].succeeded > 0.9999
 

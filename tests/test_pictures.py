@@ -12,8 +12,16 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_picture_script_writes_every_picture(tmp_path):
     """--quick into a fresh directory: each picture the README shows is a non-empty PNG."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "pictures.py"), "--quick", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "pictures.py"),
+            "--quick",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     made = sorted(path.name for path in tmp_path.iterdir())

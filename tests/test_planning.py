@@ -82,6 +82,7 @@ def test_retry_count_ratio_is_the_long_run_ratio_of_counts():
     """Over a long time, count(r_new) / count(r) tends to log r / log r_new."""
     ratio = retry_count_ratio(2, 1.1)
     assert ratio == math.log(2) / math.log(1.1)
+
     def counts(elapsed):
         return retries_by(1, 1.1, elapsed) / retries_by(1, 2, elapsed)
 

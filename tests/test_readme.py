@@ -16,7 +16,7 @@ def shell_examples():
     for i, line in enumerate(lines):
         if line.strip().startswith("$ python -m backoff_iter"):
             expected = []
-            for following in lines[i + 1:]:
+            for following in lines[i + 1 :]:
                 if not following.startswith("    ") or following.strip().startswith("$"):
                     break
                 expected.append(following.strip())

@@ -48,7 +48,10 @@ def test_results_cover_every_strategy_and_client_count_in_order():
     """One Result per pair, strategies in the order asked, means as floats."""
     rows = simulate(["none", "full_jitter"], clients=[3, 6], runs=2, seed=1)
     assert [(r.strategy, r.clients) for r in rows] == [
-        ("none", 3), ("none", 6), ("full_jitter", 3), ("full_jitter", 6)
+        ("none", 3),
+        ("none", 6),
+        ("full_jitter", 3),
+        ("full_jitter", 6),
     ]
     assert all(isinstance(r.work, float) and isinstance(r.time, float) for r in rows)
 
@@ -60,14 +63,17 @@ def test_the_strategies_use_the_studys_parameters():
     assert list(islice(STRATEGIES["exponential"](5, 2000, rng), 3)) == [10.0, 20.0, 40.0]
     assert next(STRATEGIES["exponential"](5, 8, rng)) == 8.0
     firsts = [next(STRATEGIES["full_jitter"](5, 2000, rng)) for _ in range(500)]
-    assert 0 <= min(firsts) and max(firsts) <= 10 and max(firsts) > 9.5
+    assert min(firsts) >= 0 and max(firsts) <= 10 and max(firsts) > 9.5
     firsts = [next(STRATEGIES["decorrelated"](5, 2000, rng)) for _ in range(500)]
     assert 5 <= min(firsts) < 5.5 and 14.5 < max(firsts) <= 15
 
 
 def test_jitter_cuts_the_work_of_plain_exponential_backoff():
     """The study's finding, by a wide margin: without jitter, clients collide again and again."""
-    rows = {r.strategy: r.work for r in simulate(["exponential", "full_jitter"], clients=[50], runs=10, seed=2)}
+    rows = {
+        r.strategy: r.work
+        for r in simulate(["exponential", "full_jitter"], clients=[50], runs=10, seed=2)
+    }
     assert rows["exponential"] > 1.5 * rows["full_jitter"]
 
 

@@ -53,9 +53,7 @@ def test_exponential_is_the_formula_exactly(base, factor, cap):
 def test_linear_is_the_formula_exactly(base, step, cap):
     """linear yields min(cap, base + step * attempt), step defaulting to base."""
     expected_step = base if step is None else step
-    assert take(linear(base, step, cap=cap), 50) == formulas.linear(
-        base, expected_step, cap, 50
-    )
+    assert take(linear(base, step, cap=cap), 50) == formulas.linear(base, expected_step, cap, 50)
 
 
 def test_linear_does_not_drift_where_repeated_addition_would():
@@ -111,24 +109,16 @@ def test_smooth_jitter_is_pollys_formula_exactly(base, cap, seed):
 
 def test_default_factors_are_the_aws_ones():
     """full and equal jitter double by default; decorrelated triples."""
-    assert take(full_jitter(1, rng=Random(1)), 9) == formulas.full_jitter(
-        1, INF, 2, 9, Random(1)
-    )
-    assert take(equal_jitter(1, rng=Random(1)), 9) == formulas.equal_jitter(
-        1, INF, 2, 9, Random(1)
-    )
-    assert take(decorrelated(1, rng=Random(1)), 9) == formulas.decorrelated(
-        1, INF, 3, 9, Random(1)
-    )
+    assert take(full_jitter(1, rng=Random(1)), 9) == formulas.full_jitter(1, INF, 2, 9, Random(1))
+    assert take(equal_jitter(1, rng=Random(1)), 9) == formulas.equal_jitter(1, INF, 2, 9, Random(1))
+    assert take(decorrelated(1, rng=Random(1)), 9) == formulas.decorrelated(1, INF, 3, 9, Random(1))
 
 
 # -- bounds, monotonicity, the cap ------------------------------------------
 
 
 @given(bases, factors, caps)
-def test_deterministic_strategies_never_decrease_and_never_pass_the_cap(
-    base, factor, cap
-):
+def test_deterministic_strategies_never_decrease_and_never_pass_the_cap(base, factor, cap):
     """exponential, linear and fibonacci are non-decreasing and bounded by cap."""
     for values in (
         take(exponential(base, factor, cap=cap), 200),
@@ -148,8 +138,7 @@ def test_jitters_stay_inside_their_windows(base, cap, seed):
     assert all(0 <= d <= t for d, t in zip(full, windows))
     assert all(t / 2 <= d <= t for d, t in zip(equal, windows))
     assert all(
-        min(base, cap) <= d <= cap
-        for d in take(decorrelated(base, cap, rng=Random(seed)), 60)
+        min(base, cap) <= d <= cap for d in take(decorrelated(base, cap, rng=Random(seed)), 60)
     )
     assert all(0 <= d <= cap for d in take(smooth_jitter(base, cap, rng=Random(seed)), 60))
 
@@ -248,7 +237,7 @@ def test_decorrelated_is_uniform_between_base_and_three_times_the_last_sleep():
     samples = []
     for seed in range(N_SAMPLES // 8):
         values = take(decorrelated(1, rng=Random(seed)), 8)
-        previous = [1.0] + values[:-1]
+        previous = [1.0, *values[:-1]]
         samples += normalised(values, [(1.0, 3 * p) for p in previous])
     assert ks_distance_from_uniform(samples) < KS_LIMIT
 
@@ -455,9 +444,7 @@ BAD = [
     BAD,
     ids=[f"{s.__name__}-{k}" for s, k, _, _ in BAD],
 )
-def test_bad_arguments_raise_at_the_call_naming_parameter_and_value(
-    strategy, kwargs, error, name
-):
+def test_bad_arguments_raise_at_the_call_naming_parameter_and_value(strategy, kwargs, error, name):
     """The call itself raises (no next() needed), naming the parameter and the value."""
     with pytest.raises(error) as raised:
         strategy(**kwargs)

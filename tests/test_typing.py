@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-import types
 import sys
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -14,10 +14,17 @@ def test_package_and_public_api_pass_mypy_strict():
     """mypy --strict finds nothing in backoff_iter/ nor in a file that uses every public name."""
     result = subprocess.run(
         [
-            sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-            "backoff_iter", "tests/typing_check.py",
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "backoff_iter",
+            "tests/typing_check.py",
         ],
-        cwd=ROOT, capture_output=True, text=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -25,9 +32,18 @@ def test_package_and_public_api_pass_mypy_strict():
 def test_package_and_public_api_pass_pyright():
     """pyright finds nothing either, and flags an unneeded ignore (so @retry's kept signature is checked)."""
     result = subprocess.run(
-        [sys.executable, "-m", "pyright", "--pythonpath", sys.executable,
-         "-p", "tests/pyrightconfig.json"],
-        cwd=ROOT, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pyright",
+            "--pythonpath",
+            sys.executable,
+            "-p",
+            "tests/pyrightconfig.json",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -37,7 +53,8 @@ def test_every_public_name_is_exported_and_typed():
     import backoff_iter
 
     assert sorted(backoff_iter.__all__) == sorted(
-        name for name, value in vars(backoff_iter).items()
+        name
+        for name, value in vars(backoff_iter).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     )
     assert (ROOT / "backoff_iter" / "py.typed").exists()

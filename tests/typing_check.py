@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import islice
 from random import Random
-from typing import Iterator, List
 
 import backoff_iter
 from backoff_iter import (
     Attempt,
     aretrying,
-    retry,
-    retrying,
     attempts,
     capped,
     constant,
@@ -24,12 +22,14 @@ from backoff_iter import (
     jittered,
     linear,
     plan,
+    retry,
+    retrying,
     simulate,
     smooth_jitter,
     within,
 )
 
-schedules: List[Iterator[float]] = [
+schedules: list[Iterator[float]] = [
     constant(0.5),
     linear(1, 0.5, cap=10),
     exponential(0.1, 2, cap=30),
@@ -42,7 +42,7 @@ schedules: List[Iterator[float]] = [
 shaped: Iterator[float] = within(capped(jittered(exponential(1), 0.1), 30), 120)
 totals: Iterator[float] = elapsed(islice(decorrelated(1), 5))
 numbers: Iterator[int] = attempts(shaped, sleep=lambda seconds: None)
-names: List[str] = backoff_iter.__all__
+names: list[str] = backoff_iter.__all__
 
 
 def fetch() -> bytes:

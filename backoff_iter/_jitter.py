@@ -1,0 +1,100 @@
+"""Jitter: the random sources and the kernels that spread a delay, in one room.
+
+Used by the jittered strategies and by :func:`backoff_iter.jittered`.  Every
+kernel is the issue's formula, ``uniform(a, b)`` being ``a + (b - a) *
+random()`` as :meth:`random.Random.uniform` computes it, so the values are
+those of the formulas bit for bit.  None ever yields NaN: an infinite delay
+stays infinite (``uniform(0, inf)`` with a draw of exactly 0 is 0).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterable, Iterator
+from itertools import repeat
+from operator import add, mul
+from typing import Any, cast
+
+from more_itertools import repeatfunc
+
+from . import _checks
+
+_INF = math.inf
+
+
+def random_source(rng: Any) -> Callable[[], float]:
+    """A zero-argument function drawing uniformly from [0, 1).
+
+    ``None`` means the module-level :func:`random.random`.  Any object with a
+    ``random()`` method (such as :class:`random.Random`) is used through it;
+    an object that only has ``uniform(a, b)`` is used as ``uniform(0, 1)``.
+    Both give the same floats as ``rng.uniform(a, b)`` does.
+    """
+    if rng is None:
+        return random.random
+    draw = getattr(rng, "random", None)
+    if callable(draw):
+        return draw  # type: ignore[no-any-return]
+    uniform = getattr(rng, "uniform", None)
+    if callable(uniform):
+        return lambda: float(cast(Callable[[float, float], float], uniform)(0.0, 1.0))
+    raise _checks.ArgumentTypeError(
+        f"rng must be None or have a random() or uniform(a, b) method, got {rng!r}"
+    )
+
+
+def draws(rng: Any) -> Iterator[float]:
+    """An endless stream of uniform draws from [0, 1), all in C."""
+    return repeatfunc(random_source(rng))
+
+
+def full_finite(delays: Iterable[float], draws: Iterator[float]) -> Iterator[float]:
+    """``uniform(0, d)`` for finite delays: exactly ``d * random()``, at C speed."""
+    return map(mul, delays, draws)
+
+
+def full(delays: Iterable[float], draw: Callable[[], float]) -> Iterator[float]:
+    """``uniform(0, d)`` for any delay, ``inf`` included."""
+    for delay in delays:
+        value = delay * draw()
+        yield value if value == value else 0.0  # inf * 0.0 is NaN: the draw was 0
+
+
+def full_of_infinity(draws: Iterator[float]) -> Iterator[float]:
+    """``uniform(0, inf)`` forever: inf, or 0.0 for a draw of exactly 0."""
+    return map(_infinity_or_zero, draws)
+
+
+def _infinity_or_zero(draw: float) -> float:
+    return _INF if draw > 0.0 else 0.0
+
+
+def equal(delays: Iterable[float], draw: Callable[[], float]) -> Iterator[float]:
+    """``d/2 + uniform(0, d/2)``, which is ``h + h * random()`` with ``h = d * 0.5``."""
+    for delay in delays:
+        half = delay * 0.5
+        if half == _INF:
+            draw()  # the draw is made, as for any delay
+            yield _INF
+        else:
+            yield half + half * draw()
+
+
+def equal_forever(delay: float, draws: Iterator[float]) -> Iterator[float]:
+    """:func:`equal` of one delay repeated, at C speed (``inf`` stays ``inf``)."""
+    half = delay * 0.5
+    if half == _INF:
+        return map(add, repeat(_INF), draws)  # inf + u is inf, never NaN
+    return map(add, repeat(half), map(mul, repeat(half), draws))
+
+
+def spread(delays: Iterable[float], fraction: float, draw: Callable[[], float]) -> Iterator[float]:
+    """``uniform(d·(1-f), d·(1+f))``: plus or minus the fraction *f*."""
+    for delay in delays:
+        low = delay * (1.0 - fraction)
+        if delay == _INF:  # inf * (1 - f) - inf would be NaN
+            chance = draw()
+            yield _INF if fraction < 1.0 else _infinity_or_zero(chance)
+            continue
+        yield low + (delay * (1.0 + fraction) - low) * draw()
