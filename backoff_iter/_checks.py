@@ -48,7 +48,10 @@ def number(name: str, value: object) -> float:
     try:
         return float(value)  # type: ignore[arg-type]
     except OverflowError:
-        raise ArgumentValueError(f"{name} is too large for a float, got {value!r}") from None
+        digits = len(str(abs(value)))  # type: ignore[call-overload]
+        raise ArgumentValueError(
+            f"{name} is too large for a float, got an integer of {digits} digits"
+        ) from None
     except ValueError:  # Decimal('sNaN')
         raise ArgumentValueError(f"{name} must be a number, got {value!r}") from None
 
@@ -70,7 +73,7 @@ def seconds(name: str, value: object, *, infinite: bool = False) -> float:
         raise ArgumentValueError(f"{name} must be a non-negative number, got {value!r}")
     if not infinite and result == math.inf:
         raise ArgumentValueError(f"{name} must be finite, got {value!r}")
-    return result
+    return result + 0.0  # -0.0 becomes 0.0
 
 
 def factor(name: str, value: object, *, above_one: bool = False) -> float:

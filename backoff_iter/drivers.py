@@ -347,7 +347,7 @@ class _Policy:
 def _check_budget(budget: object) -> None:
     for method in ("record_success", "record_failure", "try_retry"):
         if not callable(getattr(budget, method, None)):
-            raise TypeError(
+            raise _checks.ArgumentTypeError(
                 "budget must have record_success(), record_failure() and"
                 f" try_retry() methods (a TokenBucket or a RetryBudget), got {budget!r}"
             )

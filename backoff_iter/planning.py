@@ -43,9 +43,10 @@ def elapsed_after(base: float, factor: float, sleeps: int) -> float:
     a = _positive("base", base)
     r = _checks.factor("factor", factor)
     n = _checks.count("sleeps", sleeps)
+    as_float = _checks.number("sleeps", n)  # a count beyond floats is an error, not OverflowError
     if r == 1.0:
-        return a * n
-    exponent = n * math.log(r)
+        return a * as_float
+    exponent = as_float * math.log(r)
     try:
         if exponent < 1.0:  # r**n - 1 would cancel; expm1 keeps the digits
             return a * math.expm1(exponent) / (r - 1.0)

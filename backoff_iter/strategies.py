@@ -184,13 +184,20 @@ def exponential(base: float = 1.0, factor: float = 2.0, *, cap: float = _INF) ->
 
 def _fibonacci_floats() -> tuple[float, ...]:
     numbers = [1.0, 1.0]
-    while numbers[-1] < _INF:
+    while numbers[-1] + numbers[-2] < _INF:
         numbers.append(numbers[-1] + numbers[-2])
     return tuple(numbers)
 
 
-# 1, 1, 2, 3, 5, ... as floats, up to and including the first inf (about 1,500
-# items).  Floats, so no giant integers; exact up to 2**53.
+def _adding(previous: float, last: float) -> Iterator[float]:
+    """The Fibonacci recurrence on values already scaled by the base."""
+    while True:
+        previous, last = last, previous + last
+        yield last
+
+
+# 1, 1, 2, 3, 5, ... as floats, every one a float holds (about 1,500 items).
+# Floats, so no giant integers; exact up to 2**53.
 _FIBONACCI = _fibonacci_floats()
 
 
@@ -205,7 +212,11 @@ def fibonacci(base: float = 1.0, *, cap: float = _INF) -> Iterator[float]:
     cap = _checks.seconds("cap", cap, infinite=True)
     if base == 0.0 or base >= cap:
         return repeat(min(base, cap))
-    return _rising(map(mul, repeat(base), _FIBONACCI), cap)
+    # base * F(n) as the formula says while F(n) is a float; past that (only a
+    # tiny base gets there below the cap) the scaled values add up themselves.
+    scaled = map(mul, repeat(base), _FIBONACCI)
+    beyond = _adding(base * _FIBONACCI[-2], base * _FIBONACCI[-1])
+    return _rising(chain(scaled, beyond), cap)
 
 
 # -- jittered strategies ----------------------------------------------------
@@ -335,14 +346,37 @@ def _smooth(base: float, cap: float, draw: Callable[[], float]) -> Iterator[floa
     previous = 0.0
     for attempt in count():
         t = attempt + draw()
-        if t >= _SMOOTH_LAST_T:
-            break
+        if t >= _SMOOTH_LAST_T:  # g(t) outgrows a float: go on with scaled values
+            yield from _smooth_scaled(base / _SMOOTH_SCALE, previous, t, attempt, cap, draw)
+            return
         current = 2.0**t * tanh(sqrt(_SMOOTH_P * t))
         delay = (current - previous) * base / _SMOOTH_SCALE
         if not delay < cap:
             break
         yield delay
         previous = current
+    yield from repeat(cap)
+
+
+def _smooth_scaled(
+    scale: float, previous: float, t: float, attempt: int, cap: float, draw: Callable[[], float]
+) -> Iterator[float]:
+    """The same formula past t = 1024 (only a tiny base gets there below the cap),
+    on ``g(t) * scale``: ``2**t`` is applied by ``ldexp`` to the scaled value."""
+    previous *= scale
+    while True:
+        whole = math.floor(t)
+        try:
+            current = math.ldexp(scale * math.tanh(math.sqrt(_SMOOTH_P * t)) * 2.0 ** (t - whole), whole)
+        except OverflowError:
+            break
+        delay = current - previous
+        if not delay < cap:
+            break
+        yield delay
+        previous = current
+        attempt += 1
+        t = attempt + draw()
     yield from repeat(cap)
 
 

@@ -8,6 +8,7 @@ import math
 import threading
 
 import pytest
+from checks import rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -218,5 +219,4 @@ def test_a_refused_retry_reraises_the_failure_itself():
 )
 def test_bad_arguments_name_the_parameter(make, name):
     """Out-of-range budget arguments and non-budgets are rejected at once."""
-    with pytest.raises((TypeError, ValueError), match=name):
-        make()
+    rejects(make, (TypeError, ValueError), name)

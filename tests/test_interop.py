@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import count, islice
 
 import pytest
+from checks import rejects
 
 from backoff_iter import TokenBucket, constant, exponential
 from backoff_iter.interop import RetryTransport, Urllib3Retry, backoff_wait_gen, tenacity_wait
@@ -408,8 +409,7 @@ def test_httpx_shares_the_drivers_deadline_and_budget():
 )
 def test_bad_arguments_name_the_parameter(make, word):
     """A non-callable factory, or one that is an iterator, fails at construction."""
-    with pytest.raises((TypeError, ValueError), match=word):
-        make()
+    rejects(make, (TypeError, ValueError), word)
 
 
 def test_a_factory_returning_a_non_iterable_names_it():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from checks import rejects
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,5 +132,4 @@ def test_progress_reports_shares_up_to_one():
 )
 def test_bad_arguments_name_the_parameter(options, error, word):
     """Out-of-range rates, spikes and unknown names are rejected before any run."""
-    with pytest.raises(error, match=word):
-        simulate_overload(**options)
+    rejects(lambda: simulate_overload(**options), error, word)

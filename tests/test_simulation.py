@@ -6,6 +6,7 @@ import random
 from itertools import islice
 
 import pytest
+from checks import rejects
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,5 +91,4 @@ def test_jitter_cuts_the_work_of_plain_exponential_backoff():
 )
 def test_bad_arguments_are_rejected_before_any_run(call, error, word):
     """Unknown strategies, non-positive counts and negative parameters raise at once."""
-    with pytest.raises(error, match=word):
-        call()
+    rejects(call, error, word)

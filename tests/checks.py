@@ -1,0 +1,17 @@
+"""The one check behind every "bad arguments" table of the suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from backoff_iter import ArgumentTypeError, ArgumentValueError
+
+
+def rejects(call, error, *words):
+    """call() raises *error* at once: one of this library's argument errors (so the
+    command line reports it as bad usage), its message holding every word."""
+    with pytest.raises(error) as raised:
+        call()
+    assert isinstance(raised.value, (ArgumentValueError, ArgumentTypeError)), raised.value
+    for word in words:
+        assert word in str(raised.value), (word, str(raised.value))
