@@ -48,7 +48,7 @@ def number(name: str, value: object) -> float:
     try:
         return float(value)  # type: ignore[arg-type]
     except OverflowError:
-        digits = len(str(abs(value)))  # type: ignore[call-overload]
+        digits = len(str(abs(value)))  # type: ignore[arg-type]
         raise ArgumentValueError(
             f"{name} is too large for a float, got an integer of {digits} digits"
         ) from None

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from . import _checks
 from .budgets import Budget, RetryBudget, TokenBucket
-from .strategies import STRATEGIES, make
+from .strategies import STRATEGIES, maker
 
 __all__ = ["BUDGETS", "OverloadRun", "simulate_overload"]
 
@@ -66,7 +66,8 @@ class OverloadRun(NamedTuple):
     series: dict[str, list[int]]  #: per second: arrivals, attempts, goodput
 
 
-# Events on the heap: (time, order, kind, request, attempt number).
+# Events on the heap: (time, kind, request, attempt number, schedule); a tie goes by
+# kind, then request, which no two events of one request share.
 _SEND, _SUCCESS, _FAILURE = 0, 1, 2
 
 
@@ -171,72 +172,94 @@ class _Model(NamedTuple):
     ) -> OverloadRun:
         now = 0.0
         budget = BUDGETS[budget_name](lambda: now)
-        length = math.ceil(self.seconds)
+        seconds = self.seconds
+        length = math.ceil(seconds)
         arrivals, sent, goodput = [0] * length, [0] * length, [0] * length
         retries = 0 if strategy == "none" else self.retries
-        schedules: dict[int, Iterator[float]] = {}
+        fresh = (
+            None if strategy == "none" else maker(strategy, base=self.base, cap=self.cap, rng=rng)
+        )
         service = 1.0 / self.capacity
         timeout, error_rate = self.timeout, self.error_rate
-        _spike_start, _spike_end = self.spike_at, self.spike_at + self.spike_for
         draw, expovariate = rng.random, rng.expovariate
         push, pop = heapq.heappush, heapq.heappop
-        events: list[tuple[float, int, int, int, int]] = []
-        order = 0  # ties break in the order events were made
+        # (time, kind, request, attempt number, the request's schedule once it failed)
+        events: list[tuple[float, int, int, int, Iterator[float] | None]] = []
         free = 0.0  # when the server is next idle
         requests = attempts = succeeded = failed = 0
-        next_arrival = self._arrival_after(0.0, expovariate)
-        report_every = max(1.0, self.seconds / 100)
-        report_at = report_every
-        while True:
-            if events and (events[0][0] <= next_arrival or next_arrival >= self.seconds):
-                now, _, kind, request, number = pop(events)
-            elif next_arrival < self.seconds:
-                now, kind, request, number = next_arrival, _SEND, requests, 0
+        # The arrival rate is piecewise constant: (rate, until) for each phase.
+        phases = iter(
+            [
+                (self.rate, self.spike_at),
+                (self.rate * self.spike, self.spike_at + self.spike_for),
+                (self.rate, math.inf),
+            ]
+        )
+        rate = boundary = 0.0
+
+        def arrival_past_boundary() -> float:
+            """The first arrival after the rate changes: a memoryless process
+            draws afresh from the change, at the new rate."""
+            nonlocal rate, boundary
+            arrival = boundary
+            while arrival >= boundary:
+                start, (rate, boundary) = boundary, next(phases)
+                arrival = start + expovariate(rate)
+            return arrival
+
+        next_arrival = arrival_past_boundary()
+        report_every = max(1.0, seconds / 100)
+        report_at = report_every if progress is not None else math.inf
+        while True:  # the next event, or the next arrival, whichever comes first
+            if events and (events[0][0] <= next_arrival or next_arrival >= seconds):
+                now, kind, request, number, schedule = pop(events)
+            elif next_arrival < seconds:
+                now, kind, request, number, schedule = next_arrival, _SEND, requests, 0, None
                 requests += 1
-                if now < length:
-                    arrivals[int(now)] += 1
-                next_arrival = self._arrival_after(now, expovariate)
+                arrivals[int(now)] += 1
+                next_arrival = now + expovariate(rate)
+                if next_arrival >= boundary:
+                    next_arrival = arrival_past_boundary()
             else:
                 break
-            if progress is not None and now >= report_at:
-                progress(strategy, budget_name, min(1.0, now / self.seconds))
+            if now >= report_at:
+                progress(strategy, budget_name, min(1.0, now / seconds))  # type: ignore[misc]
                 report_at = now + report_every
             if kind == _SEND:
                 attempts += 1
-                if now < length:
-                    sent[int(now)] += 1
+                second = int(now)
+                if second < length:
+                    sent[second] += 1
                 if draw() < error_rate:
-                    push(events, (now, order, _FAILURE, request, number))
-                else:
-                    free = (free if free > now else now) + service
-                    if free - now > timeout:
-                        push(events, (now + timeout, order, _FAILURE, request, number))
-                    else:
-                        push(events, (free, order, _SUCCESS, request, number))
-                order += 1
-            elif kind == _SUCCESS:
-                succeeded += 1
-                if now < length:
-                    goodput[int(now)] += 1
-                if budget is not None:
-                    budget.record_success(number == 0)
-                schedules.pop(request, None)
-            else:
+                    push(events, (now, _FAILURE, request, number, schedule))
+                    continue
+                free = (free if free > now else now) + service
+                if free - now > timeout:
+                    push(events, (now + timeout, _FAILURE, request, number, schedule))
+                    continue
+                if budget is not None:  # the budget must hear of it in time order
+                    push(events, (free, _SUCCESS, request, number, schedule))
+                    continue
+                now = free  # nothing else hears of a success: count it at once
+            elif kind == _FAILURE:
                 if budget is not None:
                     budget.record_failure(number == 0)
                 if number < retries:
-                    schedule = schedules.get(request)
-                    if schedule is None:
-                        schedule = schedules[request] = make(
-                            strategy, base=self.base, cap=self.cap, rng=rng
-                        )
+                    if schedule is None:  # its first failure: the request's own generator
+                        schedule = fresh()  # type: ignore[misc]
                     delay = next(schedule)
                     if budget is None or budget.try_retry(None):
-                        push(events, (now + delay, order, _SEND, request, number + 1))
-                        order += 1
+                        push(events, (now + delay, _SEND, request, number + 1, schedule))
                         continue
                 failed += 1
-                schedules.pop(request, None)
+                continue
+            elif budget is not None:
+                budget.record_success(number == 0)
+            # A success, at `now`.
+            succeeded += 1
+            second = int(now)
+            if second < length:
+                goodput[second] += 1
         if progress is not None:
             progress(strategy, budget_name, 1.0)
         if succeeded + failed != requests:  # pragma: no cover - the model's own invariant
@@ -244,23 +267,6 @@ class _Model(NamedTuple):
         return self._figures(
             strategy, budget_name, requests, attempts, succeeded, arrivals, sent, goodput
         )
-
-    def _arrival_after(self, now: float, expovariate: Callable[[float], float]) -> float:
-        """The next arrival of the Poisson process, whose rate changes at the spike."""
-        while True:
-            spiking = self.spike_at <= now < self.spike_at + self.spike_for
-            rate = self.rate * (self.spike if spiking else 1.0)
-            boundary = (
-                self.spike_at + self.spike_for
-                if spiking
-                else self.spike_at
-                if now < self.spike_at
-                else math.inf
-            )
-            arrival = now + expovariate(rate)
-            if arrival < boundary:
-                return arrival
-            now = boundary  # memoryless: draw afresh at the new rate
 
     def _figures(
         self,

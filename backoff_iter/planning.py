@@ -50,7 +50,8 @@ def elapsed_after(base: float, factor: float, sleeps: int) -> float:
     try:
         if exponent < 1.0:  # r**n - 1 would cancel; expm1 keeps the digits
             return a * math.expm1(exponent) / (r - 1.0)
-        return a * (r**n - 1.0) / (r - 1.0)
+        # a / (r - 1) first: a * r**n may pass the largest float when the sum does not
+        return a / (r - 1.0) * (r**n - 1.0)
     except OverflowError:
         return math.inf
 
@@ -82,7 +83,10 @@ def retries_by(base: float, factor: float, elapsed: float) -> float:
     t = _checks.seconds("elapsed", elapsed, infinite=True)
     if r == 1.0:
         return t / a
-    return math.log1p((r - 1.0) * t / a) / math.log(r)
+    x = (r - 1.0) * (t / a)
+    if x == math.inf and t < math.inf:  # beyond floats, where log1p(x) is log(x)
+        return (math.log(r - 1.0) + math.log(t) - math.log(a)) / math.log(r)
+    return math.log1p(x) / math.log(r)
 
 
 def factor_for_ratio(ratio: float) -> float:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterable, Iterator
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from itertools import chain, count, repeat, takewhile
 from operator import add, mul
 from typing import Any, Callable
@@ -367,7 +367,9 @@ def _smooth_scaled(
     while True:
         whole = math.floor(t)
         try:
-            current = math.ldexp(scale * math.tanh(math.sqrt(_SMOOTH_P * t)) * 2.0 ** (t - whole), whole)
+            current = math.ldexp(
+                scale * math.tanh(math.sqrt(_SMOOTH_P * t)) * 2.0 ** (t - whole), whole
+            )
         except OverflowError:
             break
         delay = current - previous
@@ -421,11 +423,17 @@ def make(name: str, **options: Any) -> Iterator[float]:
     >>> list(islice(make("constant", base=0.5, cap=3), 2))
     [0.5, 0.5]
     """
+    return maker(name, **options)()
+
+
+def maker(name: str, **options: Any) -> Callable[[], Iterator[float]]:
+    """A zero-argument function making strategy *name* with those *options*:
+    the options are sorted out once, for a simulator that makes thousands."""
     taken = parameters(name)
     kwargs = {key: value for key, value in options.items() if key in taken}
     if name == "constant" and "base" in kwargs:
         kwargs["delay"] = kwargs.pop("base")
-    return STRATEGIES[name](**kwargs)
+    return partial(STRATEGIES[name], **kwargs)
 
 
 def _known(name: str) -> str:

@@ -26,6 +26,7 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]  # these modules, then this checkou
 
 import delays
 import drivers
+import overload
 
 GOAL_TO_REFERENCE = 1.3  # each strategy within 1.3x of its hand-written generator
 PEERS = ("backoff", "tenacity", "stamina", "google-api-core")
@@ -133,6 +134,7 @@ def report(quick: bool) -> list[str]:
     memory_values = 20_000 if quick else 1_000_000
     calls = 2_000 if quick else 50_000
     imports_repeats = 3 if quick else 15
+    storm_seconds = 15.0 if quick else 120.0
 
     started = time.perf_counter()
     out = environment()
@@ -210,6 +212,29 @@ def report(quick: bool) -> list[str]:
         f" (best of {imports_repeats} runs). Goal: no more than ``import tenacity``.",
         "",
     ]
+    out += [
+        "",
+        f"**Overload simulator**: simulated attempts per second of wall time ({storm_seconds:g} s of"
+        " the default storm, full jitter, no budget), against a plain ``heapq`` loop of the"
+        " same model written in ``benchmarks/overload.py``. Goal: at least as fast.",
+        "",
+    ]
+    speeds = overload.attempts_per_second(storm_seconds, 2 if quick else 5)
+    reference = speeds["plain heapq loop"]
+    out += table(
+        ["simulator", "attempts/s", "x plain loop", "goal"],
+        [
+            [
+                name,
+                f"{speed:,.0f}",
+                f"{speed / reference:.2f}x",
+                ("ok" if speed >= reference else "MISSED")
+                if name.startswith("backoff_iter")
+                else "",
+            ]
+            for name, speed in speeds.items()
+        ],
+    )
     times = import_times(imports_repeats)
     tenacity_ms = times.get("tenacity")
     rows = []

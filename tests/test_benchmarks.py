@@ -8,12 +8,6 @@ from importlib import util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS = {
-    "backoff": "backoff",
-    "tenacity": "tenacity",
-    "stamina": "stamina",
-    "google-api-core": "google.api_core",
-}
 
 
 def installed(module):
@@ -23,32 +17,66 @@ def installed(module):
         return False
 
 
+def rows(out):
+    """The first cell of every table row (lines between a table's rules), to its cells."""
+    found = {}
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("=") and i + 2 < len(lines) and lines[i + 2].startswith("="):
+            header = lines[i + 1]
+            j = i + 3
+            while j < len(lines) and not lines[j].startswith("="):
+                cells = [c for c in lines[j].split("  ") if c.strip()]
+                found[(header.split()[0], cells[0].strip())] = [c.strip() for c in cells[1:]]
+                j += 1
+    return found
+
+
 def test_quick_benchmark_prints_every_row(tmp_path):
-    """Every strategy, every installed peer, every driver and the reST output appear."""
+    """Every strategy, every installed peer, every driver and the reST output appear as table rows."""
     rst = tmp_path / "bench.rst"
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--rst", str(rst)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout
+    table = rows(out)
     for strategy in ("exponential", "full_jitter", "equal_jitter", "decorrelated"):
-        assert f"\n{strategy} " in out
-        assert f"backoff_iter {strategy}" in out  # flat-cost and memory rows
+        assert ("strategy", strategy) in table
+        assert ("contender", f"backoff_iter {strategy}") in table  # flat cost and memory
     for driver in (
-        "bare call",
+        "bare call (no retry)",
         "hand-written try/except loop",
         "backoff_iter @retry",
+        "backoff_iter @retry, TokenBucket",
         "backoff_iter retrying() loop",
+        "backoff_iter module-level policy",
+        "backoff_iter async @retry",
+        "backoff_iter aretrying() loop",
     ):
-        assert driver in out
-    for peer, module in PEERS.items():
+        assert ("driver", driver) in table, driver
+    peers = {
+        "backoff": "backoff",
+        "tenacity": "tenacity",
+        "stamina": "stamina",
+        "google-api-core Retry": "google.api_core",
+    }
+    for peer, module in peers.items():
         if installed(module):
-            assert f"\n{peer}" in out or f"{peer} " in out
+            assert ("driver", peer) in table, peer
+    assert ("module", "backoff_iter") in table and ("module", "tenacity") in table
+    assert ("simulator", "backoff_iter overload") in table
     assert "Machine:" in out and "Versions:" in out
     assert rst.read_text() == out
+
+
+def test_the_row_reader_sees_rows_not_headers():
+    """rows() finds a driver's row, and not a name that only appears in a header or prose."""
+    text = "Versions: tenacity 9\n\n=====  ==\ndriver  ns\n=====  ==\nstamina  5\n=====  ==\n"
+    assert rows(text) == {("driver", "stamina"): ["5"]}
 
 
 def test_rst_output_replaces_only_the_marked_section(tmp_path):

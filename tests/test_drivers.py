@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 import traceback
 from itertools import islice
 
@@ -1028,3 +1029,33 @@ def test_results_hints_budgets_and_factories_follow_the_model(
     assert time.slept == sleeps
     assert outcome is script[final] or outcome == script[final]
     assert bucket.tokens == tokens / 1000
+
+
+def test_a_non_callable_clock_is_rejected():
+    """clock= must be callable, named in the error."""
+    rejects(lambda: retrying([1.0], clock=5), TypeError, "clock", "5")
+    rejects(lambda: retry([1.0], clock="now"), TypeError, "clock")
+
+
+def test_whole_number_checks_reject_bools():
+    """True is not a count of 1."""
+    from backoff_iter import _checks
+
+    rejects(lambda: _checks.count("runs", True), TypeError, "runs", "True")
+    assert _checks.count("runs", 3) == 3
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="ExceptionGroup is new in Python 3.11")
+def test_an_exception_group_is_not_matched_by_its_members_class():
+    """on=ConnectionError lets an ExceptionGroup of them pass; the README's predicate retries it."""
+    group = ExceptionGroup("task group", [ConnectionError("reset")])  # noqa: F821
+    with pytest.raises(ExceptionGroup):  # noqa: F821
+        run_loop([0.0], Operation([group]), FakeTime(), on=ConnectionError)
+
+    def on(exc):
+        return isinstance(exc, ConnectionError) or (
+            isinstance(exc, BaseExceptionGroup)  # noqa: F821
+            and exc.subgroup(ConnectionError) is not None
+        )
+
+    assert run_loop([0.0], Operation([group]), FakeTime(), on=on) == "ok"

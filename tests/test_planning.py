@@ -108,3 +108,33 @@ def test_retry_count_ratio_is_the_long_run_ratio_of_counts():
 def test_bad_arguments_name_the_parameter(call, error, name):
     """Each plan function rejects bad input, naming the parameter."""
     rejects(call, error, name)
+
+
+def test_plan_corrects_a_log_guess_that_is_one_too_high(monkeypatch):
+    """plan settles the count downward when retries_by's floor overshoots."""
+    from backoff_iter import planning
+
+    real = planning.retries_by
+    monkeypatch.setattr(planning, "retries_by", lambda a, r, t: real(a, r, t) + 2.0)
+    assert planning.plan(1, 2, 20).retries == 4
+    monkeypatch.setattr(planning, "retries_by", lambda a, r, t: real(a, r, t) - 2.0)
+    assert planning.plan(1, 2, 20).retries == 4
+
+
+def test_overflowing_plans_give_inf_not_an_error():
+    """Sums and sleeps beyond floats are inf; a count beyond floats names sleeps."""
+    assert elapsed_after(1, 2, 5000) == math.inf
+    assert retries_by(1e-300, 2, 1e300) == pytest.approx(600 * math.log2(10), rel=1e-12)
+    huge = plan(1e300, 10, 1.7e308)  # (r - 1) T / a fits, its sleep after does not
+    assert (huge.retries, huge.sleep_after) == (9, math.inf)
+    from backoff_iter.planning import _sleep_number
+
+    assert _sleep_number(1, 2, 5000) == math.inf
+    rejects(lambda: elapsed_after(1, 1.5, 10**400), ValueError, "sleeps")
+
+
+def test_factor_one_is_linear_and_solved_in_closed_form():
+    """plan(1, 1, 1e25) returns at once: 1e25 sleeps of 1 s."""
+    result = plan(1, 1, 1e25)
+    assert result.retries == int(1e25) and result.sleep_after == 1.0
+    assert plan(2, 1, 7) == plan(2, 1, 7)._replace(retries=3, elapsed=6.0, sleep_before=2.0)

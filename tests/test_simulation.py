@@ -92,3 +92,31 @@ def test_jitter_cuts_the_work_of_plain_exponential_backoff():
 def test_bad_arguments_are_rejected_before_any_run(call, error, word):
     """Unknown strategies, non-positive counts and negative parameters raise at once."""
     rejects(call, error, word)
+
+
+class ScriptedRng:
+    """gauss() returns the scripted hop times in turn (the simulator takes abs())."""
+
+    def __init__(self, hops):
+        self.hops = iter(hops)
+
+    def gauss(self, mean, sd):
+        return next(self.hops)
+
+
+def test_time_is_the_latest_success_reply_not_the_last_one_processed():
+    """Client 0's reply comes at 62 ms, client 1's (processed later) at 15 ms: time is 62."""
+    from backoff_iter.simulation import STRATEGIES, _run
+
+    # Reads reach the server at 10 and 12 ms; client 0 writes at 12 (reply +50),
+    # client 1 writes at 14 (reply +1).
+    rng = ScriptedRng([10, 12, 1, 1, 50, 1, 1, 1])
+    run = _run(STRATEGIES["none"], 2, rng, 5.0, 2000.0)
+    assert run == (2, 62.0, 2)
+
+
+def test_every_strategy_of_the_library_is_in_the_study():
+    """The study's registry follows the library's: adding a strategy there adds it here."""
+    from backoff_iter.strategies import STRATEGIES as LIBRARY
+
+    assert set(STRATEGIES) == {"none", *LIBRARY}

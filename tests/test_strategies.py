@@ -458,3 +458,100 @@ def test_numbers_of_other_types_are_accepted_as_floats():
     assert values == [0.5, 1.0, 2.0, 3.0]
     assert all(type(v) is float for v in values)
     assert all(type(v) is float for v in take(linear(1, 2), 3))
+
+
+# -- a hostile probe's edge cases ------------------------------------------------------
+
+
+class ZeroRandom:
+    """An rng whose every draw is exactly 0.0 (legal: random() is in [0, 1))."""
+
+    def random(self):
+        return 0.0
+
+
+def test_no_strategy_or_adaptor_ever_yields_nan():
+    """Infinite delays meet draws of 0 and fractions of 1: never inf * 0 = NaN."""
+    from backoff_iter import jittered
+
+    cases = [
+        nth(jittered(exponential(1), 0.1, rng=Random(1)), 1024),
+        *jittered([INF], 0.5, rng=Random(1)),
+        *jittered([INF, INF], 1.0, rng=ZeroRandom()),
+        *jittered([INF], "full", rng=ZeroRandom()),
+        *jittered([INF], "equal", rng=ZeroRandom()),
+        nth(full_jitter(1, rng=ZeroRandom()), 1100),
+        nth(equal_jitter(1, rng=ZeroRandom()), 1100),
+        nth(full_jitter(1, rng=Random(3)), 1100),
+        nth(equal_jitter(1, rng=Random(3)), 1100),
+    ]
+    assert not any(math.isnan(value) for value in cases)
+    assert cases[:2] == [INF, INF]
+    assert cases[2:6] == [0.0, 0.0, 0.0, INF]  # uniform(0, inf) at a draw of 0; inf/2 + ...
+
+
+def test_fibonacci_with_a_tiny_base_keeps_adding_past_the_last_float_fibonacci():
+    """fibonacci(5e-324) grows by the recurrence where F(n) outgrows a float, not a jump to inf."""
+    values = take(fibonacci(5e-324), 1600)
+    assert all(math.isfinite(v) for v in values)
+    ratios = [b / a for a, b in zip(values[1400:], values[1401:])]
+    assert all(1.61 < r < 1.62 for r in ratios)  # the golden ratio throughout
+
+
+def test_smooth_jitter_with_a_tiny_base_grows_smoothly_past_two_to_the_1024():
+    """smooth_jitter(1e-310) goes on doubling where 2**t overflows, not jumping to the largest float."""
+    values = take(smooth_jitter(1e-310, rng=Random(2)), 1100)
+    around = values[1015:1040]
+    assert all(0 < v < 1e6 for v in around)
+    assert max(around) / min(around) < 1e8  # about 2**25 at most over 25 tries
+
+
+def test_negative_zero_is_zero():
+    """constant(-0.0) and full_jitter(-0.0) yield 0.0, not -0.0."""
+    assert math.copysign(1, next(constant(-0.0))) == 1.0
+    assert all(math.copysign(1, v) == 1.0 for v in take(full_jitter(-0.0, rng=Random(1)), 3))
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: constant(10**400), "delay"),
+        (lambda: exponential(1, 10**400), "factor"),
+        (lambda: linear(1, cap=-(10**400)), "cap"),
+    ],
+)
+def test_huge_integers_name_their_parameter(call, name):
+    """An integer beyond floats is a ValueError naming the parameter, never OverflowError."""
+    rejects(call, ValueError, name, "too large")
+
+
+def test_smooth_jitter_with_base_zero_is_zero_forever():
+    """base 0 has nothing to spread: zeros, and no draws."""
+    assert take(smooth_jitter(0, rng=ZeroRandom()), 4) == [0.0] * 4
+
+
+@pytest.mark.parametrize("factor", [1.1, 1.5, 2.0, 3.0, 10.0])
+def test_count_below_settles_the_boundary_both_ways(factor, monkeypatch):
+    """_count_below is exact even when its logarithm guess is off by one either way."""
+    from backoff_iter import strategies
+
+    powers = strategies._finite_powers(factor)
+    real_ceil = math.ceil
+    for base, cap in [(0.1, 30.0), (1.0, 1024.0), (1e-3, 7.7), (2.0, 2.0 * factor**5)]:
+        exact = sum(1 for n in range(powers) if base * factor**n < cap)
+        for error in (-3, 3):
+            monkeypatch.setattr(
+                strategies.math, "ceil", lambda x, e=error, ceil=real_ceil: ceil(x) + e
+            )
+            assert strategies._count_below(base, factor, cap, powers) == exact
+            monkeypatch.setattr(strategies.math, "ceil", real_ceil)
+
+
+def test_every_strategy_is_in_the_registry_and_made_by_name():
+    """STRATEGIES holds each public strategy; make() passes only the options it takes."""
+    from backoff_iter import strategies
+
+    assert set(strategies.STRATEGIES) == set(strategies.__all__)
+    for name in strategies.STRATEGIES:
+        assert take(strategies.make(name, base=1, cap=5, factor=2, step=1, rng=Random(1)), 3)
+    rejects(lambda: strategies.make("nope"), ValueError, "nope")
