@@ -54,8 +54,14 @@ def sleep(function: Callable[[float], Any] | None, delay: float) -> None:
         recorders[-1].append(delay)
         return
     result = (function or time.sleep)(delay)
-    if result is not None and hasattr(result, "__await__"):
-        result.close()  # an un-awaited coroutine would warn
+    if result is not None:
+        refuse_awaitable(result, function)
+
+
+def refuse_awaitable(result: object, function: object) -> None:
+    """A sync loop cannot wait for what an async sleep returned: say so."""
+    if hasattr(result, "__await__"):
+        result.close()  # type: ignore[attr-defined]  # an un-awaited coroutine would warn
         raise TypeError(
             f"sleep must be a plain function in a sync loop, got {function!r},"
             " which returned an awaitable: use aretrying or an async function"

@@ -72,24 +72,27 @@ _LONGEST = _sleeping.LONGEST
 # attempt may come), or the call is over.
 _NEW, _READY, _RUNNING, _RETRY, _DONE = range(5)
 
-# Exception filters already checked, by the `on` they came from.  Bounded:
-# a program that makes exception classes on the fly must not grow it forever.
-_FILTERS: dict[object, Callable[[BaseException], object]] = {}
+#: What a policy keeps of ``on``: the exception classes to match, or the predicate.
+Filter = Union[tuple[type[BaseException], ...], Callable[[BaseException], object]]
+
+# Tuples of classes already checked, by the `on` they came from.  Bounded: a
+# program that makes exception classes on the fly must not grow it forever.
+_FILTERS: dict[object, tuple[type[BaseException], ...]] = {}
 _FILTERS_MAX = 256
 
 
-def _exception_filter(on: object) -> Callable[[BaseException], object]:
-    """Turn *on* into a predicate; reject anything that is not a filter."""
+def _exception_filter(on: object) -> Filter:
+    """*on* as classes (matched with one isinstance) or a predicate; reject the rest."""
     try:
         return _FILTERS[on]
     except (KeyError, TypeError):  # new, or unhashable
         pass
     if isinstance(on, type) and issubclass(on, BaseException):
-        matches: Callable[[BaseException], object] = on.__instancecheck__
+        classes: tuple[type[BaseException], ...] = (on,)
     elif isinstance(on, tuple) and all(
         isinstance(c, type) and issubclass(c, BaseException) for c in on
     ):
-        matches = functools.partial(_isinstance_of, on)
+        classes = on
     elif callable(on) and not isinstance(on, (type, tuple)):
         return cast(Callable[[BaseException], object], on)
     else:
@@ -99,12 +102,8 @@ def _exception_filter(on: object) -> Callable[[BaseException], object]:
         )
     if len(_FILTERS) >= _FILTERS_MAX:
         del _FILTERS[next(iter(_FILTERS))]  # the oldest
-    _FILTERS[on] = matches
-    return matches
-
-
-def _isinstance_of(classes: tuple[type, ...], exc: BaseException) -> bool:
-    return isinstance(exc, classes)
+    _FILTERS[on] = classes
+    return classes
 
 
 def _hint(name: str, value: object) -> float:
@@ -252,7 +251,7 @@ class _Policy:
     # every call (``for attempt in retrying(...)``) only sets what it was given.
     _once = False  # made from a one-shot iterator
     _used = False  # ... which a loop has used
-    _matches: Callable[[BaseException], object] = Exception.__instancecheck__
+    _on: Filter = (Exception,)
     _on_result: Callable[[Any], object] | None = None
     _retry_after: Callable[[Any], float | None] | None = None
     _retry_after_max = RETRY_AFTER_MAX
@@ -290,7 +289,7 @@ class _Policy:
             self._factory = _checks.iterable("delays", delays).__iter__
             self._once = True
         if on is not Exception:
-            self._matches = _exception_filter(on)
+            self._on = _exception_filter(on)
         if on_result is not None:
             _checks.function("on_result", on_result)
             self._on_result = on_result
@@ -384,7 +383,11 @@ class _Call:
         policy = self._policy
         budget = policy._budget
         if exc is not None:
-            if not (isinstance(exc, Exception) and policy._matches(exc)):
+            on = policy._on
+            if not (
+                isinstance(exc, Exception)
+                and (isinstance(exc, on) if on.__class__ is tuple else on(exc))  # type: ignore[operator]
+            ):
                 return None  # not ours to retry: KeyboardInterrupt, a mismatch
             outcome: Any = exc
         elif policy._on_result is None or result is _NO_RESULT:
