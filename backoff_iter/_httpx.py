@@ -72,8 +72,10 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             raise _checks.ArgumentTypeError(f"statuses must be HTTP status codes, got {statuses!r}")
         if isinstance(methods, (str, bytes)) or not all(isinstance(m, str) for m in methods):
             raise _checks.ArgumentTypeError(f"methods must be HTTP method names, got {methods!r}")
-        self.statuses = frozenset(statuses)
-        self.methods = frozenset(method.upper() for method in methods)
+        self.statuses: frozenset[int] = frozenset(statuses)
+        """The statuses retried."""
+        self.methods: frozenset[str] = frozenset(method.upper() for method in methods)
+        """The methods retried."""
         options: dict[str, Any] = {
             "on": on,
             "on_result": self._retried,

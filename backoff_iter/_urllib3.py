@@ -42,12 +42,14 @@ class Urllib3Retry(Retry):
         _schedule: Schedule | None = None,
         **kwargs: Any,
     ) -> None:
-        self.delays = _factory("delays", delays)
+        self.delays: Callable[[], Iterable[float]] = _factory("delays", delays)
+        """The factory of each request's delays."""
         if sleep is not None and not callable(sleep):
             from . import _checks
 
             _checks.function("sleep", sleep)
-        self.sleep_function = sleep
+        self.sleep_function: Callable[[float], Any] | None = sleep
+        """What sleeps between attempts (None: ``time.sleep``)."""
         # urllib3 annotates retry_after_max as int; any number of seconds works.
         super().__init__(total, retry_after_max=cast(int, retry_after_max), **kwargs)
         self._schedule = _schedule
