@@ -21,6 +21,7 @@ from .drivers import RETRY_AFTER_MAX, Attempt, aretrying, retry, retrying
 from .hints import parse_retry_after
 from .logs import RetryLogger, log_retries
 from .loops import attempts
+from .overload import simulate_overload
 from .planning import (
     Plan,
     elapsed_after,
@@ -75,6 +76,7 @@ __all__ = [
     "retry_count_ratio",
     "retrying",
     "simulate",
+    "simulate_overload",
     "smooth_jitter",
     "within",
 ]

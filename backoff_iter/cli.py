@@ -564,7 +564,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.parser.error(_as_option(str(error)))
         sys.stdout.flush()
     except KeyboardInterrupt:
-        print(f"\n{parser.prog}: interrupted", file=sys.stderr)
+        end_progress = "\n" if sys.stderr.isatty() else ""  # a progress line may be open
+        print(f"{end_progress}{parser.prog}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader has gone (`| head`): stop quietly, and let the exit not

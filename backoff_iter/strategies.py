@@ -35,6 +35,35 @@ _INF = math.inf
 _FLOAT_MAX = sys.float_info.max
 
 
+# -- the arguments -------------------------------------------------------------
+
+_PLAIN = frozenset({float, int})  # numbers checked without a call (bool is not one)
+
+
+def _growth(
+    base: object, cap: object, factor: object, *, above_one: bool = False
+) -> tuple[float, float, float]:
+    """(base, cap, factor) checked: the common case of plain numbers in range at
+    once (strategies are made per call), anything else by the full checks."""
+    if (
+        base.__class__ in _PLAIN
+        and cap.__class__ in _PLAIN
+        and factor.__class__ in _PLAIN
+        and 0.0 <= base < _INF  # type: ignore[operator]
+        and 0.0 <= cap  # type: ignore[operator]  # NaN fails this
+        and (1.0 < factor < _INF if above_one else 1.0 <= factor < _INF)  # type: ignore[operator]
+    ):
+        try:
+            return float(base) + 0.0, float(cap), float(factor)  # type: ignore[arg-type]
+        except OverflowError:  # an int beyond floats: let the checks name it
+            pass
+    return (
+        _checks.seconds("base", base),
+        _checks.seconds("cap", cap, infinite=True),
+        _checks.factor("factor", factor, above_one=above_one),
+    )
+
+
 # -- deterministic building blocks (no argument checks) ---------------------
 
 
@@ -176,9 +205,7 @@ def exponential(base: float = 1.0, factor: float = 2.0, *, cap: float = _INF) ->
     >>> list(islice(exponential(1, 10), 3))
     [1.0, 10.0, 100.0]
     """
-    base = _checks.seconds("base", base)
-    factor = _checks.factor("factor", factor)
-    cap = _checks.seconds("cap", cap, infinite=True)
+    base, cap, factor = _growth(base, cap, factor)
     return _geometric(base, factor, cap)
 
 
@@ -239,15 +266,12 @@ def full_jitter(
     >>> all(0 <= d <= min(8, 2**i) for i, d in enumerate(delays))
     True
     """
-    base = _checks.seconds("base", base)
-    cap = _checks.seconds("cap", cap, infinite=True)
-    factor = _checks.factor("factor", factor)
+    base, cap, factor = _growth(base, cap, factor)
     draws = _jitter.draws(rng)
-    below = _jitter.full_finite(_below_cap(base, factor, cap), draws)  # below cap: finite
-    at_cap = (
-        _jitter.full_of_infinity(draws) if cap == _INF else _jitter.full_finite(repeat(cap), draws)
-    )
-    return chain(below, at_cap)
+    if cap == _INF:  # values below the cap are finite; inf * 0.0 at the cap would be NaN
+        below = _jitter.full_finite(_below_cap(base, factor, cap), draws)
+        return chain(below, _jitter.full_of_infinity(draws))
+    return _jitter.full_finite(chain(_below_cap(base, factor, cap), repeat(cap)), draws)
 
 
 def equal_jitter(
@@ -265,9 +289,7 @@ def equal_jitter(
     >>> all(min(8, 2**i) / 2 <= d <= min(8, 2**i) for i, d in enumerate(delays))
     True
     """
-    base = _checks.seconds("base", base)
-    cap = _checks.seconds("cap", cap, infinite=True)
-    factor = _checks.factor("factor", factor)
+    base, cap, factor = _growth(base, cap, factor)
     draws = _jitter.draws(rng)
     below = _jitter.equal(_below_cap(base, factor, cap), draws.__next__)
     return chain(below, _jitter.equal_forever(cap, draws))
@@ -289,9 +311,7 @@ def decorrelated(
     >>> all(1 <= d <= 30 for d in delays)
     True
     """
-    base = _checks.seconds("base", base)
-    cap = _checks.seconds("cap", cap, infinite=True)
-    factor = _checks.factor("factor", factor, above_one=True)
+    base, cap, factor = _growth(base, cap, factor, above_one=True)
     return _decorrelated(base, cap, factor, _jitter.random_source(rng))
 
 

@@ -429,3 +429,35 @@ def test_the_base_of_simulate_is_named_as_typed():
     """simulate --base 1e308 speaks of the 1e308 typed, not of the doubled inf."""
     result = cli("simulate", "--base", "1e308")
     assert "1e+308" in result.stderr and "inf" not in result.stderr
+
+
+def test_progress_is_one_line_on_a_terminal():
+    """With stderr on a terminal, progress rewrites one line (\\r), ending with 'done'."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run(
+            [*COMMAND, "simulate", "--clients", "20,40", "--runs", "300", "--jobs", "1"],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            timeout=120,
+        )
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+    shown = b"".join(chunks).decode()
+    assert result.returncode == 0
+    assert shown.count("\rsimulate: ") >= 3  # rewritten in place, then "done"
+    lines = [line for line in shown.replace("\r\n", "\n").split("\n") if line.strip()]
+    assert len(lines) == 1 and "done in" in lines[0].split("\r")[-1]
