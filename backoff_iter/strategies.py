@@ -50,7 +50,7 @@ def _growth(
         and cap.__class__ in _PLAIN
         and factor.__class__ in _PLAIN
         and 0.0 <= base < _INF  # type: ignore[operator]
-        and 0.0 <= cap  # type: ignore[operator]  # NaN fails this
+        and cap >= 0.0  # type: ignore[operator]  # NaN fails this
         and (1.0 < factor < _INF if above_one else 1.0 <= factor < _INF)  # type: ignore[operator]
     ):
         try:
