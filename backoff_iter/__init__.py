@@ -14,6 +14,8 @@ in seconds; shape it with ``itertools`` and the adaptors here, then loop:
 
 __version__ = "0.2.0.dev0"
 
+import typing as _typing
+
 from ._checks import ArgumentTypeError, ArgumentValueError
 from .adaptors import capped, elapsed, jittered, within
 from .budgets import Budget, RetryBudget, TokenBucket
@@ -21,17 +23,6 @@ from .drivers import RETRY_AFTER_MAX, Attempt, aretrying, retry, retrying
 from .hints import parse_retry_after
 from .logs import RetryLogger, log_retries
 from .loops import attempts
-from .overload import simulate_overload
-from .planning import (
-    Plan,
-    elapsed_after,
-    factor_for_ratio,
-    next_sleep,
-    plan,
-    retries_by,
-    retry_count_ratio,
-)
-from .simulation import simulate
 from .strategies import (
     constant,
     decorrelated,
@@ -42,6 +33,50 @@ from .strategies import (
     linear,
     smooth_jitter,
 )
+
+if _typing.TYPE_CHECKING:
+    from .overload import simulate_overload
+    from .planning import (
+        Plan,
+        elapsed_after,
+        factor_for_ratio,
+        next_sleep,
+        plan,
+        retries_by,
+        retry_count_ratio,
+    )
+    from .simulation import simulate
+
+# The planning functions and the simulators are imported on first use: a
+# service that only retries does not pay for them when it imports us.
+_LAZY = {
+    "simulate_overload": "overload",
+    "simulate": "simulation",
+    **dict.fromkeys(
+        [
+            "Plan",
+            "elapsed_after",
+            "factor_for_ratio",
+            "next_sleep",
+            "plan",
+            "retries_by",
+            "retry_count_ratio",
+        ],
+        "planning",
+    ),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # once is enough
+    return value
+
 
 __all__ = [
     "RETRY_AFTER_MAX",

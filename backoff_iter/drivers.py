@@ -46,8 +46,8 @@ __all__ = ["RETRY_AFTER_MAX", "Attempt", "aretrying", "retry", "retrying"]
 
 R = TypeVar("R")
 
-#: The longest server hint honoured by default, in seconds (6 hours, as
-#: urllib3's ``Retry.DEFAULT_BACKOFF_MAX``... and its ``retry_after_max``).
+#: The longest server hint honoured by default, in seconds: 6 hours, as
+#: urllib3's ``Retry.DEFAULT_RETRY_AFTER_MAX``.  A longer hint is clamped to it.
 RETRY_AFTER_MAX = 6 * 3600.0
 
 ExceptionFilter = Union[

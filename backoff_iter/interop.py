@@ -22,6 +22,7 @@ import math
 import threading
 import weakref
 from collections.abc import Callable, Generator, Iterable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from . import _checks, _sleeping
@@ -49,31 +50,29 @@ class Schedule:
     """One call's delays, drawn as they are asked for and kept, so the n-th
     retry always gets the n-th delay however often a peer asks."""
 
-    __slots__ = ("_name", "_delays", "_drawn", "_lock")
+    __slots__ = ("_delays", "_lock")
 
     def __init__(self, name: str, factory: Factory) -> None:
+        from more_itertools import seekable  # with the peer: no cost to `import backoff_iter`
+
         made = factory()
         try:
-            self._delays: Iterator[float] = iter(made)
+            delays = iter(made)
         except TypeError:
             raise _checks.ArgumentTypeError(
                 f"{name} must return an iterable of delays, but {factory!r} returned {made!r}"
             ) from None
-        self._name = name
-        self._drawn: list[float] = []
+        # Checked as they are drawn; seekable keeps what was drawn, to be read again.
+        self._delays = seekable(map(partial(_sleeping.seconds, name=name), delays))
         self._lock = threading.Lock()
 
     def delay(self, retry: int) -> float | None:
         """The delay before retry number *retry* (from 1); None if the
         schedule has none (it ran out, or the delay is infinite)."""
         with self._lock:
-            while len(self._drawn) < retry:
-                value = next(self._delays, None)
-                if value is None:
-                    return None
-                self._drawn.append(_sleeping.seconds(value, self._name))
-            value = self._drawn[retry - 1]
-        return None if value == math.inf else value
+            self._delays.seek(retry - 1)
+            value = next(self._delays, None)
+        return None if value is None or value == math.inf else value
 
     def required(self, retry: int) -> float:
         """:meth:`delay`, where running out is an error (the peer decides the stop)."""

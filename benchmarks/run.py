@@ -48,33 +48,44 @@ WITHOUT_BUDGET = {"backoff_iter @retry, TokenBucket": "backoff_iter @retry"}
 def driver_table(
     results: list[tuple[str, float, float]], goals: dict[str, tuple[float, float]]
 ) -> list[str]:
-    """Rows of (name, per call, overhead, per retry, x hand-written, goals)."""
+    """Rows of (name, per call, overhead, success goal, per retry, x hand-written, retry goal)."""
     by_name = {name: (success, retry) for name, success, retry in results}
     bare = results[0][1]
     hand_retry = results[1][2]
     rows = []
     for name, success, retry in results:
-        verdict = ""
+        success_goal = retry_goal = ""
         if name in goals:
             most_ns, most_ratio = goals[name]
-            over = (
-                success - by_name[WITHOUT_BUDGET[name]][0]
-                if name in WITHOUT_BUDGET
-                else success - bare
-            )
-            met = over <= most_ns and retry <= most_ratio * hand_retry
-            verdict = f"{'ok' if met else 'MISSED'} (<= {most_ns:g} ns, <= {most_ratio:g}x)"
+            # A budget's row is measured against the same driver without one.
+            base = by_name[WITHOUT_BUDGET[name]][0] if name in WITHOUT_BUDGET else bare
+            over = success - base
+            success_goal = f"{'ok' if over <= most_ns else 'MISSED'}: {ns(over)} <= {most_ns:g}"
+            ratio = retry / hand_retry
+            retry_goal = f"{'ok' if ratio <= most_ratio else 'MISSED'}: <= {most_ratio:g}x"
         rows.append(
             [
                 name,
                 ns(success),
                 ns(success - bare),
+                success_goal,
                 ns(retry),
                 "—" if math.isnan(retry) else f"{retry / hand_retry:.2f}x",
-                verdict,
+                retry_goal,
             ]
         )
-    return table(["driver", "per call", "overhead", "per retry", "x hand-written", "goal"], rows)
+    return table(
+        [
+            "driver",
+            "per call",
+            "overhead",
+            "success goal",
+            "per retry",
+            "x hand-written",
+            "retry goal",
+        ],
+        rows,
+    )
 
 
 def import_times(repeats: int) -> dict[str, float]:
@@ -208,12 +219,6 @@ def report(quick: bool) -> list[str]:
     out += driver_table(drivers.async_overhead(calls, repeats), ASYNC_GOALS)
     out += [
         "",
-        f"**Import time**: ``import NAME`` in a fresh interpreter, minus an empty one"
-        f" (best of {imports_repeats} runs). Goal: no more than ``import tenacity``.",
-        "",
-    ]
-    out += [
-        "",
         f"**Overload simulator**: simulated attempts per second of wall time ({storm_seconds:g} s of"
         " the default storm, full jitter, no budget), against a plain ``heapq`` loop of the"
         " same model written in ``benchmarks/overload.py``. Goal: at least as fast.",
@@ -235,6 +240,12 @@ def report(quick: bool) -> list[str]:
             for name, speed in speeds.items()
         ],
     )
+    out += [
+        "",
+        f"**Import time**: ``import NAME`` in a fresh interpreter, minus an empty one"
+        f" (best of {imports_repeats} runs). Goal: no more than ``import tenacity``.",
+        "",
+    ]
     times = import_times(imports_repeats)
     tenacity_ms = times.get("tenacity")
     rows = []

@@ -49,12 +49,26 @@ def test_package_and_public_api_pass_pyright():
 
 
 def test_every_public_name_is_exported_and_typed():
-    """__all__ lists what the package exports, and py.typed ships with it."""
+    """__all__ lists what the package exports, every name of it resolves, and py.typed ships."""
     import backoff_iter
 
-    assert sorted(backoff_iter.__all__) == sorted(
+    public = {
         name
         for name, value in vars(backoff_iter).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
-    )
+    }
+    assert public <= set(backoff_iter.__all__)
+    assert all(getattr(backoff_iter, name) is not None for name in backoff_iter.__all__)
     assert (ROOT / "backoff_iter" / "py.typed").exists()
+
+
+def test_importing_the_package_leaves_the_simulators_and_heavy_modules_unloaded():
+    """A service that only retries does not pay for the simulators, asyncio, logging or inspect."""
+    code = (
+        "import sys, backoff_iter; "
+        "print(sorted(m for m in ('asyncio', 'logging', 'inspect', 'more_itertools', "
+        "'backoff_iter.overload', 'backoff_iter.simulation', 'backoff_iter.planning') "
+        "if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
