@@ -75,14 +75,16 @@ _NEW, _READY, _RUNNING, _RETRY, _DONE = range(5)
 #: What a policy keeps of ``on``: the exception classes to match, or the predicate.
 Filter = Union[tuple[type[BaseException], ...], Callable[[BaseException], object]]
 
-# Tuples of classes already checked, by the `on` they came from.  Bounded: a
-# program that makes exception classes on the fly must not grow it forever.
-_FILTERS: dict[object, tuple[type[BaseException], ...]] = {}
+# Filters already checked, by the `on` they came from, with whether every class
+# is an Exception.  Bounded: a program that makes exception classes on the fly
+# must not grow it forever.
+_FILTERS: dict[object, tuple[Filter, bool]] = {}
 _FILTERS_MAX = 256
 
 
-def _exception_filter(on: object) -> Filter:
-    """*on* as classes (matched with one isinstance) or a predicate; reject the rest."""
+def _exception_filter(on: object) -> tuple[Filter, bool]:
+    """*on* as classes (matched with one isinstance) or a predicate, and whether
+    it is classes that are all Exceptions; reject anything else."""
     try:
         return _FILTERS[on]
     except (KeyError, TypeError):  # new, or unhashable
@@ -94,7 +96,7 @@ def _exception_filter(on: object) -> Filter:
     ):
         classes = on
     elif callable(on) and not isinstance(on, (type, tuple)):
-        return cast(Callable[[BaseException], object], on)
+        return cast(Callable[[BaseException], object], on), False
     else:
         raise _checks.ArgumentTypeError(
             "on must be an exception class, a tuple of them, or a predicate"
@@ -102,8 +104,8 @@ def _exception_filter(on: object) -> Filter:
         )
     if len(_FILTERS) >= _FILTERS_MAX:
         del _FILTERS[next(iter(_FILTERS))]  # the oldest
-    _FILTERS[on] = classes
-    return classes
+    checked = _FILTERS[on] = classes, all(issubclass(c, Exception) for c in classes)
+    return checked
 
 
 def _hint(name: str, value: object) -> float:
@@ -252,6 +254,7 @@ class _Policy:
     _once = False  # made from a one-shot iterator
     _used = False  # ... which a loop has used
     _on: Filter = (Exception,)
+    _only_exceptions = True  # _on is classes, each a subclass of Exception
     _on_result: Callable[[Any], object] | None = None
     _retry_after: Callable[[Any], float | None] | None = None
     _retry_after_max = RETRY_AFTER_MAX
@@ -289,7 +292,7 @@ class _Policy:
             self._factory = _checks.iterable("delays", delays).__iter__
             self._once = True
         if on is not Exception:
-            self._on = _exception_filter(on)
+            self._on, self._only_exceptions = _exception_filter(on)
         if on_result is not None:
             _checks.function("on_result", on_result)
             self._on_result = on_result
@@ -384,7 +387,10 @@ class _Call:
         budget = policy._budget
         if exc is not None:
             on = policy._on
-            if not (
+            if policy._only_exceptions:  # classes that are all Exceptions: one isinstance
+                if not isinstance(exc, on):  # type: ignore[arg-type]
+                    return None
+            elif not (
                 isinstance(exc, Exception)
                 and (isinstance(exc, on) if on.__class__ is tuple else on(exc))  # type: ignore[operator]
             ):
@@ -717,7 +723,7 @@ def retry(
 
 
 def _sync_wrapper(policy: _Policy, func: Callable[P, R]) -> Callable[P, R]:
-    clock, plain = policy._clock, policy._plain
+    clock, plain, sleep = policy._clock, policy._plain, _sleeping.sleep
     observed = policy._before_sleep is not None or policy._give_up is not None
     # Nobody reads the start time unless a deadline or a hook does: save the clock.
     timed = observed or policy._deadline is not None
@@ -736,7 +742,10 @@ def _sync_wrapper(policy: _Policy, func: Callable[P, R]) -> Callable[P, R]:
                 delay = call.next_sleep(attempt, exc)
                 if delay is None:
                     raise
-                call.pause(attempt, exc, delay)
+                if observed:
+                    call.pause(attempt, exc, delay)
+                else:  # no hook to tell: straight to sleep
+                    sleep(policy._sleep, delay)
             else:
                 if plain:
                     return result
@@ -757,7 +766,7 @@ def _sync_wrapper(policy: _Policy, func: Callable[P, R]) -> Callable[P, R]:
 
 
 def _async_wrapper(policy: _Policy, func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    clock, plain = policy._clock, policy._plain
+    clock, plain, asleep = policy._clock, policy._plain, _sleeping.asleep
     observed = policy._before_sleep is not None or policy._give_up is not None
     timed = observed or policy._deadline is not None
 
@@ -776,7 +785,10 @@ def _async_wrapper(policy: _Policy, func: Callable[P, Awaitable[R]]) -> Callable
                 delay = call.next_sleep(attempt, exc)
                 if delay is None:
                     raise
-                await call.apause(attempt, exc, delay)
+                if observed:
+                    await call.apause(attempt, exc, delay)
+                else:  # no hook to tell: straight to sleep
+                    await asleep(policy._sleep, delay)
             else:
                 if plain:
                     return result
