@@ -76,6 +76,14 @@ def seconds(name: str, value: object, *, infinite: bool = False) -> float:
     return result + 0.0  # -0.0 becomes 0.0
 
 
+def positive(name: str, value: object) -> float:
+    """A finite number greater than 0 (a rate, a first sleep, a timeout)."""
+    result = seconds(name, value)
+    if result == 0.0:
+        raise ArgumentValueError(f"{name} must be greater than 0, got {value!r}")
+    return result
+
+
 def factor(name: str, value: object, *, above_one: bool = False) -> float:
     """A growth factor: finite and >= 1 (or > 1 when *above_one*)."""
     result = number(name, value)

@@ -110,8 +110,8 @@ def simulate_overload(
             )
     if not names or not kinds:
         raise _checks.ArgumentValueError("strategies and budgets must name at least one each")
-    rate = _positive("rate", rate)
-    capacity = _positive("capacity", capacity)
+    rate = _checks.positive("rate", rate)
+    capacity = _checks.positive("capacity", capacity)
     spike = _checks.number("spike", spike)
     if not 1.0 <= spike < math.inf:
         raise _checks.ArgumentValueError(
@@ -119,14 +119,14 @@ def simulate_overload(
         )
     spike_at = _checks.seconds("spike_at", spike_at)
     spike_for = _checks.seconds("spike_for", spike_for)
-    timeout = _positive("timeout", timeout)
+    timeout = _checks.positive("timeout", timeout)
     error_rate = _checks.number("error_rate", error_rate)
     if not 0.0 <= error_rate < 1.0:
         raise _checks.ArgumentValueError(f"error_rate must be in [0, 1), got {error_rate!r}")
     retries = _checks.count("retries", retries)
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
-    seconds = _positive("seconds", seconds)
+    seconds = _checks.positive("seconds", seconds)
     if seconds > 1e6:
         raise _checks.ArgumentValueError(f"seconds must be at most 1e6, got {seconds!r}")
     if progress is not None:
@@ -141,13 +141,6 @@ def simulate_overload(
         for name in names
         for kind in kinds
     ]
-
-
-def _positive(name: str, value: object) -> float:
-    result = _checks.seconds(name, value)
-    if result == 0.0:
-        raise _checks.ArgumentValueError(f"{name} must be greater than 0, got {value!r}")
-    return result
 
 
 class _Model(NamedTuple):

@@ -25,13 +25,6 @@ __all__ = [
 ]
 
 
-def _positive(name: str, value: float) -> float:
-    result = _checks.seconds(name, value)
-    if result == 0.0:
-        raise _checks.ArgumentValueError(f"{name} must be greater than 0, got {value!r}")
-    return result
-
-
 def elapsed_after(base: float, factor: float, sleeps: int) -> float:
     """Time slept after *sleeps* sleeps: ``a (r**n - 1) / (r - 1)`` (``a n`` for r = 1).
 
@@ -40,7 +33,7 @@ def elapsed_after(base: float, factor: float, sleeps: int) -> float:
     >>> round(elapsed_after(1, 1.1, 49), 3)
     1057.19
     """
-    a = _positive("base", base)
+    a = _checks.positive("base", base)
     r = _checks.factor("factor", factor)
     n = _checks.count("sleeps", sleeps)
     as_float = _checks.number("sleeps", n)  # a count beyond floats is an error, not OverflowError
@@ -62,7 +55,7 @@ def next_sleep(base: float, factor: float, elapsed: float) -> float:
     >>> next_sleep(1, 2, 15)  # after 1 + 2 + 4 + 8 comes 16
     16.0
     """
-    a = _positive("base", base)
+    a = _checks.positive("base", base)
     r = _checks.factor("factor", factor)
     t = _checks.seconds("elapsed", elapsed, infinite=True)
     return a + (r - 1.0) * t
@@ -78,7 +71,7 @@ def retries_by(base: float, factor: float, elapsed: float) -> float:
     >>> round(retries_by(1, 1.1, 1057.19), 3)
     49.0
     """
-    a = _positive("base", base)
+    a = _checks.positive("base", base)
     r = _checks.factor("factor", factor)
     t = _checks.seconds("elapsed", elapsed, infinite=True)
     if r == 1.0:

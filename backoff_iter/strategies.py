@@ -11,7 +11,6 @@ overflows: with ``cap=inf`` a value that outgrows a float becomes ``inf``.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Iterable, Iterator
 from functools import cache, lru_cache, partial
 from itertools import chain, count, repeat, takewhile
@@ -32,7 +31,6 @@ __all__ = [
 ]
 
 _INF = math.inf
-_FLOAT_MAX = sys.float_info.max
 
 
 # -- the arguments -------------------------------------------------------------
@@ -87,7 +85,7 @@ def _power_fits(factor: float, exponent: int) -> bool:
 @lru_cache(maxsize=64)
 def _finite_powers(factor: float) -> int:
     """How many of ``factor**0, factor**1, ...`` a float holds (factor > 1)."""
-    top = int(math.log(_FLOAT_MAX) / math.log(factor))
+    top = int(math.log(_checks.FLOAT_MAX) / math.log(factor))
     while _power_fits(factor, top + 1):
         top += 1
     while not _power_fits(factor, top):
@@ -104,7 +102,7 @@ def _multiplying(value: float, factor: float) -> Iterator[float]:
 
 def _count_below(base: float, factor: float, cap: float, powers: int) -> int:
     """How many attempts n < *powers* have ``base * factor**n < cap`` (0 < base < cap, factor > 1)."""
-    target = min(cap, _FLOAT_MAX)
+    target = min(cap, _checks.FLOAT_MAX)
     guess = math.ceil((math.log(target) - math.log(base)) / math.log(factor))
     n = max(0, min(powers, guess))
     # The logarithms are within an ulp or two: settle the boundary exactly.
@@ -354,7 +352,7 @@ def smooth_jitter(base: float = 1.0, cap: float = _INF, *, rng: Any = None) -> I
     [0.633, 1.422, 1.622, 4.999, 8.952, 6.286]
     """
     base = _checks.seconds("base", base)
-    cap = min(_checks.seconds("cap", cap, infinite=True), _FLOAT_MAX)
+    cap = min(_checks.seconds("cap", cap, infinite=True), _checks.FLOAT_MAX)
     draw = _jitter.random_source(rng)
     if base == 0.0:
         return repeat(0.0)
