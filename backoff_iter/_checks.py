@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from numbers import Real
 from typing import TypeVar
 
@@ -105,6 +105,22 @@ def count(name: str, value: object, *, minimum: int = 0) -> int:
     if value < minimum:
         raise ArgumentValueError(f"{name} must be at least {minimum}, got {value!r}")
     return value
+
+
+def fresh_delays(name: str, factory: Callable[[], Iterable[T]]) -> Iterator[T]:
+    """``iter(factory())``, with a TypeError naming *name* when it returns no iterable.
+
+    Raised outside the ``except`` block, so the failure being retried when the
+    factory runs stays the error's context."""
+    made = factory()
+    try:
+        return iter(made)
+    except TypeError:
+        pass
+    raise ArgumentTypeError(
+        f"{name} must be a zero-argument function returning an iterable"
+        f" of delays, but {factory!r} returned {made!r}"
+    )
 
 
 def iterable(name: str, value: Iterable[T]) -> Iterator[T]:

@@ -321,19 +321,6 @@ class _Policy:
             self._budget = budget
             self._plain = self._simple = False
 
-    def _fresh_delays(self) -> Iterator[float]:
-        """The delays for one call, made after its first retryable failure."""
-        made = self._factory()
-        try:
-            return iter(made)
-        except TypeError:
-            pass
-        # Raised outside the except block, so the retried failure stays its context.
-        raise _checks.ArgumentTypeError(
-            "delays must be a zero-argument function returning an iterable"
-            f" of delays, but {self._factory!r} returned {made!r}"
-        )
-
     def _used_once(self) -> None:
         """Refuse a second loop over a policy made from a one-shot iterator."""
         if self._used:
@@ -416,7 +403,7 @@ class _Call:
         # The schedule is made at the first failure, then drawn one delay per retry.
         delays = self._delays
         if delays is None:
-            delays = self._delays = policy._fresh_delays()
+            delays = self._delays = _checks.fresh_delays("delays", policy._factory)
         delay = _END if self._last else next(delays, _END)
         if delay.__class__ is not float or not 0.0 <= delay <= _LONGEST:
             delay = _END if delay is _END else _sleeping.seconds(delay)

@@ -55,13 +55,7 @@ class Schedule:
     def __init__(self, name: str, factory: Factory) -> None:
         from more_itertools import seekable  # with the peer: no cost to `import backoff_iter`
 
-        made = factory()
-        try:
-            delays = iter(made)
-        except TypeError:
-            raise _checks.ArgumentTypeError(
-                f"{name} must return an iterable of delays, but {factory!r} returned {made!r}"
-            ) from None
+        delays: Iterator[float] = _checks.fresh_delays(name, factory)
         # Checked as they are drawn; seekable keeps what was drawn, to be read again.
         self._delays = seekable(map(partial(_sleeping.seconds, name=name), delays))
         self._lock = threading.Lock()
