@@ -43,7 +43,12 @@ def _envelope(name: str, options: dict[str, Any], n: int) -> tuple[str, list[flo
 
 
 def show(
-    path: str, name: str, options: dict[str, Any], limit: int | None, until: float, samples: int
+    path: str,
+    name: str,
+    options: dict[str, Any],
+    limit: int | None,
+    until: float | None,
+    samples: int,
 ) -> None:
     """Sleep and time slept per attempt; for a jittered strategy the median and
     the 5-95% band of *samples* seeded schedules, beside the envelope."""
@@ -54,7 +59,7 @@ def show(
     runs = samples if jittered else 1
     draws = Random(0) if seed is None else seed
     sleeps = [list(islice(strategies.make(name, rng=draws, **options), n)) for _ in range(runs)]
-    if math.isfinite(until):  # as many attempts as reach the time asked, in the median
+    if until is not None:  # as many attempts as reach the time asked, in the median
         totals = [list(accumulate(s)) for s in sleeps]
         medians = [_percentile(sorted(t[i] for t in totals), 0.5) for i in range(n)]
         n = next((i + 1 for i, total in enumerate(medians) if total >= until), n)

@@ -126,9 +126,7 @@ def _parser() -> _Parser:
         metavar="STRATEGY",
         help="one of: " + ", ".join(strategies.STRATEGIES),
     )
-    taken = dict.fromkeys(p for name in strategies.STRATEGIES for p in strategies.parameters(name))
-    for parameter in taken:
-        option = "--seed" if parameter == "rng" else f"--{parameter}"
+    for parameter, option in _strategy_options().items():
         kind = int if parameter == "rng" else _number
         show.add_argument(
             option, type=kind, dest=parameter, help=_MEANINGS.get(parameter, "seconds")
@@ -335,17 +333,20 @@ class _Progress:
 # -- the commands ----------------------------------------------------------------
 
 
+def _strategy_options() -> dict[str, str]:
+    """Every parameter of any strategy, and the option of `show` that gives it."""
+    parameters = (p for name in strategies.STRATEGIES for p in strategies.parameters(name))
+    return {p: "--seed" if p == "rng" else f"--{p}" for p in parameters}
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     """The strategy options the user gave, checked against what the strategy takes."""
     taken = strategies.parameters(args.strategy)
     given = {}
-    for parameter in dict.fromkeys(
-        p for name in strategies.STRATEGIES for p in strategies.parameters(name)
-    ):
+    for parameter, option in _strategy_options().items():
         value = getattr(args, parameter)
         if value is None:
             continue
-        option = "--seed" if parameter == "rng" else f"--{parameter}"
         if parameter not in taken:
             args.parser.error(f"{args.strategy} takes no {option}")
         given[parameter] = Random(value) if parameter == "rng" else value
@@ -355,16 +356,15 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 def _show(args: argparse.Namespace) -> None:
     options = _options(args)
     delays = strategies.make(args.strategy, **options)  # checks them: bad usage if wrong
-    limit = args.n if args.n is not None or args.until_elapsed is None else None
-    if args.n is None and args.until_elapsed is None:
-        limit = 10
-    until = math.inf if args.until_elapsed is None else args.until_elapsed
-    if until < 0:
-        args.parser.error(f"--until-elapsed must be at least 0, got {args.until_elapsed:g}")
+    until = args.until_elapsed
+    if until is not None and until < 0:
+        args.parser.error(f"--until-elapsed must be at least 0, got {until:g}")
+    # -n, else as many as --until-elapsed takes, else 10
+    limit = args.n if args.n is not None else None if until is not None else 10
     if args.plot:
         _pictures().show(args.plot, args.strategy, options, limit, until, args.samples)
         return
-    rows = _rows(delays, limit, args.until_elapsed)
+    rows = _rows(delays, limit, until)
     write = sys.stdout.write
     if args.json:  # streamed: one row per line, constant memory
         write("[")
