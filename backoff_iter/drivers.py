@@ -711,7 +711,7 @@ def retry(
 
 def _sync_wrapper(policy: _Policy, func: Callable[P, R]) -> Callable[P, R]:
     clock, plain, sleep = policy._clock, policy._plain, _sleeping.sleep
-    observed = policy._before_sleep is not None or policy._give_up is not None
+    observed = policy._before_sleep is not None  # a give_up hook comes with it
     # Nobody reads the start time unless a deadline or a hook does: save the clock.
     timed = observed or policy._deadline is not None
 
@@ -754,7 +754,7 @@ def _sync_wrapper(policy: _Policy, func: Callable[P, R]) -> Callable[P, R]:
 
 def _async_wrapper(policy: _Policy, func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     clock, plain, asleep = policy._clock, policy._plain, _sleeping.asleep
-    observed = policy._before_sleep is not None or policy._give_up is not None
+    observed = policy._before_sleep is not None  # a give_up hook comes with it
     timed = observed or policy._deadline is not None
 
     @functools.wraps(func)
