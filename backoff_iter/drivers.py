@@ -214,7 +214,7 @@ class Attempt:
         if exc is not None and exc is self._bug:
             delay = None
         else:
-            _stop_if_cancelling()
+            _stop_if_cancelling(call._cancelling)
             delay = call.next_sleep(self, exc, self._result)
         if delay is None:
             call._state = _DONE
@@ -227,22 +227,32 @@ class Attempt:
         return f"<Attempt number={self.number} delay={self.delay!r} elapsed={self.elapsed!r}>"
 
 
-def _stop_if_cancelling() -> None:
-    """Raise CancelledError if the current task is being cancelled.
-
-    On Python 3.11 and 3.12 a TaskGroup can turn the task's own cancellation
-    (from ``asyncio.timeout``, say) into an ordinary failure: retrying it
-    would run on past the timeout.
-    """
+def _cancelling() -> int:
+    """How many cancellation requests the current task has pending (0 outside
+    an asyncio task, or before Python 3.11)."""
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:
-        return
+        return 0
     try:
         task = asyncio.current_task()
     except RuntimeError:  # no asyncio loop running: trio, or a coroutine driven by hand
-        return
+        return 0
     cancelling = getattr(task, "cancelling", None)
-    if cancelling is not None and cancelling():
+    return 0 if cancelling is None else cast(int, cancelling())
+
+
+def _stop_if_cancelling(baseline: int) -> None:
+    """Raise CancelledError if the current task was asked to cancel since the
+    call started (when it had *baseline* requests pending).
+
+    A TaskGroup can turn the task's own cancellation (from ``asyncio.timeout``,
+    say) into an ordinary failure: retrying it would run on past the timeout.
+    Compared with the count at the start, not with 0: on Python 3.11 and 3.12
+    a task that once handled a TaskGroup's error keeps ``cancelling() == 1``.
+    """
+    if _cancelling() > baseline:
+        import asyncio
+
         raise asyncio.CancelledError("the task is being cancelled: no retry")
 
 
@@ -353,6 +363,7 @@ class _Call:
     _hint: float | None = None  # from attempt.retry_after()
     _last = False  # the deadline shortened the last sleep
     _async = False  # an aretrying loop
+    _cancelling = 0  # the task's pending cancellations when an async call started
 
     def __init__(self, policy: _Policy, start: float) -> None:
         self._policy = policy
@@ -623,6 +634,7 @@ class _AsyncAttempts(_Call, AsyncIterator[Attempt]):
     async def __anext__(self) -> Attempt:
         if self._state == _NEW:
             self._state = _READY
+            self._cancelling = _cancelling()
             return Attempt(self, 1, 0.0, 0.0)
         attempt = self._step()
         if attempt is None:
@@ -761,11 +773,12 @@ def _async_wrapper(policy: _Policy, func: Callable[P, Awaitable[R]]) -> Callable
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         call = attempt = None
         start = clock() if timed else 0.0
+        cancelling = _cancelling()
         while True:
             try:
                 result = await func(*args, **kwargs)
             except Exception as exc:
-                _stop_if_cancelling()
+                _stop_if_cancelling(cancelling)
                 if call is None:
                     call = _Call(policy, start)
                     attempt = call.first_attempt(observed)

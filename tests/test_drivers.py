@@ -817,6 +817,99 @@ def test_no_retry_while_the_task_is_being_cancelled():
     assert calls == [1]
 
 
+needs_task_groups = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="TaskGroup and Task.cancelling() are 3.11+"
+)
+
+
+def in_group(exc):
+    """The README's predicate: a ConnectionError, alone or inside an exception group."""
+    return isinstance(exc, ConnectionError) or (
+        isinstance(exc, BaseExceptionGroup)  # noqa: F821 - the tests using it need 3.11
+        and exc.subgroup(ConnectionError) is not None
+    )
+
+
+async def handle_a_task_group_error():
+    """What every asyncio service does at some point: a TaskGroup child fails, the
+    caller handles the group.  On 3.11 and 3.12 the task keeps cancelling() == 1."""
+
+    async def child():
+        raise OSError("child failed")
+
+    with pytest.raises(ExceptionGroup):  # noqa: F821 - 3.11+, as the tests using it
+        async with asyncio.TaskGroup() as group:
+            group.create_task(child())
+
+
+async def leave_a_stale_cancellation():
+    """A cancellation caught without uncancel(): cancelling() stays 1 on any 3.11+."""
+    asyncio.current_task().cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.sleep(0)
+
+
+@needs_task_groups
+@pytest.mark.parametrize("before", [handle_a_task_group_error, leave_a_stale_cancellation])
+@pytest.mark.parametrize("form", ["aretrying", "@retry"])
+def test_a_handled_task_group_error_does_not_poison_later_retries(before, form):
+    """After the task handled a TaskGroup error, the README's TaskGroup pattern still retries."""
+    calls = []
+
+    async def attempt_once():
+        calls.append(1)
+        if len(calls) < 3:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(asyncio.sleep(0))
+                raise ConnectionError("reset")
+        return len(calls)
+
+    async def main():
+        await before()
+        if form == "@retry":
+            return await retry([0.0] * 3, on=in_group, sleep=lambda s: None)(attempt_once)()
+        async for attempt in aretrying([0.0] * 3, on=in_group, sleep=lambda s: None):
+            async with attempt:
+                return await attempt_once()
+
+    assert asyncio.run(main()) == 3
+    assert len(calls) == 3
+
+
+@needs_task_groups
+@pytest.mark.parametrize("form", ["aretrying", "@retry"])
+def test_a_task_cancelled_after_a_stale_cancellation_still_stops(form):
+    """With cancelling() already 1 at the start, a new cancellation turned into an error ends the loop."""
+    calls = []
+    started = asyncio.Event()
+
+    async def swallow_cancellation():
+        calls.append(1)
+        started.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            raise ValueError("swallowed the cancellation") from None  # as a TaskGroup can
+
+    async def body():
+        await leave_a_stale_cancellation()
+        if form == "@retry":
+            return await retry([0.0] * 5, sleep=lambda s: None)(swallow_cancellation)()
+        async for attempt in aretrying([0.0] * 5, sleep=lambda s: None):
+            async with attempt:
+                await swallow_cancellation()
+
+    async def main():
+        task = asyncio.ensure_future(body())
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert calls == [1]
+
+
 def test_a_slow_before_sleep_hook_cannot_push_the_sleep_past_the_deadline():
     """The sleep is shortened after the hook, so the next attempt still starts by the deadline."""
     time = FakeTime()
