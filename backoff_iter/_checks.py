@@ -16,16 +16,32 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-class ArgumentValueError(ValueError):
+class _ArgumentError(Exception):
+    """What the argument errors share: the parameter's name, as ``.parameter``."""
+
+    parameter: str
+    """The name of the parameter given a bad argument, as the function spells it."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+    def __reduce__(self) -> tuple[object, ...]:  # picklable, for worker processes
+        return self.__class__, (self.parameter, str(self))
+
+
+class ArgumentValueError(_ArgumentError, ValueError):
     """An argument's value is out of range: the caller's error, naming the
-    parameter and the value.  A ValueError to catch like any other; the
-    command line tells it apart from a bug of ours and reports bad usage."""
+    parameter (``.parameter``) and the value.  A ValueError to catch like any
+    other; the command line tells it apart from a bug of ours, and reads
+    ``.parameter`` to name the option that was typed."""
 
     __module__ = "backoff_iter"
 
 
-class ArgumentTypeError(TypeError):
-    """An argument is of the wrong type: the caller's error, naming it."""
+class ArgumentTypeError(_ArgumentError, TypeError):
+    """An argument is of the wrong type: the caller's error, naming the
+    parameter (``.parameter``) and the value."""
 
     __module__ = "backoff_iter"
 
@@ -44,16 +60,16 @@ def number(name: str, value: object) -> float:
     if kind is float:  # the common case, without an ABC check
         return value  # type: ignore[return-value]
     if kind is not int and not is_real(value):
-        raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must be a real number, got {value!r}")
     try:
         return float(value)  # type: ignore[arg-type]
     except OverflowError:
         digits = len(str(abs(value)))  # type: ignore[arg-type]
         raise ArgumentValueError(
-            f"{name} is too large for a float, got an integer of {digits} digits"
+            name, f"{name} is too large for a float, got an integer of {digits} digits"
         ) from None
     except ValueError:  # Decimal('sNaN')
-        raise ArgumentValueError(f"{name} must be a number, got {value!r}") from None
+        raise ArgumentValueError(name, f"{name} must be a number, got {value!r}") from None
 
 
 def is_real(value: object) -> bool:
@@ -70,9 +86,9 @@ def seconds(name: str, value: object, *, infinite: bool = False) -> float:
     """A duration: a number that is not negative, not NaN, finite unless *infinite*."""
     result = number(name, value)
     if not result >= 0.0:  # also catches NaN
-        raise ArgumentValueError(f"{name} must be a non-negative number, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be a non-negative number, got {value!r}")
     if not infinite and result == math.inf:
-        raise ArgumentValueError(f"{name} must be finite, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be finite, got {value!r}")
     return result + 0.0  # -0.0 becomes 0.0
 
 
@@ -80,7 +96,7 @@ def positive(name: str, value: object) -> float:
     """A finite number greater than 0 (a rate, a first sleep, a timeout)."""
     result = seconds(name, value)
     if result == 0.0:
-        raise ArgumentValueError(f"{name} must be greater than 0, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be greater than 0, got {value!r}")
     return result
 
 
@@ -94,16 +110,16 @@ def factor(name: str, value: object, *, above_one: bool = False) -> float:
         ok = 1.0 <= result < math.inf
         wanted = "a finite number of at least 1"
     if not ok:
-        raise ArgumentValueError(f"{name} must be {wanted}, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be {wanted}, got {value!r}")
     return result
 
 
 def count(name: str, value: object, *, minimum: int = 0) -> int:
     """A whole number (not a bool) of at least *minimum*."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"{name} must be a whole number, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must be a whole number, got {value!r}")
     if value < minimum:
-        raise ArgumentValueError(f"{name} must be at least {minimum}, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be at least {minimum}, got {value!r}")
     return value
 
 
@@ -118,8 +134,9 @@ def fresh_delays(name: str, factory: Callable[[], Iterable[T]]) -> Iterator[T]:
     except TypeError:
         pass
     raise ArgumentTypeError(
+        name,
         f"{name} must be a zero-argument function returning an iterable"
-        f" of delays, but {factory!r} returned {made!r}"
+        f" of delays, but {factory!r} returned {made!r}",
     )
 
 
@@ -128,10 +145,10 @@ def iterable(name: str, value: Iterable[T]) -> Iterator[T]:
     try:
         return iter(value)
     except TypeError:
-        raise ArgumentTypeError(f"{name} must be an iterable, got {value!r}") from None
+        raise ArgumentTypeError(name, f"{name} must be an iterable, got {value!r}") from None
 
 
 def function(name: str, value: object | None) -> None:
     """Reject a non-callable where a callable is expected."""
     if not callable(value):
-        raise ArgumentTypeError(f"{name} must be callable, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must be callable, got {value!r}")

@@ -63,15 +63,19 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             transport, (httpx.BaseTransport, httpx.AsyncBaseTransport)
         ):
             raise _checks.ArgumentTypeError(
-                f"transport must be an httpx transport or None, got {transport!r}"
+                "transport", f"transport must be an httpx transport or None, got {transport!r}"
             )
         factory = _factory("delays", delays)
         if isinstance(statuses, (str, bytes)) or not all(
             isinstance(code, int) and not isinstance(code, bool) for code in statuses
         ):
-            raise _checks.ArgumentTypeError(f"statuses must be HTTP status codes, got {statuses!r}")
+            raise _checks.ArgumentTypeError(
+                "statuses", f"statuses must be HTTP status codes, got {statuses!r}"
+            )
         if isinstance(methods, (str, bytes)) or not all(isinstance(m, str) for m in methods):
-            raise _checks.ArgumentTypeError(f"methods must be HTTP method names, got {methods!r}")
+            raise _checks.ArgumentTypeError(
+                "methods", f"methods must be HTTP method names, got {methods!r}"
+            )
         self.statuses: frozenset[int] = frozenset(statuses)
         """The statuses retried."""
         self.methods: frozenset[str] = frozenset(method.upper() for method in methods)

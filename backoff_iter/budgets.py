@@ -94,11 +94,13 @@ class TokenBucket:
     def __init__(self, max_tokens: float = 10.0, token_ratio: float = 0.1) -> None:
         max_tokens = _checks.number("max_tokens", max_tokens)
         if not 0.0 < max_tokens <= 1000.0:
-            raise _checks.ArgumentValueError(f"max_tokens must be in (0, 1000], got {max_tokens!r}")
+            raise _checks.ArgumentValueError(
+                "max_tokens", f"max_tokens must be in (0, 1000], got {max_tokens!r}"
+            )
         token_ratio = _checks.number("token_ratio", token_ratio)
         if not 0.0 < token_ratio < float("inf"):
             raise _checks.ArgumentValueError(
-                f"token_ratio must be a finite number above 0, got {token_ratio!r}"
+                "token_ratio", f"token_ratio must be a finite number above 0, got {token_ratio!r}"
             )
         self.max_tokens = max_tokens
         self.token_ratio = token_ratio
@@ -208,15 +210,18 @@ class RetryBudget:
     ) -> None:
         ratio = _checks.number("ratio", ratio)
         if not 0.0 <= ratio <= 1000.0:
-            raise _checks.ArgumentValueError(f"ratio must be in [0, 1000], got {ratio!r}")
+            raise _checks.ArgumentValueError("ratio", f"ratio must be in [0, 1000], got {ratio!r}")
         min_per_second = _checks.number("min_per_second", min_per_second)
         if not 0.0 <= min_per_second < float("inf"):
             raise _checks.ArgumentValueError(
-                f"min_per_second must be a finite number of at least 0, got {min_per_second!r}"
+                "min_per_second",
+                f"min_per_second must be a finite number of at least 0, got {min_per_second!r}",
             )
         window = _checks.number("window", window)
         if not 1.0 <= window <= 60.0:
-            raise _checks.ArgumentValueError(f"window must be in [1, 60] seconds, got {window!r}")
+            raise _checks.ArgumentValueError(
+                "window", f"window must be in [1, 60] seconds, got {window!r}"
+            )
         _checks.function("clock", clock)
         self.ratio = ratio
         self.min_per_second = min_per_second

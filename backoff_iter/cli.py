@@ -415,7 +415,7 @@ def _plan(args: argparse.Namespace) -> None:
             ratio = planning.retry_count_ratio(factor, args.compare) if factor > 1 else None
         except _checks.ArgumentValueError as error:  # about the other factor: --compare's
             message = str(error).partition(" ")[2]
-            raise _checks.ArgumentValueError(f"compare {message}") from None
+            raise _checks.ArgumentValueError("new_factor", f"new_factor {message}") from None
         report["compare"] = {
             "factor": args.compare,
             "retries": other.retries,
@@ -541,11 +541,13 @@ def _pictures() -> Any:
 _OPTIONS = {"new_factor": "--compare", "delay": "--base", "rng": "--seed", "sleeps": "-n"}
 
 
-def _as_option(message: str) -> str:
-    """A library message names its parameter; say it as the option the user typed."""
-    name, _, rest = message.partition(" ")
+def _as_option(error: _checks.ArgumentValueError | _checks.ArgumentTypeError) -> str:
+    """A library error names its parameter; say it as the option the user typed."""
+    name, message = error.parameter, str(error)
     option = _OPTIONS.get(name, "--" + name.replace("_", "-"))
-    return f"{option} {rest}" if rest else message
+    if message.startswith(name + " "):
+        return option + message[len(name) :]
+    return f"{option}: {message}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -561,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _checks.ArgumentValueError,
             _checks.ArgumentTypeError,
         ) as error:  # our argument checks
-            args.parser.error(_as_option(str(error)))
+            args.parser.error(_as_option(error))
         sys.stdout.flush()
     except KeyboardInterrupt:
         end_progress = "\n" if sys.stderr.isatty() else ""  # a progress line may be open

@@ -99,8 +99,9 @@ def _exception_filter(on: object) -> tuple[Filter, bool]:
         return cast(Callable[[BaseException], object], on), False
     else:
         raise _checks.ArgumentTypeError(
+            "on",
             "on must be an exception class, a tuple of them, or a predicate"
-            f" callable(exc) -> bool, got {on!r}"
+            f" callable(exc) -> bool, got {on!r}",
         )
     if len(_FILTERS) >= _FILTERS_MAX:
         del _FILTERS[next(iter(_FILTERS))]  # the oldest
@@ -347,8 +348,9 @@ def _check_budget(budget: object) -> None:
     for method in ("record_success", "record_failure", "try_retry"):
         if not callable(getattr(budget, method, None)):
             raise _checks.ArgumentTypeError(
+                "budget",
                 "budget must have record_success(), record_failure() and"
-                f" try_retry() methods (a TokenBucket or a RetryBudget), got {budget!r}"
+                f" try_retry() methods (a TokenBucket or a RetryBudget), got {budget!r}",
             )
 
 
@@ -646,9 +648,10 @@ def _factory(delays: object) -> object:
     """Reject a one-shot iterator for @retry, which needs delays per call."""
     if isinstance(delays, Iterator) and not callable(delays):
         raise _checks.ArgumentTypeError(
+            "delays",
             "delays must be a zero-argument function returning fresh delays"
             " (e.g. lambda: islice(exponential(0.1), 5)) or a list/tuple;"
-            f" an iterator is used up after one call, got {delays!r}"
+            f" an iterator is used up after one call, got {delays!r}",
         )
     return delays
 
@@ -710,9 +713,10 @@ def retry(
 
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
             raise _checks.ArgumentTypeError(
+                "func",
                 f"retry cannot retry the generator function {func!r}: its"
                 " failures happen while it is iterated, after the call returned;"
-                " decorate the function that consumes it"
+                " decorate the function that consumes it",
             )
         if inspect.iscoroutinefunction(func):
             return cast("Callable[P, R]", _async_wrapper(policy, func))

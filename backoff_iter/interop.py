@@ -40,8 +40,9 @@ def _factory(name: str, factory: object) -> Factory:
     """Reject what is not a zero-argument function of fresh delays, naming *name*."""
     if not callable(factory) or isinstance(factory, Iterator):
         raise _checks.ArgumentTypeError(
+            name,
             f"{name} must be a zero-argument function returning fresh delays"
-            f" (e.g. lambda: islice(full_jitter(0.1, 10), 5)), got {factory!r}"
+            f" (e.g. lambda: islice(full_jitter(0.1, 10), 5)), got {factory!r}",
         )
     return cast(Factory, factory)
 

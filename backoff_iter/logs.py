@@ -58,9 +58,11 @@ class RetryLogger:
 
             logger = logging.getLogger("backoff_iter")
         if not callable(getattr(logger, "log", None)):
-            raise _checks.ArgumentTypeError(f"logger must be a logging.Logger, got {logger!r}")
+            raise _checks.ArgumentTypeError(
+                "logger", f"logger must be a logging.Logger, got {logger!r}"
+            )
         if not isinstance(name, str):
-            raise _checks.ArgumentTypeError(f"name must be a string, got {name!r}")
+            raise _checks.ArgumentTypeError("name", f"name must be a string, got {name!r}")
         _checks.count("level", level)
         _checks.count("give_up_level", give_up_level)
         self.logger = logger

@@ -100,35 +100,40 @@ def simulate_overload(
     for name in names:
         if name != "none" and name not in STRATEGIES:
             raise _checks.ArgumentValueError(
-                f"strategies must be 'none' or one of {', '.join(STRATEGIES)}, got {name!r}"
+                "strategies",
+                f"strategies must be 'none' or one of {', '.join(STRATEGIES)}, got {name!r}",
             )
     kinds = list(budgets)
     for kind in kinds:
         if kind not in BUDGETS:
             raise _checks.ArgumentValueError(
-                f"budgets must be among {', '.join(BUDGETS)}, got {kind!r}"
+                "budgets", f"budgets must be among {', '.join(BUDGETS)}, got {kind!r}"
             )
-    if not names or not kinds:
-        raise _checks.ArgumentValueError("strategies and budgets must name at least one each")
+    if not names:
+        raise _checks.ArgumentValueError("strategies", "strategies must name at least one strategy")
+    if not kinds:
+        raise _checks.ArgumentValueError("budgets", "budgets must name at least one budget")
     rate = _checks.positive("rate", rate)
     capacity = _checks.positive("capacity", capacity)
     spike = _checks.number("spike", spike)
     if not 1.0 <= spike < math.inf:
         raise _checks.ArgumentValueError(
-            f"spike must be a finite number of at least 1, got {spike!r}"
+            "spike", f"spike must be a finite number of at least 1, got {spike!r}"
         )
     spike_at = _checks.seconds("spike_at", spike_at)
     spike_for = _checks.seconds("spike_for", spike_for)
     timeout = _checks.positive("timeout", timeout)
     error_rate = _checks.number("error_rate", error_rate)
     if not 0.0 <= error_rate < 1.0:
-        raise _checks.ArgumentValueError(f"error_rate must be in [0, 1), got {error_rate!r}")
+        raise _checks.ArgumentValueError(
+            "error_rate", f"error_rate must be in [0, 1), got {error_rate!r}"
+        )
     retries = _checks.count("retries", retries)
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     seconds = _checks.positive("seconds", seconds)
     if seconds > 1e6:
-        raise _checks.ArgumentValueError(f"seconds must be at most 1e6, got {seconds!r}")
+        raise _checks.ArgumentValueError("seconds", f"seconds must be at most 1e6, got {seconds!r}")
     if progress is not None:
         _checks.function("progress", progress)
     model = _Model(

@@ -122,7 +122,7 @@ def plan(base: float, factor: float, elapsed: float) -> Plan:
     """
     exact = retries_by(base, factor, elapsed)
     if math.isinf(exact):
-        raise _checks.ArgumentValueError(f"elapsed must be finite, got {elapsed!r}")
+        raise _checks.ArgumentValueError("elapsed", f"elapsed must be finite, got {elapsed!r}")
     a, t = float(base), float(elapsed)
     if float(factor) == 1.0:  # linear: n whole sleeps of a fit in T, in closed form
         count = math.floor(t / a)

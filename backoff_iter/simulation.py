@@ -97,7 +97,7 @@ def _base_and_cap(base: object, cap: object) -> tuple[float, float]:
     checked = _checks.seconds("base", base)
     if not math.isfinite(2.0 * checked):  # the study waits 2·base at first
         raise _checks.ArgumentValueError(
-            f"base must be at most {_checks.FLOAT_MAX / 2:g}, got {base!r}"
+            "base", f"base must be at most {_checks.FLOAT_MAX / 2:g}, got {base!r}"
         )
     return checked, _checks.seconds("cap", cap, infinite=True)
 
@@ -200,10 +200,12 @@ def simulate(
     """
     names = list(DEFAULT_STRATEGIES if strategies is None else strategies)
     for name in names:
-        _strategy(name)
+        _strategy(name, "strategies")
     counts = [_checks.count("clients", n, minimum=1) for n in clients]
-    if not names or not counts:
-        raise _checks.ArgumentValueError("strategies and clients must name at least one each")
+    if not names:
+        raise _checks.ArgumentValueError("strategies", "strategies must name at least one strategy")
+    if not counts:
+        raise _checks.ArgumentValueError("clients", "clients must name at least one count")
     _checks.count("runs", runs, minimum=1)
     base, cap = _base_and_cap(base, cap)
     _checks.count("jobs", jobs, minimum=1)
@@ -260,10 +262,10 @@ def _in_processes(
         pool.join()
 
 
-def _strategy(name: str) -> Schedule:
+def _strategy(name: str, parameter: str = "strategy") -> Schedule:
     try:
         return STRATEGIES[name]
     except (KeyError, TypeError):
         raise _checks.ArgumentValueError(
-            f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}"
+            parameter, f"{parameter} must be among {', '.join(STRATEGIES)}, got {name!r}"
         ) from None

@@ -457,6 +457,6 @@ def maker(name: str, **options: Any) -> Callable[[], Iterator[float]]:
 def _known(name: str) -> str:
     if name not in STRATEGIES:
         raise _checks.ArgumentValueError(
-            f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}"
+            "strategy", f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}"
         )
     return name

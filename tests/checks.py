@@ -7,11 +7,14 @@ import pytest
 from backoff_iter import ArgumentTypeError, ArgumentValueError
 
 
-def rejects(call, error, *words):
+def rejects(call, error, parameter, *words):
     """call() raises *error* at once: one of this library's argument errors (so the
-    command line reports it as bad usage), its message holding every word."""
+    command line reports it as bad usage), naming *parameter* as ``.parameter``
+    and in its message, which holds every other word too."""
     with pytest.raises(error) as raised:
         call()
     assert isinstance(raised.value, (ArgumentValueError, ArgumentTypeError)), raised.value
+    assert raised.value.parameter == parameter, (raised.value.parameter, parameter)
+    words = (parameter, *words)
     for word in words:
         assert word in str(raised.value), (word, str(raised.value))

@@ -81,7 +81,7 @@ def test_jitter_cuts_the_work_of_plain_exponential_backoff():
 @pytest.mark.parametrize(
     "call, error, word",
     [
-        (lambda: simulate(["bogus"], clients=[2], runs=1), ValueError, "bogus"),
+        (lambda: simulate(["bogus"], clients=[2], runs=1), ValueError, "strategies"),
         (lambda: simulate(clients=[0], runs=1), ValueError, "clients"),
         (lambda: simulate(clients=[2], runs=0), ValueError, "runs"),
         (lambda: simulate(clients=[2], runs=1, base=-1), ValueError, "base"),

@@ -554,4 +554,4 @@ def test_every_strategy_is_in_the_registry_and_made_by_name():
     assert set(strategies.STRATEGIES) == set(strategies.__all__)
     for name in strategies.STRATEGIES:
         assert take(strategies.make(name, base=1, cap=5, factor=2, step=1, rng=Random(1)), 3)
-    rejects(lambda: strategies.make("nope"), ValueError, "nope")
+    rejects(lambda: strategies.make("nope"), ValueError, "strategy", "nope")
