@@ -17,10 +17,11 @@ __version__ = "0.2.0.dev0"
 import typing as _typing
 
 from ._checks import ArgumentTypeError, ArgumentValueError
+from ._core import default_delays
 from .adaptors import capped, elapsed, jittered, within
 from .budgets import Budget, RetryBudget, TokenBucket
-from .drivers import RETRY_AFTER_MAX, Attempt, aretrying, retry, retrying
-from .hints import parse_retry_after
+from .drivers import Attempt, aretrying, retry, retrying
+from .hints import RETRY_AFTER_MAX, parse_retry_after
 from .logs import RetryLogger, log_retries
 from .loops import attempts
 from .strategies import (
@@ -93,6 +94,7 @@ __all__ = [
     "capped",
     "constant",
     "decorrelated",
+    "default_delays",
     "elapsed",
     "elapsed_after",
     "equal_jitter",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Real
-from typing import TypeVar
+from typing import TypeVar, cast
 
 T = TypeVar("T")
 
@@ -123,6 +123,39 @@ def count(name: str, value: object, *, minimum: int = 0) -> int:
     return value
 
 
+def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[float]], bool]:
+    """What every driver and adapter takes as delays, as (factory, one_shot).
+
+    A zero-argument function returning fresh delays, or a list or tuple (any
+    sequence but a string), can serve any number of calls; any other iterable
+    serves one (*one_shot*).  Anything else is a TypeError naming *name*.
+    """
+    kind = delays.__class__
+    if kind is list or kind is tuple:
+        return delays.__iter__, False  # type: ignore[attr-defined]
+    if isinstance(delays, Iterator):  # an iterator that happens to be callable is still one-shot
+        return delays.__iter__, True
+    if callable(delays):
+        return cast(Callable[[], Iterable[float]], delays), False
+    if isinstance(delays, Sequence) and not isinstance(delays, (str, bytes)):
+        return delays.__iter__, False
+    return iterable(name, delays).__iter__, True  # type: ignore[arg-type]
+
+
+def reusable_delays(name: str, delays: object) -> Callable[[], Iterable[float]]:
+    """:func:`delays_factory` for what serves many calls (a decorator, an
+    adapter): a one-shot iterator is a TypeError naming *name*."""
+    factory, one_shot = delays_factory(name, delays)
+    if one_shot:
+        raise ArgumentTypeError(
+            name,
+            f"{name} must be a zero-argument function returning fresh delays"
+            " (e.g. lambda: islice(exponential(0.1), 5)) or a list/tuple;"
+            f" an iterator is used up after one call, got {delays!r}",
+        )
+    return factory
+
+
 def fresh_delays(name: str, factory: Callable[[], Iterable[T]]) -> Iterator[T]:
     """``iter(factory())``, with a TypeError naming *name* when it returns no iterable.
 
@@ -152,3 +185,13 @@ def function(name: str, value: object | None) -> None:
     """Reject a non-callable where a callable is expected."""
     if not callable(value):
         raise ArgumentTypeError(name, f"{name} must be callable, got {value!r}")
+
+
+F = TypeVar("F")
+
+
+def optional_function(name: str, value: F) -> F:
+    """*value* if it is None or callable; a TypeError naming *name* otherwise."""
+    if value is not None and not callable(value):
+        raise ArgumentTypeError(name, f"{name} must be callable or None, got {value!r}")
+    return value

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from . import _checks
-from .drivers import RETRY_AFTER_MAX, BeforeSleep, ExceptionFilter, aretrying, retrying
-from .hints import parse_retry_after
-from .interop import _factory
+from ._core import BeforeSleep, ExceptionFilter, GiveUp, Policy
+from .hints import RETRY_AFTER_MAX, parse_retry_after
+
+if TYPE_CHECKING:
+    from .budgets import Budget
+    from .instrument import Observe
 
 __all__ = ["IDEMPOTENT_METHODS", "RetryTransport"]
 
@@ -33,22 +36,26 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     ``httpx.Client(transport=RetryTransport(delays=lambda: full_jitter(0.1, 5)))``.
     A response whose status is in *statuses*, or an exception matching *on*,
     is retried after the next delay of a fresh schedule from *delays* (a
-    factory), raised to the server's ``Retry-After`` and clamped to
-    *retry_after_max*.  Only *methods* are retried (the idempotent ones by
-    default).  When nothing is left to try - the delays, *deadline* or
-    *budget* say so - the last response is returned (it never raises for a
-    status) or the last exception raised.  Every response it discards is
-    read and closed.  *sleep*, *deadline*, *clock*, *before_sleep* and
-    *budget* behave as in :class:`~backoff_iter.retrying`: it runs on the
-    same driver core.  Without *transport* it wraps ``httpx.HTTPTransport()``
-    for sync clients and ``httpx.AsyncHTTPTransport()`` for async ones.
+    zero-argument function returning fresh delays, or a list or tuple;
+    omitted, the drivers' default schedule), raised to the server's
+    ``Retry-After`` and clamped to *retry_after_max*.  Only *methods* are
+    retried (the idempotent ones by default), and only a request whose body
+    can be sent again (no body, or bytes: a generator's body is sent once).
+    When nothing is left to try - the delays, *deadline* or *budget* say so
+    - the last response is returned (it never raises for a status) or the
+    last exception raised.  Every response it discards is read and closed.
+    *sleep*, *deadline*, *clock*, *before_sleep*, *give_up*, *budget*,
+    *name* and *observe* behave as in :class:`~backoff_iter.retrying`: it
+    runs on the same driver core.  Without *transport* it wraps
+    ``httpx.HTTPTransport()`` for sync clients and
+    ``httpx.AsyncHTTPTransport()`` for async ones.
     """
 
     def __init__(
         self,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
         *,
-        delays: Callable[[], Iterable[float]],
+        delays: Callable[[], Iterable[float]] | Iterable[float] | None = None,
         statuses: Collection[int] = frozenset({429, 502, 503, 504}),
         on: ExceptionFilter = (httpx.TransportError,),
         methods: Collection[str] = IDEMPOTENT_METHODS,
@@ -56,8 +63,11 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         deadline: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         before_sleep: BeforeSleep | None = None,
-        budget: Any = None,
+        give_up: GiveUp | None = None,
+        budget: Budget | None = None,
         retry_after_max: float = RETRY_AFTER_MAX,
+        name: str = "call",
+        observe: Observe = None,
     ) -> None:
         if transport is not None and not isinstance(
             transport, (httpx.BaseTransport, httpx.AsyncBaseTransport)
@@ -65,7 +75,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             raise _checks.ArgumentTypeError(
                 "transport", f"transport must be an httpx transport or None, got {transport!r}"
             )
-        factory = _factory("delays", delays)
+        if delays is not None:
+            delays = _checks.reusable_delays("delays", delays)
         if isinstance(statuses, (str, bytes)) or not all(
             isinstance(code, int) and not isinstance(code, bool) for code in statuses
         ):
@@ -80,25 +91,31 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         """The statuses retried."""
         self.methods: frozenset[str] = frozenset(method.upper() for method in methods)
         """The methods retried."""
-        options: dict[str, Any] = {
-            "on": on,
-            "on_result": self._retried,
-            "retry_after": _server_hint,
-            "retry_after_max": retry_after_max,
-            "deadline": deadline,
-            "clock": clock,
-            "sleep": sleep,
-            "before_sleep": before_sleep,
-            "budget": budget,
-        }
-        self._policy = retrying(factory, **options)  # checks every option
-        self._async_policy = aretrying(factory, **options)
+        self._policy = Policy(  # checks every option
+            delays,
+            on=on,
+            on_result=self._retried,
+            retry_after=_server_hint,
+            retry_after_max=retry_after_max,
+            deadline=deadline,
+            clock=clock,
+            sleep=sleep,
+            before_sleep=before_sleep,
+            give_up=give_up,
+            budget=budget,
+            name=name,
+            observe=observe,
+        )
         self._transport = transport
         self._sync: httpx.BaseTransport | None = None
         self._async: httpx.AsyncBaseTransport | None = None
 
     def _retried(self, response: httpx.Response) -> bool:
         return response.status_code in self.statuses
+
+    def _retries(self, request: httpx.Request) -> bool:
+        """Is *request* one to retry: its method, and a body that can be sent again?"""
+        return request.method in self.methods and isinstance(request.stream, httpx.ByteStream)
 
     def _sync_transport(self) -> httpx.BaseTransport:
         if self._sync is None:
@@ -119,10 +136,10 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send *request*, retrying as configured; the last response comes back."""
         transport = self._sync_transport()
-        if request.method not in self.methods:
+        if not self._retries(request):
             return transport.handle_request(request)
         response: httpx.Response | None = None
-        for attempt in self._policy:
+        for attempt in self._policy.call():
             if response is not None:
                 response.close()  # read already: it goes back to the pool
             with attempt:
@@ -136,10 +153,10 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """:meth:`handle_request` for ``httpx.AsyncClient``."""
         transport = self._async_transport()
-        if request.method not in self.methods:
+        if not self._retries(request):
             return await transport.handle_async_request(request)
         response: httpx.Response | None = None
-        async for attempt in self._async_policy:
+        async for attempt in self._policy.call(in_async=True):
             if response is not None:
                 await response.aclose()
             async with attempt:

@@ -11,6 +11,7 @@ them) is not slept at all: the loops take it as "no next attempt".
 from __future__ import annotations
 
 import _thread
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,22 +30,26 @@ recorders: list[list[float]] = []
 
 
 def seconds(value: object, name: str = "delays") -> float:
-    """A delay as a float; ``inf`` if it is too long to sleep."""
+    """A wait from outside (a delay, a server's hint) as a float; ``inf`` if it
+    is too long to sleep.  A non-number is an ArgumentTypeError, a negative or
+    NaN one an ArgumentValueError, each naming *name*."""
     if type(value) is float and 0.0 <= value <= LONGEST:
         return value
     if (not isinstance(value, (int, float)) or isinstance(value, bool)) and not _checks.is_real(
         value
     ):
-        raise TypeError(f"{name} must yield numbers, got {value!r}")
+        raise _checks.ArgumentTypeError(name, f"{name} must give numbers of seconds, got {value!r}")
     try:
         result = float(value)  # type: ignore[arg-type]
-    except OverflowError:  # an int beyond floats: far too long to sleep
-        return float("inf") if value > 0 else -float("inf")  # type: ignore[operator]
+    except OverflowError:  # an int beyond floats: far too long to sleep, or negative
+        result = math.inf if value > 0 else -math.inf  # type: ignore[operator]
     except ValueError:  # Decimal('sNaN')
-        result = float("nan")
+        result = math.nan
     if not result >= 0.0:
-        raise ValueError(f"{name} must be non-negative numbers, got {value!r}")
-    return result if result <= LONGEST else float("inf")
+        raise _checks.ArgumentValueError(
+            name, f"{name} must give non-negative numbers of seconds, got {value!r}"
+        )
+    return result if result <= LONGEST else math.inf
 
 
 def sleep(function: Callable[[float], Any] | None, delay: float) -> None:
@@ -55,16 +60,22 @@ def sleep(function: Callable[[float], Any] | None, delay: float) -> None:
         return
     result = (function or time.sleep)(delay)
     if result is not None:
-        refuse_awaitable(result, function)
+        refuse_awaitable(result, function, "sleep")
 
 
-def refuse_awaitable(result: object, function: object) -> None:
-    """A sync loop cannot wait for what an async sleep returned: say so."""
+def refuse_awaitable(result: object, function: object, name: str = "sleep") -> None:
+    """A sync loop cannot wait for what an async *name* returned: say so.
+
+    A coroutine is closed first (an un-awaited one would warn); a Future or
+    any other awaitable is left alone."""
     if hasattr(result, "__await__"):
-        result.close()  # type: ignore[attr-defined]  # an un-awaited coroutine would warn
-        raise TypeError(
-            f"sleep must be a plain function in a sync loop, got {function!r},"
-            " which returned an awaitable: use aretrying or an async function"
+        close = getattr(result, "close", None)
+        if callable(close):
+            close()
+        raise _checks.ArgumentTypeError(
+            name,
+            f"{name} must be a plain function in a sync loop, got {function!r},"
+            " which returned an awaitable: use aretrying or an async function",
         )
 
 

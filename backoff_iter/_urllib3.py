@@ -9,63 +9,63 @@ from typing import Any, cast
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
-from . import _sleeping
-from .drivers import RETRY_AFTER_MAX
-from .hints import parse_retry_after
-from .interop import Schedule, _factory
+from . import _checks, _sleeping
+from ._schedule import Schedule
+from .hints import RETRY_AFTER_MAX, parse_retry_after, server_wait
 
 __all__ = ["Urllib3Retry"]
 
 
 class Urllib3Retry(Retry):
-    """A ``urllib3.util.Retry`` whose sleeps come from *delays*, a factory.
+    """A ``urllib3.util.Retry`` whose sleeps come from *delays*.
 
     ``Urllib3Retry(delays=lambda: full_jitter(0.1, 10), total=5,
-    status_forcelist=[429, 503])``; every other argument is urllib3's.
-    Use it as ``requests.adapters.HTTPAdapter(max_retries=...)`` or as
-    urllib3's ``retries=``.  Each request draws from its own schedule (it
-    survives the copy urllib3 makes with ``.new()`` at every retry): the
-    n-th retry sleeps the n-th delay, raised to the server's
-    ``Retry-After`` (read by :func:`~backoff_iter.parse_retry_after`, clamped
-    to *retry_after_max*).  When the schedule runs out, or yields ``inf``,
-    the retries are exhausted, as when ``total`` is.  *sleep* defaults to
-    ``time.sleep``, and :func:`backoff_iter.testing.no_sleep` switches it off.
+    status_forcelist=[429, 503])``; *delays* is a zero-argument function
+    returning fresh delays, or a list or tuple (omitted: the drivers'
+    default schedule); every other argument is urllib3's.  Use it as
+    ``requests.adapters.HTTPAdapter(max_retries=...)`` or as urllib3's
+    ``retries=``.  Each request draws from its own schedule (it survives
+    the copy urllib3 makes with ``.new()`` at every retry): the n-th retry
+    sleeps the n-th delay, raised to the server's ``Retry-After`` (read by
+    :func:`~backoff_iter.parse_retry_after`, clamped to *retry_after_max*).
+    Redirects are not retries: they take no delay.  When the schedule runs
+    out, or yields ``inf``, the retries are exhausted, as when ``total`` is.
+    *sleep* defaults to ``time.sleep``, and
+    :func:`backoff_iter.testing.no_sleep` switches it off.
     """
 
     def __init__(
         self,
         total: bool | int | None = 10,
         *,
-        delays: Callable[[], Iterable[float]],
+        delays: Callable[[], Iterable[float]] | Iterable[float] | None = None,
         sleep: Callable[[float], Any] | None = None,
         retry_after_max: float = RETRY_AFTER_MAX,
-        _schedule: Schedule | None = None,
         **kwargs: Any,
     ) -> None:
-        self.delays: Callable[[], Iterable[float]] = _factory("delays", delays)
-        """The factory of each request's delays."""
-        if sleep is not None and not callable(sleep):
-            from . import _checks
+        if delays is None:
+            from ._core import default_delays
 
-            _checks.function("sleep", sleep)
-        self.sleep_function: Callable[[float], Any] | None = sleep
+            delays = default_delays
+        self.delays: Callable[[], Iterable[float]] = _checks.reusable_delays("delays", delays)
+        """The factory of each request's delays."""
+        self.sleep_function: Callable[[float], Any] | None = _checks.optional_function(
+            "sleep", sleep
+        )
         """What sleeps between attempts (None: ``time.sleep``)."""
+        retry_after_max = _checks.seconds("retry_after_max", retry_after_max, infinite=True)
         # urllib3 annotates retry_after_max as int; any number of seconds works.
         super().__init__(total, retry_after_max=cast(int, retry_after_max), **kwargs)
-        self._schedule = _schedule
+        self._schedule: Schedule | None = None  # a request's, once it retried
 
     def new(self, **kw: Any) -> Urllib3Retry:
-        """The next link of a request's chain; the first link starts a fresh schedule."""
+        """The next link of a request's chain; the first retry starts a fresh schedule."""
         kw.setdefault("delays", self.delays)
         kw.setdefault("sleep", self.sleep_function)
-        if "_schedule" not in kw:
-            if not kw.get("history", self.history):
-                kw["_schedule"] = None  # a configuration, not a request under way
-            elif self.history and self._schedule is not None:
-                kw["_schedule"] = self._schedule  # the same request, one retry on
-            else:
-                kw["_schedule"] = Schedule("delays", self.delays)  # a request's first retry
-        return super().new(**kw)
+        retry = super().new(**kw)
+        if retry.history:  # a request under way: one schedule for all its retries
+            retry._schedule = self._schedule or Schedule("delays", self.delays)
+        return retry
 
     def _retries(self) -> int:
         """Retries so far in this request (redirects are not retries)."""
@@ -88,7 +88,7 @@ class Urllib3Retry(Retry):
     def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
         """The server's ``Retry-After``, never an exception, at most ``retry_after_max``."""
         seconds = parse_retry_after(response.headers.get("Retry-After"))
-        return None if seconds is None else min(seconds, float(self.retry_after_max))
+        return None if seconds is None else server_wait(seconds, float(self.retry_after_max))
 
     def sleep(self, response: BaseHTTPResponse | None = None) -> None:
         """Sleep the schedule's delay, raised to the server's hint."""

@@ -48,7 +48,7 @@ class Budget(Protocol):
       spent on a retry.  *outcome* is the exception or retried result.
     """
 
-    def record_success(self, first_attempt: bool) -> None: ...
+    def record_success(self, first_attempt: bool, spent: float = 0.0) -> None: ...
 
     def record_failure(self, first_attempt: bool) -> None: ...
 
@@ -132,7 +132,7 @@ class TokenBucket:
             self._add_successes()
             return self._milli / 1000
 
-    def record_success(self, first_attempt: bool) -> None:
+    def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
         """A successful attempt adds ``token_ratio`` tokens."""
         self._successes()
 
@@ -250,7 +250,7 @@ class RetryBudget:
             self._second = second
         return self._second % len(slots)
 
-    def record_success(self, first_attempt: bool) -> None:
+    def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
         """A call that succeeded at once deposits."""
         if first_attempt:
             self._record_call()

@@ -1,4 +1,5 @@
-"""Server hints: the HTTP ``Retry-After`` header, parsed without ever raising.
+"""Server hints: the HTTP ``Retry-After`` header, parsed without ever raising,
+and the one clamp every retry path applies to a hint.
 
 A header is untrusted input: whatever it holds, :func:`parse_retry_after`
 returns a number of seconds or ``None``, never an exception.
@@ -6,12 +7,34 @@ returns a number of seconds or ``None``, never an exception.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 
-from . import _checks
+from . import _checks, _sleeping
 
-__all__ = ["parse_retry_after"]
+__all__ = ["RETRY_AFTER_MAX", "parse_retry_after", "server_wait"]
+
+#: The longest server hint honoured by default, in seconds: 6 hours, as
+#: urllib3's ``Retry.DEFAULT_RETRY_AFTER_MAX``.  A longer hint is clamped to it.
+RETRY_AFTER_MAX = 6 * 3600.0
+
+
+def server_wait(
+    seconds: object, maximum: float = RETRY_AFTER_MAX, name: str = "retry_after"
+) -> float:
+    """A server's hint in seconds, clamped to *maximum*: what every retry path sleeps at least.
+
+    Any real number is taken, and one too large for a float is clamped like
+    any other long hint; a negative, NaN or non-number hint is the caller's
+    bug (a hook's, say), an ``ArgumentValueError``/``ArgumentTypeError``
+    naming *name*.
+
+    >>> server_wait(30), server_wait(10**400), server_wait(90, maximum=60.0)
+    (30.0, 21600.0, 60.0)
+    """
+    return min(_sleeping.seconds(seconds, name), maximum)
+
 
 _MONTHS = {
     name: number
@@ -37,8 +60,9 @@ def parse_retry_after(value: str | bytes | None, *, now: float | None = None) ->
 
     The value is delay-seconds (``"120"``) or an HTTP-date, in the preferred
     form or the obsolete RFC 850 and asctime ones, taken relative to *now*
-    (seconds since the epoch; default :func:`time.time`).  A date in the
-    past gives ``0.0``.  ``None``, empty, negative, fractional or otherwise
+    (seconds since the epoch, any real number; default :func:`time.time`):
+    with a *now* no calendar holds (``inf``, NaN, ``1e20``) a date gives
+    ``None``.  A date in the past gives ``0.0``.  ``None``, empty, negative, fractional or otherwise
     unparseable values give ``None``; a number too large for a float gives
     ``inf`` (the drivers clamp hints to their ``retry_after_max``).
 
@@ -60,7 +84,7 @@ def parse_retry_after(value: str | bytes | None, *, now: float | None = None) ->
         retry_after=lambda response: parse_retry_after(response.headers.get("Retry-After"))
     """
     if now is not None:
-        now = _checks.number("now", now)
+        now = _moment(now)
     if isinstance(value, bytes):
         value = value.decode("latin-1")
     if not isinstance(value, str):
@@ -75,20 +99,39 @@ def parse_retry_after(value: str | bytes | None, *, now: float | None = None) ->
     for pattern in _dates:
         match = pattern.fullmatch(text)
         if match:
+            if now is None:
+                now = time.time()
+            if not math.isfinite(now):  # no clock to measure a date against
+                return None
             when = _epoch(match, two_digit_year=pattern is _dates[1], now=now)
             if when is None:
                 return None
-            return max(0.0, when - (time.time() if now is None else now))
+            return max(0.0, when - now)
     return None
 
 
-def _epoch(match: re.Match[str], *, two_digit_year: bool, now: float | None) -> float | None:
+def _moment(now: object) -> float:
+    """*now* as seconds since the epoch; a real number too large for a float is inf."""
+    if not _checks.is_real(now) and now.__class__ is not int:
+        raise _checks.ArgumentTypeError("now", f"now must be a real number, got {now!r}")
+    try:
+        return float(now)  # type: ignore[arg-type]
+    except OverflowError:
+        return math.inf if now > 0 else -math.inf  # type: ignore[operator]
+    except ValueError:  # Decimal('sNaN')
+        return math.nan
+
+
+def _epoch(match: re.Match[str], *, two_digit_year: bool, now: float) -> float | None:
     """Seconds since the epoch of a matched date; None if it is no real date."""
     year = int(match["year"])
     if two_digit_year:
         # RFC 9110: a two-digit year more than 50 years in the future is
         # the most recent past year with the same last two digits.
-        this_year = time.gmtime(time.time() if now is None else now).tm_year
+        try:
+            this_year = time.gmtime(now).tm_year
+        except (OverflowError, ValueError, OSError):  # a `now` beyond the calendar
+            return None
         year += this_year - this_year % 100
         if year > this_year + 50:
             year -= 100

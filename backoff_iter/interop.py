@@ -1,86 +1,53 @@
 """Feed any schedule of this library into the schedulers people already run.
 
-- :func:`tenacity_wait` - a ``wait=`` for tenacity;
+- :func:`tenacity_wait` - a ``wait=`` for tenacity, and :func:`tenacity_schedule`
+  - a ``wait=`` with the ``stop=`` that ends when the schedule does;
 - :func:`backoff_wait_gen` - a ``wait_gen`` for the ``backoff`` package;
 - :class:`Urllib3Retry` - a ``urllib3.util.Retry`` for requests and urllib3;
 - :class:`RetryTransport` - an httpx transport for ``Client`` and ``AsyncClient``.
 
-Each takes a *factory*: a zero-argument function returning fresh delays,
-called once per retried call, so calls never share a schedule.  Each peer is
-imported only when its adapter is used; none is a dependency.
+Each takes *delays*: a zero-argument function returning fresh delays, or a
+list or tuple, and draws a fresh schedule for each retried call, so calls
+never share one.  Each peer is imported only when its adapter is used; none
+is a dependency.
 
-A schedule that runs out (or yields an infinite delay) before the peer's own
-stop condition ends the retries is an error the adapters report clearly:
-bound the peer (``stop=``, ``max_tries=``, ``total=``) within the delays, or
-use an infinite strategy.  The urllib3 and httpx adapters instead take it as
-"no next attempt", like this library's drivers.
+When the schedule runs out (or yields an infinite delay) the retries end
+with the call's last error or result, as when the peer's own limit does:
+backoff, urllib3 and httpx see it directly, tenacity through the stop of
+:func:`tenacity_schedule`.  A bare :func:`tenacity_wait` cannot stop
+tenacity: running out before tenacity's own ``stop=`` is a ``RuntimeError``.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import weakref
-from collections.abc import Callable, Generator, Iterable, Iterator
-from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Generator, Iterable
+from typing import TYPE_CHECKING, Any
 
-from . import _checks, _sleeping
+from . import _checks
+from ._schedule import Schedule
 
 if TYPE_CHECKING:
+    from tenacity import RetryCallState
+    from tenacity.stop import stop_base
+    from tenacity.wait import wait_base
+
     from ._httpx import RetryTransport
     from ._urllib3 import Urllib3Retry
 
-__all__ = ["RetryTransport", "Urllib3Retry", "backoff_wait_gen", "tenacity_wait"]
+__all__ = [
+    "RetryTransport",
+    "Urllib3Retry",
+    "backoff_wait_gen",
+    "tenacity_schedule",
+    "tenacity_wait",
+]
 
-Factory = Callable[[], Iterable[float]]
-
-
-def _factory(name: str, factory: object) -> Factory:
-    """Reject what is not a zero-argument function of fresh delays, naming *name*."""
-    if not callable(factory) or isinstance(factory, Iterator):
-        raise _checks.ArgumentTypeError(
-            name,
-            f"{name} must be a zero-argument function returning fresh delays"
-            f" (e.g. lambda: islice(full_jitter(0.1, 10), 5)), got {factory!r}",
-        )
-    return cast(Factory, factory)
+Delays = Callable[[], Iterable[float]]
 
 
-class Schedule:
-    """One call's delays, drawn as they are asked for and kept, so the n-th
-    retry always gets the n-th delay however often a peer asks."""
-
-    __slots__ = ("_delays", "_lock")
-
-    def __init__(self, name: str, factory: Factory) -> None:
-        from more_itertools import seekable  # with the peer: no cost to `import backoff_iter`
-
-        delays: Iterator[float] = _checks.fresh_delays(name, factory)
-        # Checked as they are drawn; seekable keeps what was drawn, to be read again.
-        self._delays = seekable(map(partial(_sleeping.seconds, name=name), delays))
-        self._lock = threading.Lock()
-
-    def delay(self, retry: int) -> float | None:
-        """The delay before retry number *retry* (from 1); None if the
-        schedule has none (it ran out, or the delay is infinite)."""
-        with self._lock:
-            self._delays.seek(retry - 1)
-            value = next(self._delays, None)
-        return None if value is None or value == math.inf else value
-
-    def required(self, retry: int) -> float:
-        """:meth:`delay`, where running out is an error (the peer decides the stop)."""
-        value = self.delay(retry)
-        if value is None:
-            raise RuntimeError(
-                f"the delays had no finite delay for retry {retry}: stop the retries"
-                " before the delays run out, or use an infinite strategy"
-            )
-        return value
-
-
-def tenacity_wait(factory: Factory) -> Any:
+def tenacity_wait(delays: Delays | Iterable[float]) -> wait_base:
     """A tenacity ``wait=`` drawing the n-th retry's sleep from a fresh schedule per call.
 
     Works with ``Retrying``, ``AsyncRetrying`` and ``@tenacity.retry``, and
@@ -89,7 +56,6 @@ def tenacity_wait(factory: Factory) -> Any:
     calls and threads never share one.
 
     >>> import tenacity
-    >>> from itertools import islice
     >>> from backoff_iter import exponential
     >>> slept = []
     >>> @tenacity.retry(wait=tenacity_wait(lambda: exponential(0.5)),
@@ -101,54 +67,125 @@ def tenacity_wait(factory: Factory) -> Any:
     ...     return reply
     >>> flaky(), slept
     ('ok', [0.5, 1.0])
+
+    If the schedule may end before tenacity's own stop does, use
+    :func:`tenacity_schedule`: a bare wait that runs out raises ``RuntimeError``.
     """
-    return _tenacity_class()(_factory("factory", factory))
+    wait_class, _ = _tenacity_classes()
+    return wait_class(_Schedules(_checks.reusable_delays("delays", delays), stops=False))
 
 
-_TENACITY_WAIT: Any = None
+def tenacity_schedule(delays: Delays | Iterable[float]) -> tuple[wait_base, stop_base]:
+    """A tenacity ``wait=`` and the ``stop=`` that ends when its schedule does.
+
+    With ``reraise=True`` the call then ends with its own last error, as when
+    a driver of this library runs out of delays:
+
+    >>> import tenacity
+    >>> from itertools import islice
+    >>> from backoff_iter import exponential
+    >>> wait, stop = tenacity_schedule(lambda: islice(exponential(0.5), 2))
+    >>> slept = []
+    >>> @tenacity.retry(wait=wait, stop=stop, reraise=True, sleep=slept.append)
+    ... def down():
+    ...     raise ConnectionError("refused")
+    >>> down()
+    Traceback (most recent call last):
+    ...
+    ConnectionError: refused
+    >>> slept
+    [0.5, 1.0]
+
+    Combine the stop with tenacity's own: ``stop=stop | tenacity.stop_after_delay(30)``.
+    """
+    wait_class, stop_class = _tenacity_classes()
+    schedules = _Schedules(_checks.reusable_delays("delays", delays), stops=True)
+    return wait_class(schedules), stop_class(schedules)
 
 
-def _tenacity_class() -> Any:
-    """The wait class, a subclass of tenacity's wait_base, made on first use."""
-    global _TENACITY_WAIT
-    if _TENACITY_WAIT is None:
+class _Schedules:
+    """One schedule per tenacity call (its retry state), forgotten with it."""
+
+    __slots__ = ("factory", "stops", "_schedules", "_lock")
+
+    def __init__(self, factory: Delays, *, stops: bool) -> None:
+        self.factory = factory
+        self.stops = stops  # a stop of tenacity_schedule ends the call when they run out
+        self._schedules: weakref.WeakKeyDictionary[Any, Schedule] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def of(self, retry_state: Any) -> Schedule:
+        with self._lock:
+            schedule = self._schedules.get(retry_state)
+            if schedule is None:
+                schedule = self._schedules[retry_state] = Schedule("delays", self.factory)
+        return schedule
+
+
+_TENACITY: tuple[Any, Any] | None = None
+
+
+def _tenacity_classes() -> tuple[
+    Callable[[_Schedules], wait_base], Callable[[_Schedules], stop_base]
+]:
+    """The wait and stop classes, subclasses of tenacity's, made on first use."""
+    global _TENACITY
+    if _TENACITY is None:
+        from tenacity.stop import stop_base
         from tenacity.wait import wait_base
 
         class wait_schedule(wait_base):
             """A tenacity wait drawing from a fresh schedule of backoff_iter per call."""
 
-            def __init__(self, factory: Factory) -> None:
-                self.factory = factory
-                # One schedule per call, forgotten with the call's retry state.
-                self.schedules: weakref.WeakKeyDictionary[Any, Schedule] = (
-                    weakref.WeakKeyDictionary()
-                )
-                self.lock = threading.Lock()
+            def __init__(self, schedules: _Schedules) -> None:
+                self.schedules = schedules
 
-            def __call__(self, retry_state: Any) -> float:
-                with self.lock:
-                    schedule = self.schedules.get(retry_state)
-                    if schedule is None:
-                        schedule = self.schedules[retry_state] = Schedule("factory", self.factory)
-                return schedule.required(retry_state.attempt_number)
+            def __call__(self, retry_state: RetryCallState) -> float:
+                retry = retry_state.attempt_number
+                delay = self.schedules.of(retry_state).delay(retry)
+                if delay is None:
+                    if self.schedules.stops:  # tenacity asks the wait first, then the stop
+                        return 0.0
+                    raise RuntimeError(
+                        f"the delays had no finite delay for retry {retry}: stop"
+                        " tenacity with the stop of tenacity_schedule(), or"
+                        " before the delays run out, or use an infinite strategy"
+                    )
+                return delay
 
             def __repr__(self) -> str:
-                return f"tenacity_wait({self.factory!r})"
+                return f"tenacity_wait({self.schedules.factory!r})"
 
-        _TENACITY_WAIT = wait_schedule
-    return _TENACITY_WAIT
+        class stop_schedule(stop_base):
+            """A tenacity stop: true when the call's schedule has no next delay."""
+
+            def __init__(self, schedules: _Schedules) -> None:
+                self.schedules = schedules
+
+            def __call__(self, retry_state: RetryCallState) -> bool:
+                schedule = self.schedules.of(retry_state)
+                return schedule.delay(retry_state.attempt_number) is None
+
+            def __repr__(self) -> str:
+                return f"<stop when {self.schedules.factory!r} runs out>"
+
+        _TENACITY = wait_schedule, stop_schedule
+    return _TENACITY
 
 
-def backoff_wait_gen(factory: Factory) -> Callable[..., Generator[float | None, Any, None]]:
+def backoff_wait_gen(
+    delays: Delays | Iterable[float],
+) -> Callable[..., Generator[float | None, Any, None]]:
     """A ``wait_gen`` for ``backoff.on_exception`` / ``backoff.on_predicate``.
 
     Pass ``jitter=None`` (the schedule has its own jitter, if any).  Each
-    call gets a fresh schedule, primed the way backoff expects.
+    call gets a fresh schedule, primed the way backoff expects.  When the
+    schedule runs out, backoff gives up as at its own ``max_tries``: the
+    last error is raised, or the last value returned.
 
     >>> import backoff
     >>> waits = []
-    >>> @backoff.on_exception(backoff_wait_gen(lambda: [0.001, 0.002, 0.004]), OSError,
-    ...                       max_tries=4, jitter=None,
+    >>> @backoff.on_exception(backoff_wait_gen([0.001, 0.002]), OSError, jitter=None,
     ...                       on_backoff=lambda details: waits.append(details["wait"]))
     ... def flaky(replies=iter([OSError(), OSError(), "ok"])):
     ...     reply = next(replies)
@@ -158,13 +195,18 @@ def backoff_wait_gen(factory: Factory) -> Callable[..., Generator[float | None, 
     >>> flaky(), waits
     ('ok', [0.001, 0.002])
     """
-    factory = _factory("factory", factory)
+    factory = _checks.reusable_delays("delays", delays)
 
     def wait_gen(**ignored: Any) -> Generator[float | None, Any, None]:
-        schedule = Schedule("factory", factory)
+        schedule = Schedule("delays", factory)
         yield None  # backoff primes the generator with send(None)
-        for retry in range(1, 1 << 62):
-            yield schedule.required(retry)
+        retry = 1
+        while True:
+            delay = schedule.delay(retry)
+            if delay is None:
+                return  # backoff takes StopIteration as "give up"
+            yield delay
+            retry += 1
 
     return wait_gen
 

@@ -1,4 +1,4 @@
-"""A ready-made ``before_sleep`` hook for the standard :mod:`logging` module."""
+"""A ready-made ``observe=`` hook for the standard :mod:`logging` module."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from . import _checks
 if TYPE_CHECKING:
     import logging
 
-    from .drivers import Attempt
+    from .instrument import RetryEvent
 
 # logging's levels, so that importing this package does not import logging.
 WARNING, ERROR = 30, 40
@@ -25,21 +25,19 @@ def _describe(outcome: Any) -> tuple[str, str]:
 
 
 class RetryLogger:
-    """Logs one line per retry and one when the driver gives up.
+    """Logs one line per retry and one when the driver gives up: an ``observe=`` hook.
 
-    Pass it as ``before_sleep``; see :func:`log_retries`.  Each record
-    carries the same fields in ``extra=`` for structured handlers:
-    ``retry_name``, ``retry_attempt``, ``retry_delay`` (None when giving
-    up), ``retry_error`` (the exception's type name, or ``"result"``) and
-    ``retry_message``.
+    See :func:`log_retries`.  Each record carries the same fields in
+    ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
+    ``retry_delay`` (None when giving up), ``retry_error`` (the exception's
+    type name, or ``"result"``), ``retry_message`` and ``retry_reason``
+    (None for a retry; ``"exhausted"``, ``"deadline"`` or ``"budget"``).
     """
 
-    __slots__ = ("logger", "name", "level", "give_up_level")
+    __slots__ = ("logger", "level", "give_up_level")
 
     logger: logging.Logger | logging.LoggerAdapter[Any]
     """Where the records go."""
-    name: str
-    """What is retried, as the records name it."""
     level: int
     """The level of the record before each retry."""
     give_up_level: int
@@ -49,7 +47,6 @@ class RetryLogger:
         self,
         logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
         *,
-        name: str = "call",
         level: int = WARNING,
         give_up_level: int = ERROR,
     ) -> None:
@@ -61,73 +58,59 @@ class RetryLogger:
             raise _checks.ArgumentTypeError(
                 "logger", f"logger must be a logging.Logger, got {logger!r}"
             )
-        if not isinstance(name, str):
-            raise _checks.ArgumentTypeError("name", f"name must be a string, got {name!r}")
         _checks.count("level", level)
         _checks.count("give_up_level", give_up_level)
         self.logger = logger
-        self.name = name
         self.level = level
         self.give_up_level = give_up_level
 
-    def __call__(self, attempt: Attempt, outcome: Any, delay: float) -> None:
-        """Before a sleep: "<name>: attempt 2 failed (OSError: reset); retrying in 0.40 s"."""
-        kind, message = _describe(outcome)
+    def __call__(self, event: RetryEvent) -> None:
+        """Log a retry ("fetch: attempt 2 failed (OSError: reset); retrying in 0.40 s")
+        or a give-up ("...; giving up (exhausted)"); other events are not logged."""
+        if event.kind == "retry":
+            level, action = self.level, f"retrying in {event.delay:.2f} s"
+        elif event.kind == "give_up":
+            level, action = self.give_up_level, f"giving up ({event.reason})"
+        else:
+            return
+        kind, message = _describe(event.outcome)
         self.logger.log(
-            self.level,
-            "%s: attempt %d failed (%s: %s); retrying in %.2f s",
-            self.name,
-            attempt.number,
+            level,
+            "%s: attempt %d failed (%s: %s); %s",
+            event.name,
+            event.number,
             kind,
             message,
-            delay,
-            extra=self._extra(attempt, kind, message, delay),
+            action,
+            extra={
+                "retry_name": event.name,
+                "retry_attempt": event.number,
+                "retry_delay": event.delay,
+                "retry_error": kind,
+                "retry_message": message,
+                "retry_reason": event.reason,
+            },
         )
-
-    def give_up(self, attempt: Attempt, outcome: Any) -> None:
-        """When the driver gives up: "<name>: attempt 5 failed (OSError: reset); giving up"."""
-        kind, message = _describe(outcome)
-        self.logger.log(
-            self.give_up_level,
-            "%s: attempt %d failed (%s: %s); giving up",
-            self.name,
-            attempt.number,
-            kind,
-            message,
-            extra=self._extra(attempt, kind, message, None),
-        )
-
-    def _extra(
-        self, attempt: Attempt, kind: str, message: str, delay: float | None
-    ) -> dict[str, Any]:
-        return {
-            "retry_name": self.name,
-            "retry_attempt": attempt.number,
-            "retry_delay": delay,
-            "retry_error": kind,
-            "retry_message": message,
-        }
 
 
 def log_retries(
     logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
     *,
-    name: str = "call",
     level: int = WARNING,
     give_up_level: int = ERROR,
 ) -> RetryLogger:
-    """A ``before_sleep`` hook that logs each retry, and the give-up, to *logger*.
+    """An ``observe=`` hook that logs each retry, and the give-up, to *logger*.
 
-    *logger* defaults to ``logging.getLogger("backoff_iter")``; *name* says
-    what is being retried.  Retries log at *level*, giving up at
-    *give_up_level*.
+    *logger* defaults to ``logging.getLogger("backoff_iter")``; the records
+    name the call by the policy's ``name``.  Retries log at *level*, giving
+    up at *give_up_level*, with the reason.
 
     >>> import logging, sys
     >>> from backoff_iter import retry
     >>> logger = logging.getLogger("example")
     >>> handler = logging.StreamHandler(sys.stdout)
     >>> logger.addHandler(handler)
-    >>> @retry([0.25, 0.5], before_sleep=log_retries(logger, name="fetch"),
+    >>> @retry([0.25, 0.5], name="fetch", observe=log_retries(logger),
     ...        sleep=lambda seconds: None)
     ... def fetch():
     ...     raise ConnectionError("reset by peer")
@@ -141,6 +124,6 @@ def log_retries(
 
         fetch: attempt 1 failed (ConnectionError: reset by peer); retrying in 0.25 s
         fetch: attempt 2 failed (ConnectionError: reset by peer); retrying in 0.50 s
-        fetch: attempt 3 failed (ConnectionError: reset by peer); giving up
+        fetch: attempt 3 failed (ConnectionError: reset by peer); giving up (exhausted)
     """
-    return RetryLogger(logger, name=name, level=level, give_up_level=give_up_level)
+    return RetryLogger(logger, level=level, give_up_level=give_up_level)

@@ -13,7 +13,7 @@ from checks import rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backoff_iter import aretrying, constant, exponential, retry, retrying
+from backoff_iter import ArgumentValueError, aretrying, constant, exponential, retry, retrying
 
 
 class FakeTime:
@@ -437,7 +437,7 @@ def test_a_bad_delay_from_the_users_iterable_is_never_slept(run, bad):
         (lambda: retrying([1], deadline=-1), ValueError, ["deadline", "-1"]),
         (lambda: retrying([1], sleep=3), TypeError, ["sleep", "3"]),
         (lambda: retrying([1], before_sleep=1), TypeError, ["before_sleep", "1"]),
-        (lambda: aretrying(None), TypeError, ["delays", "None"]),
+        (lambda: aretrying(3.5), TypeError, ["delays", "3.5"]),
         (lambda: aretrying([1], deadline=math.nan), ValueError, ["deadline", "nan"]),
         (lambda: retry(iter([1, 2])), TypeError, ["delays", "iterator"]),
         (lambda: retry(exponential(1)), TypeError, ["delays", "lambda"]),
@@ -990,11 +990,11 @@ def test_a_retried_call_leaves_no_reference_cycle():
 
 def test_the_filter_cache_stays_bounded():
     """10,000 exception classes made on the fly do not all stay alive in the cache."""
-    from backoff_iter import drivers
+    from backoff_iter import _core
 
     for i in range(10_000):
         retrying([1.0], on=type(f"Error{i}", (Exception,), {}))
-    assert len(drivers._FILTERS) <= 256
+    assert len(_core._FILTERS) <= 256
 
 
 # -- retry on a result ---------------------------------------------------------------
@@ -1152,3 +1152,319 @@ def test_an_exception_group_is_not_matched_by_its_members_class():
         )
 
     assert run_loop([0.0], Operation([group]), FakeTime(), on=on) == "ok"
+
+
+# -- the last defects: huge and negative numbers, async objects, futures -------------------
+
+
+@each_driver
+def test_a_negative_delay_too_large_for_a_float_is_a_value_error(run):
+    """-10**400 is negative, not -inf to sleep: ValueError naming delays, and nothing slept."""
+    from backoff_iter.testing import no_sleep
+
+    time = FakeTime()
+    with no_sleep() as recorded, pytest.raises(ValueError, match="delays") as raised:
+        run([-(10**400)], Operation([OSError()]), time, retry_after=lambda o: 5.0)
+    assert isinstance(raised.value, ArgumentValueError) and raised.value.parameter == "delays"
+    assert time.slept == [] and recorded == []
+
+
+def test_attempts_refuses_a_negative_delay_too_large_for_a_float():
+    """attempts([-10**400]) raises ValueError at the sleep, as for any negative delay."""
+    from backoff_iter import attempts
+
+    with pytest.raises(ValueError, match="delays"):
+        list(attempts([-(10**400)], sleep=lambda s: None))
+
+
+@each_driver
+def test_a_hint_too_large_for_a_float_is_clamped_to_retry_after_max(run):
+    """A hook's hint of 10**400 sleeps retry_after_max, like any long hint, with no error."""
+    time = FakeTime()
+    run([1.0], Operation([OSError()]), time, retry_after=lambda o: 10**400, retry_after_max=60)
+    assert time.slept == [60.0]
+
+
+def test_attempt_retry_after_too_large_for_a_float_is_clamped():
+    """attempt.retry_after(10**400) clamps to retry_after_max too."""
+    time = FakeTime()
+    for attempt in retrying([1.0], sleep=time.sleep, clock=time.clock, retry_after_max=30):
+        with attempt:
+            if attempt.number == 1:
+                attempt.retry_after(10**400)
+                raise OSError
+    assert time.slept == [30.0]
+
+
+def test_retry_retries_an_object_whose_call_is_async():
+    """An instance with `async def __call__` is decorated as async: awaiting it retries."""
+
+    class Client:
+        def __init__(self):
+            self.calls = 0
+
+        async def __call__(self, path):
+            self.calls += 1
+            if self.calls < 3:
+                raise ConnectionError(path)
+            return f"got {path}"
+
+    client = Client()
+    fetch = retry([0.0, 0.0], sleep=lambda s: None)(client)
+    assert asyncio.run(fetch("/x")) == "got /x" and client.calls == 3
+
+
+@pytest.mark.parametrize("which", ["sleep", "before_sleep"])
+def test_a_future_from_a_sync_loops_sleep_or_hook_is_a_type_error(which):
+    """An asyncio.Future (no close()) returned in a sync loop: TypeError naming it, not AttributeError."""
+    loop = asyncio.new_event_loop()
+    try:
+        future = loop.create_future()
+        options = (
+            {"sleep": lambda s: future}
+            if which == "sleep"
+            else {"sleep": lambda s: None, "before_sleep": lambda a, o, d: future}
+        )
+        with pytest.raises(TypeError, match=which) as raised:
+            retry([1.0], **options)(Operation([OSError()]))()
+        assert raised.value.parameter == which
+        assert not future.cancelled()  # left alone: not ours to close
+    finally:
+        loop.close()
+
+
+# -- a safe default: delays may be omitted, and a bare @retry works ---------------------------
+
+
+def test_the_default_schedule_has_an_end():
+    """No delays given: at most 10 attempts and 45 s of sleep, each sleep at most 5 s."""
+    from backoff_iter import default_delays
+
+    for seed in range(50):
+        import random
+
+        random.seed(seed)
+        delays = list(default_delays())
+        assert 1 <= len(delays) <= 9 and sum(delays) <= 45.0 and max(delays) <= 5.0
+    time, operation = FakeTime(), Operation([OSError()] * 100)
+    with pytest.raises(OSError):
+        run_loop(None, operation, time)
+    assert operation.calls <= 10 and sum(time.slept) <= 45.0
+
+
+@pytest.mark.parametrize("form", ["retrying", "aretrying", "retry"])
+def test_every_driver_takes_no_delays(form):
+    """retrying(), aretrying() and @retry() give up on the default schedule, never run forever."""
+    operation = Operation([OSError()] * 100)
+    time = FakeTime()
+    with pytest.raises(OSError):
+        if form == "retrying":
+            for attempt in retrying(sleep=time.sleep, clock=time.clock):
+                with attempt:
+                    operation()
+        elif form == "aretrying":
+
+            async def main():
+                async for attempt in aretrying(sleep=time.asleep, clock=time.clock):
+                    async with attempt:
+                        operation()
+
+            asyncio.run(main())
+        else:
+            retry(sleep=time.sleep)(operation)()
+    assert 2 <= operation.calls <= 10 and 0 < sum(time.slept) <= 45.0
+
+
+def test_a_bare_retry_decorates_with_the_defaults():
+    """@retry without parentheses decorates at once: sync, async, with or without arguments."""
+    from backoff_iter.testing import no_sleep
+
+    replies = iter([ConnectionError(), "pong"])
+
+    @retry
+    def ping():
+        reply = next(replies)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    @retry
+    def echo(text, *, times=1):
+        return text * times
+
+    calls = []
+
+    @retry
+    async def aping():
+        calls.append(1)
+        if len(calls) < 2:
+            raise ConnectionError
+        return "apong"
+
+    with no_sleep() as slept:
+        assert ping() == "pong" and echo("a", times=2) == "aa"
+        assert asyncio.run(aping()) == "apong"
+    assert len(slept) == 2 and all(0 <= s <= 5 for s in slept)
+    assert ping.__name__ == "ping" and echo.__wrapped__.__name__ == "echo"
+
+
+def test_a_named_function_of_no_arguments_still_serves_as_delays():
+    """@retry(my_delays) over another function: my_delays is the schedule, as before."""
+
+    def my_delays():
+        return [0.25, 0.5]
+
+    slept = []
+    calls = []
+
+    @retry(my_delays)
+    def fetch(path):
+        calls.append(path)
+        if len(calls) < 3:
+            raise OSError
+        return path
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("time.sleep", slept.append)
+        assert fetch("/a") == "/a"
+    assert slept == [0.25, 0.5]
+
+
+def test_a_lambda_is_always_the_delays():
+    """retry(lambda: ...) alone is a decorator factory, never a decorated lambda."""
+    decorate = retry(lambda: [0.0])
+    flaky = Operation([OSError()])
+    assert decorate(flaky)() == "ok" and flaky.calls == 2
+
+
+# -- give_up= and the events every driver reports -----------------------------------------------
+
+
+@each_driver
+def test_give_up_is_told_once_with_the_last_attempt_and_outcome(run):
+    """give_up(attempt, outcome) runs when the delays run out, not on success or a foreign error."""
+    told = []
+    errors = [OSError(1), OSError(2)]
+    with pytest.raises(OSError):
+        run([0.1], Operation(errors), FakeTime(), give_up=lambda a, o: told.append((a.number, o)))
+    assert told == [(2, errors[1])]
+    told.clear()
+    run([0.1], Operation([OSError()]), FakeTime(), give_up=lambda a, o: told.append(o))
+    with pytest.raises(KeyError):
+        run([0.1], Operation([KeyError()]), FakeTime(), on=OSError, give_up=told.append)
+    assert told == []
+
+
+def events_of(run, delays, outcomes, **options):
+    """The (kind, number, delay, slept, reason) of every event a driver reported, and its outcome."""
+    seen = []
+    time = FakeTime()
+    try:
+        result = run(delays, Operation(outcomes, time, 1.0), time, observe=seen.append, **options)
+    except Exception as exc:
+        result = exc
+    return [(e.kind, e.number, e.delay, e.slept, e.reason) for e in seen], seen, result
+
+
+@each_driver
+def test_three_failures_then_success_report_three_retries_and_a_success(run):
+    """One event per attempt: retry, retry, retry, success; delays and the time slept so far."""
+    summary, events, result = events_of(run, [0.5, 1.0, 2.0, 4.0], [OSError()] * 3)
+    assert result == "ok"
+    assert summary == [
+        ("retry", 1, 0.5, 0.0, None),
+        ("retry", 2, 1.0, 0.5, None),
+        ("retry", 3, 2.0, 1.5, None),
+        ("success", 4, None, 3.5, None),
+    ]
+    assert [e.elapsed for e in events] == [1.0, 2.5, 4.5, 7.5]  # each attempt takes 1 s
+    assert len({e.call_id for e in events}) == 1 and events[0].call_id > 0
+    assert all(isinstance(e.outcome, OSError) for e in events[:3])
+    # The result, when the driver saw it (a loop body that returns hands over none).
+    assert events[3].outcome == ("ok" if run in (run_decorator, run_async_decorator) else None)
+
+
+@each_driver
+def test_each_kind_of_give_up_reports_its_reason(run):
+    """The delays run out, the deadline or the budget says no: one give_up event, its reason."""
+    from backoff_iter import TokenBucket
+
+    summary, _, _ = events_of(run, [0.5], [OSError()] * 5)
+    assert summary[-1] == ("give_up", 2, None, 0.5, "exhausted")
+    summary, _, _ = events_of(run, constant(3.0), [OSError()] * 5, deadline=2.0)
+    assert [s[0] for s in summary] == ["retry", "give_up"] and summary[-1][-1] == "deadline"
+    bucket = TokenBucket(max_tokens=2)
+    summary, _, _ = events_of(run, [0.5] * 5, [OSError()] * 5, budget=bucket)
+    assert summary == [("give_up", 1, None, 0.0, "budget")]
+    summary, _, result = events_of(run, [0.5], [KeyError("x")], on=OSError)
+    assert summary == [("error", 1, None, 0.0, None)] and isinstance(result, KeyError)
+
+
+def test_events_name_the_call():
+    """@retry names its events after the function; the loops "call"; name= overrides both."""
+    seen = []
+
+    @retry([0.0], observe=seen.append, sleep=lambda s: None)
+    def lookup():
+        return 1
+
+    lookup()
+    retry([0.0], name="db", observe=seen.append)(lambda: 1)()
+    for attempt in retrying([0.0], observe=[seen.append]):
+        with attempt:
+            pass
+    assert [e.name for e in seen] == [
+        "test_drivers.test_events_name_the_call.<locals>.lookup",
+        "db",
+        "call",
+    ]
+
+
+def test_enabled_hooks_see_every_driver_until_disabled():
+    """instrument.enable() reaches @retry's fast path and the loops; disable() stops it."""
+    from backoff_iter import instrument
+
+    seen = []
+    fast = retry([0.0], sleep=lambda s: None)(Operation([]))
+    instrument.enable(seen.append)
+    try:
+        fast()
+        retry([0.0], sleep=lambda s: None)(Operation([OSError()]))()
+    finally:
+        instrument.disable()
+    fast()
+    assert [e.kind for e in seen] == ["success", "retry", "success"]
+    assert len({e.call_id for e in seen}) == 2
+
+
+def test_observe_must_be_hooks():
+    """observe= takes a function or a list of them."""
+    rejects(lambda: retrying([1.0], observe=3), TypeError, "observe", "3")
+    rejects(lambda: retry([1.0], observe=[print, "x"]), TypeError, "observe", "'x'")
+    rejects(lambda: retrying([1.0], name=5), TypeError, "name", "5")
+
+
+# -- a clock that misbehaves --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reading", [math.nan, math.inf, -math.inf, "backwards"])
+@each_driver
+def test_a_clock_going_back_or_not_finite_counts_as_no_time_passed(run, reading):
+    """With a deadline, a clock reading NaN, inf or going back never raises: no time passed."""
+    readings = iter([100.0, 101.0] + [50.0 if reading == "backwards" else reading] * 20)
+
+    class Clock:
+        now = 100.0
+
+        def clock(self):
+            return next(readings)
+
+        def sleep(self, seconds):
+            pass
+
+        async def asleep(self, seconds):
+            pass
+
+    operation = Operation([OSError()] * 3)
+    assert run([0.5, 0.5, 0.5], operation, Clock(), deadline=10.0) == "ok"
+    assert operation.calls == 4

@@ -14,7 +14,13 @@ import pytest
 from checks import rejects
 
 from backoff_iter import TokenBucket, constant, exponential
-from backoff_iter.interop import RetryTransport, Urllib3Retry, backoff_wait_gen, tenacity_wait
+from backoff_iter.interop import (
+    RetryTransport,
+    Urllib3Retry,
+    backoff_wait_gen,
+    tenacity_schedule,
+    tenacity_wait,
+)
 from backoff_iter.testing import no_sleep
 
 tenacity = pytest.importorskip("tenacity")
@@ -397,18 +403,22 @@ def test_httpx_shares_the_drivers_deadline_and_budget():
 @pytest.mark.parametrize(
     "make, word",
     [
-        (lambda: tenacity_wait(iter([1.0])), "factory"),
-        (lambda: tenacity_wait(3), "factory"),
-        (lambda: backoff_wait_gen([1.0, 2.0]), "factory"),
+        (lambda: tenacity_wait(iter([1.0])), "delays"),
+        (lambda: tenacity_wait(3), "delays"),
+        (lambda: tenacity_schedule(exponential(1)), "delays"),
+        (lambda: backoff_wait_gen(iter([1.0, 2.0])), "delays"),
         (lambda: Urllib3Retry(delays=exponential(1)), "delays"),
-        (lambda: RetryTransport(delays=None), "delays"),
+        (lambda: Urllib3Retry(delays=[1.0], sleep=3), "sleep"),
+        (lambda: RetryTransport(delays=5), "delays"),
         (lambda: RetryTransport(delays=lambda: [1.0], statuses="503"), "statuses"),
+        (lambda: RetryTransport(delays=lambda: [1.0], methods="GET"), "methods"),
         (lambda: RetryTransport("http://x", delays=lambda: [1.0]), "transport"),
         (lambda: RetryTransport(delays=lambda: [1.0], deadline=-1), "deadline"),
+        (lambda: RetryTransport(observe=3), "observe"),
     ],
 )
 def test_bad_arguments_name_the_parameter(make, word):
-    """A non-callable factory, or one that is an iterator, fails at construction."""
+    """A non-callable factory, an iterator (one call's worth) or a bad option fails at construction."""
     rejects(make, (TypeError, ValueError), word)
 
 
@@ -417,5 +427,273 @@ def test_a_factory_returning_a_non_iterable_names_it():
     retrying = tenacity.Retrying(
         wait=tenacity_wait(lambda: 5), sleep=lambda s: None, stop=tenacity.stop_after_attempt(3)
     )
-    with pytest.raises(TypeError, match="factory"):
+    with pytest.raises(TypeError, match="delays"):
         retrying(failing(1))
+
+
+# -- ending with the peer's own error, lists, bodies, connections ----------------------------
+
+
+class Script:
+    """An HTTP/1.1 server on 127.0.0.1 answering each request with the next of *answers*:
+    (status, headers, body), or "cut" for a 503 whose body stops short and whose
+    connection closes.  It records (method, path, client port) per request."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.seen = []
+        script = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive: a reused connection shows in the port
+
+            def do_GET(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                if self.headers.get("Transfer-Encoding") == "chunked":
+                    while True:
+                        size = int(self.rfile.readline().strip(), 16)
+                        self.rfile.read(size + 2)
+                        if size == 0:
+                            break
+                elif length:
+                    self.rfile.read(length)
+                script.seen.append((self.command, self.path, self.client_address[1]))
+                answer = script.answers.pop(0) if script.answers else (200, {}, b"ok")
+                if answer == "cut":
+                    self.send_response(503)
+                    self.send_header("Content-Length", "100")
+                    self.end_headers()
+                    self.wfile.write(b"only ten..")
+                    self.close_connection = True
+                    return
+                status, headers, body = answer
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_POST = do_PUT = do_GET
+
+            def log_message(self, *args):
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/thing"
+        self.thread = threading.Thread(target=self.http.serve_forever, args=(0.02,), daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.http.shutdown()
+        self.http.server_close()
+
+
+BUSY = (503, {}, b"busy")
+
+
+def test_tenacity_schedule_ends_with_the_calls_own_error_when_the_delays_run_out():
+    """wait and stop from one schedule: two retries, then the last OSError itself, not RetryError."""
+    wait, stop = tenacity_schedule([0.25, 0.5])
+    slept = []
+    errors = [OSError(i) for i in range(5)]
+    calls = iter(errors)
+
+    def down():
+        raise next(calls)
+
+    with pytest.raises(OSError) as raised:
+        tenacity.Retrying(wait=wait, stop=stop, sleep=slept.append, reraise=True)(down)
+    assert raised.value is errors[2] and slept == [0.25, 0.5]
+    # Combined with tenacity's own stop, whichever comes first ends it.
+    slept.clear()
+    calls = iter(errors)
+    wait, stop = tenacity_schedule(lambda: constant(0.1))
+    with pytest.raises(OSError):
+        tenacity.Retrying(
+            wait=wait, stop=stop | tenacity.stop_after_attempt(3), sleep=slept.append, reraise=True
+        )(down)
+    assert slept == [0.1, 0.1]
+
+
+def test_tenacity_an_infinite_delay_is_no_next_retry():
+    """A schedule yielding inf stops tenacity_schedule's calls; the bare wait says so."""
+    wait, stop = tenacity_schedule([0.1, float("inf"), 0.1])
+    slept = []
+    with pytest.raises(OSError):
+        tenacity.Retrying(wait=wait, stop=stop, sleep=slept.append, reraise=True)(failing(5))
+    assert slept == [0.1]
+    bare = tenacity.Retrying(
+        wait=tenacity_wait([0.1, float("inf")]), sleep=slept.append, reraise=True
+    )
+    with pytest.raises(RuntimeError, match="retry 2"):
+        bare(failing(5))
+
+
+def test_backoff_ends_with_the_original_error_or_last_value_when_the_delays_run_out(monkeypatch):
+    """No RuntimeError: backoff gives up as at max_tries, raising the error or returning the value."""
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    gave_up = []
+    errors = [OSError(i) for i in range(5)]
+    calls = iter(errors)
+
+    def down():
+        raise next(calls)
+
+    decorated = backoff.on_exception(
+        backoff_wait_gen([0.1, 0.2]), OSError, jitter=None, on_giveup=gave_up.append
+    )(down)
+    with pytest.raises(OSError) as raised:
+        decorated()
+    assert raised.value is errors[2] and len(gave_up) == 1
+    results = iter([None, None, "late"])
+    polled = backoff.on_predicate(backoff_wait_gen([0.1]), jitter=None)(lambda: next(results))
+    assert polled() is None  # the last value, after one retry
+
+
+def test_every_adapter_takes_a_list_of_delays():
+    """Lists and tuples are reusable delays everywhere, as in the drivers."""
+    with Server(failures=1) as server, no_sleep() as slept:
+        with httpx.Client(transport=RetryTransport(delays=[0.1])) as client:
+            assert client.get(server.url).status_code == 200
+    assert slept == [0.1]
+    with Server(failures=1) as server, no_sleep() as slept:
+        assert session(delays=(0.3,), status_forcelist=[503]).get(server.url).status_code == 200
+    assert slept == [0.3]
+    assert tenacity.Retrying(wait=tenacity_wait([0.0]), sleep=lambda s: None)(failing(1)) == "ok"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_a_body_that_cannot_be_sent_again_is_not_retried(mode):
+    """A generator body goes once and its 503 comes back; a bytes body is retried."""
+
+    def chunks():
+        yield b"part one, "
+        yield b"part two"
+
+    async def achunks():
+        for chunk in chunks():
+            yield chunk
+
+    def post(content):
+        transport = RetryTransport(delays=[0.1], methods={"POST"})
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                return client.post(script.url, content=content)
+
+        async def apost():
+            async with httpx.AsyncClient(transport=transport) as client:
+                return await client.post(script.url, content=content)
+
+        return asyncio.run(apost())
+
+    with Script([BUSY, BUSY]) as script, no_sleep() as slept:
+        assert post(chunks() if mode == "sync" else achunks()).status_code == 503
+        assert len(script.seen) == 1 and slept == []
+        assert post(b"whole").status_code == 200
+    assert len(script.seen) == 3 and slept == [0.1]
+
+
+def test_httpx_methods_are_matched_whatever_their_case():
+    """methods={"post"} retries POST."""
+    with Script([BUSY]) as script, no_sleep():
+        with httpx.Client(transport=RetryTransport(delays=[0.0], methods={"post"})) as client:
+            assert client.post(script.url, content=b"x").status_code == 200
+    assert [method for method, _, _ in script.seen] == ["POST", "POST"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_reads_a_retried_response_so_its_connection_is_reused(mode):
+    """Three answers on one keep-alive connection: a discarded 503 is read before it is let go."""
+    with Script([BUSY, BUSY]) as script, no_sleep():
+        transport = RetryTransport(delays=[0.0, 0.0])
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                assert client.get(script.url).status_code == 200
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return await client.get(script.url)
+
+            assert asyncio.run(get()).status_code == 200
+    ports = {port for _, _, port in script.seen}
+    assert len(script.seen) == 3 and len(ports) == 1
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_closes_a_response_whose_body_failed_midway(mode):
+    """A 503 whose body is cut short fails while read; it is closed before the retry."""
+    closed = []
+
+    class Spy(httpx.BaseTransport, httpx.AsyncBaseTransport):
+        def __init__(self):
+            self.sync, self.asynchronous = httpx.HTTPTransport(), httpx.AsyncHTTPTransport()
+
+        def close(self):
+            self.sync.close()
+
+        async def aclose(self):
+            await self.asynchronous.aclose()
+
+        def handle_request(self, request):
+            return self.spied(self.sync.handle_request(request))
+
+        async def handle_async_request(self, request):
+            return self.spied(await self.asynchronous.handle_async_request(request))
+
+        def spied(self, response):
+            stream = response.stream
+            original = type(stream)
+
+            class Closing(original):
+                def close(self):
+                    closed.append(response.status_code)
+                    return original.close(self)
+
+                async def aclose(self):
+                    closed.append(response.status_code)
+                    return await original.aclose(self)
+
+            stream.__class__ = Closing
+            return response
+
+    with Script(["cut"]) as script, no_sleep() as slept:
+        transport = RetryTransport(Spy(), delays=[0.0])
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                assert client.get(script.url).status_code == 200
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return await client.get(script.url)
+
+            assert asyncio.run(get()).status_code == 200
+    assert slept == [0.0] and closed.count(503) >= 1
+
+
+def test_urllib3_a_redirect_takes_no_delay_of_the_schedule():
+    """A 302, then two 503s, then 200 through urllib3 itself: the retries sleep the first two delays."""
+    import urllib3
+
+    answers = [(302, {"Location": "/moved"}, b""), BUSY, BUSY]
+    retry = Urllib3Retry(delays=[0.1, 0.2, 0.4], total=5, status_forcelist=[503])
+    with Script(answers) as script, no_sleep() as slept:
+        with urllib3.PoolManager(retries=retry) as pool:
+            response = pool.request("GET", script.url)
+    assert response.status == 200
+    assert [path for _, path, _ in script.seen] == ["/thing", "/moved", "/moved", "/moved"]
+    assert slept == [0.1, 0.2]
+
+
+def test_urllib3_an_infinite_delay_exhausts_the_retries():
+    """[0.1, inf]: one retry, then urllib3's own exhaustion."""
+    with Script([BUSY, BUSY, BUSY]) as script, no_sleep() as slept:
+        response = session(
+            delays=[0.1, float("inf")], total=5, status_forcelist=[503], raise_on_status=False
+        ).get(script.url)
+    assert response.status_code == 503 and len(script.seen) == 2 and slept == [0.1]

@@ -27,21 +27,25 @@ def failing(times, then="ok"):
 def test_log_retries_writes_a_line_per_retry_and_one_on_giving_up(caplog):
     """Two retries then giving up: two WARNING lines and one ERROR line, with the fields in extra."""
     caplog.set_level(logging.DEBUG, logger="svc")
-    hook = log_retries(logging.getLogger("svc"), name="fetch")
+    hook = log_retries(logging.getLogger("svc"))
     with no_sleep(), pytest.raises(ConnectionError):
-        retry([0.25, 0.5], before_sleep=hook)(failing(5))()
+        retry([0.25, 0.5], name="fetch", observe=hook)(failing(5))()
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("WARNING", "fetch: attempt 1 failed (ConnectionError: reset by peer); retrying in 0.25 s"),
         ("WARNING", "fetch: attempt 2 failed (ConnectionError: reset by peer); retrying in 0.50 s"),
-        ("ERROR", "fetch: attempt 3 failed (ConnectionError: reset by peer); giving up"),
+        (
+            "ERROR",
+            "fetch: attempt 3 failed (ConnectionError: reset by peer); giving up (exhausted)",
+        ),
     ]
     last = caplog.records[-1]
-    assert (last.retry_name, last.retry_attempt, last.retry_delay, last.retry_error) == (
-        "fetch",
-        3,
-        None,
-        "ConnectionError",
-    )
+    assert (
+        last.retry_name,
+        last.retry_attempt,
+        last.retry_delay,
+        last.retry_error,
+        last.retry_reason,
+    ) == ("fetch", 3, None, "ConnectionError", "exhausted")
     assert caplog.records[0].retry_delay == 0.25
 
 
@@ -49,12 +53,12 @@ def test_log_retries_names_a_retried_result(caplog):
     """A result retried by on_result is logged as such."""
     caplog.set_level(logging.WARNING, logger="backoff_iter")
     with no_sleep():
-        for attempt in retrying([1.0], on_result=lambda r: r == 503, before_sleep=log_retries()):
+        for attempt in retrying([1.0], on_result=lambda r: r == 503, observe=log_retries()):
             with attempt:
                 attempt.set_result(503)
     assert [r.getMessage() for r in caplog.records] == [
         "call: attempt 1 failed (result: 503); retrying in 1.00 s",
-        "call: attempt 2 failed (result: 503); giving up",
+        "call: attempt 2 failed (result: 503); giving up (exhausted)",
     ]
 
 

@@ -113,7 +113,8 @@ def status() -> int:
     [1, 2],  # a list[int] is a Sequence[float]
     on_result=lambda r: r is None,
     retry_after=lambda outcome: parse_retry_after("120"),
-    before_sleep=log_retries(name="lookup"),
+    observe=log_retries(),
+    name="lookup",
     budget=RetryBudget(ratio=0.1),
 )
 def lookup(key: str, *, default: int = 0) -> int | None:
@@ -131,6 +132,20 @@ async def alookup(key: str) -> int:
 
 async def use_alookup() -> int:
     return await alookup("a")
+
+
+@retry
+def bare(key: str) -> int:
+    return 1
+
+
+bare_result: int = bare("a")
+bare(1)  # type: ignore[arg-type]  # a bare @retry keeps the signature too
+
+
+@retry()
+async def abare() -> str:
+    return "x"
 
 
 with no_sleep() as slept_delays:
