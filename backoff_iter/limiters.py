@@ -182,8 +182,7 @@ class CubicRateLimiter:
     def _set_rate(self, rate: float, now: float) -> None:
         self._refill(now)  # the time so far fills at the old rate
         self._fill = max(rate, _MIN_RATE)
-        self._capacity = rate if rate >= 1 else 1.0
-        self._tokens = min(self._tokens, self._capacity)
+        self._capacity = rate if rate >= 1 else 1.0  # every use refills first, clamping to it
 
     def _reserve(self) -> float:
         """Take a token, in advance if need be: the seconds until it is ours."""
