@@ -46,16 +46,16 @@ class SlidingCounts:
     from :class:`Readings` (finite, never backwards).
     """
 
-    __slots__ = ("_width", "_first", "_second", "_totals", "_index", "_origin", "_passed")
+    __slots__ = ("_span", "_first", "_second", "_totals", "_index", "_origin", "_passed")
 
     def __init__(self, span: float, buckets: int) -> None:
-        self._width = span / buckets
+        self._span = span
         self._first = [0] * buckets
         self._second = [0] * buckets
         self._totals = [0, 0]
-        self._index = 0  # the newest bucket
+        self._index = 0  # of the newest bucket in the lists
         self._origin: float | None = None  # when the first bucket began
-        self._passed = 0  # buckets begun since then: the newest began at origin + passed x width
+        self._passed = 0  # the newest bucket's number, from 0 at the origin
 
     def _advance(self, now: float) -> None:
         """Move the window to *now*, emptying the buckets that left it."""
@@ -63,24 +63,27 @@ class SlidingCounts:
         if origin is None:
             self._origin = now
             return
-        width = self._width
-        steps = (now - (origin + self._passed * width)) // width
-        if not steps >= 1.0:
-            return
-        first, second, totals = self._first, self._second, self._totals
-        size = len(first)
-        if steps >= size:  # everything left the window: start afresh at now
+        size = len(self._first)
+        # Bucket k spans [origin + k x span / size, origin + (k + 1) x span / size):
+        # multiplying before dividing keeps round numbers exact (12 s in 120
+        # buckets: 13.0 s is bucket 130, not 129.99...).
+        position = (now - origin) * size / self._span
+        if position >= self._passed + size:  # everything left the window: afresh from now
             self.clear()
             self._origin = now
             return
+        steps = int(position) - self._passed
+        if steps <= 0:
+            return
+        first, second, totals = self._first, self._second, self._totals
         index = self._index
-        for _ in range(int(steps)):
+        for _ in range(steps):
             index = (index + 1) % size
             totals[0] -= first[index]
             totals[1] -= second[index]
             first[index] = second[index] = 0
         self._index = index
-        self._passed += int(steps)
+        self._passed += steps
 
     def add_first(self, now: float) -> None:
         self._advance(now)
