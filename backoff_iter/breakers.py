@@ -123,8 +123,8 @@ class CircuitBreaker:
     circuit closes: a function is called again, a list or tuple iterated
     afresh (a one-shot iterator goes on where it was).  When the schedule
     runs out, its last duration repeats.  Its values are checked like
-    delays: a value that is not a number, negative or NaN is skipped (the
-    last duration repeats), one too long to sleep (``inf`` too) keeps the
+    delays: a value that is not a number, negative or NaN is replaced by
+    the last duration, one too long to sleep (``inf`` too) keeps the
     circuit open for good; none crashes a call.  The first value is taken
     and checked when the breaker is made, so ``break_duration=[]`` or
     ``[-1]`` fails there.
