@@ -199,8 +199,8 @@ class CircuitBreaker:
                 )
             else:
                 self._durations = _checks.iterable("break_duration", break_duration)
-                if self._durations is not break_duration:  # a list, a tuple: iterable again
-                    self._restart = break_duration.__iter__
+                # A list starts afresh; an iterator's __iter__ is itself: it goes on.
+                self._restart = break_duration.__iter__
             first = next(self._durations, _END)
             if first is _END:
                 raise _checks.ArgumentValueError(

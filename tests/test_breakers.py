@@ -104,7 +104,7 @@ def test_after_the_break_one_probe_goes_and_the_others_are_refused():
     assert str(error) == "the circuit is half open, its probe still out: calls are refused for another 4 s"
 
 
-def test_of_many_threads_checking_as_the_break_ends_exactly_one_gets_through():
+def test_of_many_threads_checking_as_the_break_ends_exactly_one_gets_through(switching_often):
     """32 threads check at once when the break is over: one probe, 31 refusals."""
     breaker, clock = opened()
     clock.now = 5.0
@@ -184,15 +184,16 @@ def test_the_schedule_restarts_when_the_circuit_closes(schedule, after_close):
 
 
 def test_a_probe_that_never_reports_lets_another_go_after_a_break_duration():
-    """The probe's caller was cancelled: a break duration after it went, the next check is a new probe."""
+    """The probe's caller was cancelled: a break duration after it went, the next check is a new probe, again and again."""
     breaker, clock = opened(break_duration=[5, 7])
     clock.now = 5.0
     breaker.check()  # the probe; its outcome never comes
-    clock.now = 9.999
-    assert refused(breaker).retry_after == pytest.approx(0.001)
-    clock.now = 10.0
-    breaker.check()  # another probe
-    assert breaker.state == "half_open"
+    for now in (10.0, 15.0):
+        clock.now = now - 0.001
+        assert refused(breaker).retry_after == pytest.approx(0.001)
+        clock.now = now
+        breaker.check()  # another probe, whose outcome never comes either
+        assert breaker.state == "half_open"
     breaker.record(False)
     assert refused(breaker).retry_after == 7.0  # the next duration of the schedule
 
@@ -225,6 +226,33 @@ def test_failures_older_than_the_sampling_duration_no_longer_count():
         clock.now = now
         calls(breaker, [False])
         assert breaker.state == state
+
+
+def test_failures_leave_the_sampling_duration_bucket_by_bucket():
+    """50 failures at t = 0 and 49 at t = 29.999: the 100th at t = 30 finds only 49 + 1 (the first bucket left): closed."""
+    clock = Clock(0.0)
+    breaker = CircuitBreaker(clock=clock)
+    calls(breaker, [False] * 50)
+    clock.now = 29.999
+    calls(breaker, [False] * 49)
+    clock.now = 30.0
+    calls(breaker, [False])
+    assert breaker.state == "closed"
+    calls(breaker, [False] * 50)  # 100 failures within the window again
+    assert breaker.state == "open"
+
+
+@pytest.mark.parametrize("now, state", [(32.999, "open"), (33.0, "closed")])
+def test_the_sampling_duration_is_counted_in_buckets_of_a_tenth(now, state):
+    """30 s in buckets of 3 s: failures at t = 5 count until the bucket [3, 6) leaves, at t = 33."""
+    clock = Clock(0.0)
+    breaker = CircuitBreaker(clock=clock)
+    calls(breaker, [True])  # the window's buckets start at t = 0; this success leaves at 30
+    clock.now = 5.0
+    calls(breaker, [False] * 50)
+    clock.now = now
+    calls(breaker, [False] * 50)  # the 100th call counted, if the 50 at t = 5 still count
+    assert breaker.state == state
 
 
 def test_a_zero_break_lets_every_check_through_as_a_probe():
@@ -284,7 +312,7 @@ def test_a_factory_that_stops_returning_an_iterable_keeps_the_last_duration():
     assert refused(breaker).retry_after == 3.0
 
 
-def test_many_threads_count_every_failure():
+def test_many_threads_count_every_failure(switching_often):
     """8 threads x 1000 failures: a throughput of 8000 is reached exactly, 8001 never."""
     for minimum, state in [(8000, "open"), (8001, "closed")]:
         breaker = CircuitBreaker(

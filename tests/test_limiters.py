@@ -248,7 +248,7 @@ def test_waiting_callers_queue_up_each_waiting_one_more_token():
     assert waits == expected
 
 
-def test_many_threads_get_exactly_the_tokens_there_are_and_wait_in_turn():
+def test_many_threads_get_exactly_the_tokens_there_are_and_wait_in_turn(switching_often):
     """16 threads, frozen clock: exactly floor(tokens) try_acquires succeed; 160 acquires wait exactly the queue's times."""
     clock = Clock()
     limiter = CubicRateLimiter(clock=clock)

@@ -148,20 +148,60 @@ def test_requests_leave_the_window_after_window_seconds():
 
 
 def test_a_window_of_a_few_seconds_slides_bucket_by_bucket():
-    """window=12: 120 buckets of 0.1 s; requests at 0, 1, 2 ... 5 s drop out one by one 12 s later."""
+    """window=12: 120 buckets of 0.1 s; requests at 0.3, 0.6 ... 2.9 s leave exactly 12 s later, one by one.
+
+    Times a tenth apart, where t / 0.1 falls a hair short of the bucket's
+    number (0.3 / 0.1 is 2.9999999999999996): the bucket is found exactly."""
+    times = [0.3, 0.6, 0.7, 1.2, 1.4, 1.9, 2.3, 2.9]
     clock = Clock(0.0)
     throttle = AdaptiveThrottle(window=12.0, rng=Random(1), clock=clock)
-    for second in range(6):
-        clock.now = float(second)
+    assert throttle.probability == 0.0  # the window's buckets start at t = 0
+    for now in times:
+        clock.now = now
         try:
             throttle.check()
         except ThrottledError:
             pass
-    for second in range(6):
-        clock.now = second + 12.0 - 0.001
-        assert throttle.probability == (6 - second) / (6 - second + 1)
-        clock.now = second + 12.0
-        assert throttle.probability == (5 - second) / (5 - second + 1)
+    for gone, now in enumerate(times):
+        left = len(times) - gone
+        clock.now = now + 12.0 - 0.001
+        assert throttle.probability == left / (left + 1), now
+        clock.now = now + 12.0
+        assert throttle.probability == (left - 1) / left, now
+
+
+def test_accepts_leave_the_window_too():
+    """10 accepted at t = 0 and 3 requests at t = 60: at t = 120 only the 3 count, with no accepts: 3 / 4."""
+    clock = Clock(0.0)
+    throttle = AdaptiveThrottle(k=2.0, window=120.0, rng=Random(1), clock=clock)
+    for _ in range(10):
+        throttle.check()
+        throttle.record(accepted=True)
+    clock.now = 60.0
+    for _ in range(3):
+        throttle.check()  # (13 - 20) / 14 < 0: never rejected
+    assert throttle.probability == 0.0
+    clock.now = 120.0
+    assert throttle.probability == 3 / 4
+
+
+def test_after_an_idle_window_the_buckets_start_afresh_at_the_next_reading():
+    """Idle from t = 0 to 120.5, read then: requests at 121.2 and 121.4 share the bucket beginning at 120.5, and leave at 240.5."""
+    clock = Clock(0.0)
+    throttle = AdaptiveThrottle(window=120.0, rng=Random(1), clock=clock)
+    throttle.check()
+    clock.now = 120.5
+    assert throttle.probability == 0.0
+    for now in (121.2, 121.4):
+        clock.now = now
+        try:
+            throttle.check()
+        except ThrottledError:
+            pass
+    clock.now = 240.4
+    assert throttle.probability == 2 / 3
+    clock.now = 240.5
+    assert throttle.probability == 0.0
 
 
 def test_the_memory_is_fixed_whatever_the_traffic():
@@ -199,7 +239,7 @@ def test_a_clock_going_backwards_or_nan_or_inf_counts_as_no_time_passed():
     assert weird.probability == frozen.probability == 0.0
 
 
-def test_many_threads_count_every_request_and_accept():
+def test_many_threads_count_every_request_and_accept(switching_often):
     """8 threads x 1000 checks, then 8 x 500 accepts: the probability is exactly (8000 - 4000) / 8001 with k = 1."""
     throttle = AdaptiveThrottle(k=1.0, rng=Random(5), clock=Clock())
 
