@@ -101,7 +101,10 @@ def test_after_the_break_one_probe_goes_and_the_others_are_refused():
     clock.now = 6.0
     error = refused(breaker)
     assert error.retry_after == 4.0
-    assert str(error) == "the circuit is half open, its probe still out: calls are refused for another 4 s"
+    assert (
+        str(error)
+        == "the circuit is half open, its probe still out: calls are refused for another 4 s"
+    )
 
 
 def test_of_many_threads_checking_as_the_break_ends_exactly_one_gets_through(switching_often):
@@ -257,7 +260,7 @@ def test_the_sampling_duration_is_counted_in_buckets_of_a_tenth(now, state):
 
 def test_a_zero_break_lets_every_check_through_as_a_probe():
     """break_duration=0: half open at once, and no probe holds the others back."""
-    breaker, clock = opened(break_duration=0)
+    breaker, _ = opened(break_duration=0)
     breaker.check()
     breaker.check()
     assert breaker.state == "half_open"

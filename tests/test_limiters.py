@@ -289,7 +289,7 @@ def test_aacquire_waits_without_blocking_the_event_loop(monkeypatch):
     """A ticker task on the same loop keeps ticking every 2 ms while aacquire waits (asyncio.sleep, never time.sleep).
 
     The one test that waits in real time (about 50 ms): it checks the default sleep itself."""
-    limiter, clock = on_and_empty()
+    limiter, _ = on_and_empty()
     while (1 - limiter.tokens) / limiter.rate < 0.05:  # queue up: the next wait is >= 50 ms
         limiter.acquire(sleep=lambda s: None)
 
@@ -322,7 +322,7 @@ def test_aacquire_waits_without_blocking_the_event_loop(monkeypatch):
 
 def test_aacquire_with_trio_sleep_runs_on_trio_without_blocking():
     """Under trio's virtual clock: aacquire(sleep=trio.sleep) waits its time while a ticker ticks every 5 ms."""
-    trio = pytest.importorskip("trio")
+    import trio
     from trio.testing import MockClock
 
     ticks = []

@@ -22,6 +22,15 @@ class Clock:
         return self.now
 
 
+def checked(throttle):
+    """throttle.check(): True if the request may go, False if it was rejected."""
+    try:
+        throttle.check()
+    except ThrottledError:
+        return False
+    return True
+
+
 def sre_probability(requests, accepts, k):
     """The SRE book's client request rejection probability, as written there."""
     return max(0.0, (requests - k * accepts) / (requests + 1))
@@ -34,11 +43,7 @@ def throttle_with(requests, accepts, k, rng):
         throttle.check()
         throttle.record(accepted=True)
     for _ in range(requests - accepts):
-        try:
-            throttle.check()
-        except ThrottledError:
-            pass  # counted all the same
-        else:
+        if checked(throttle):  # a rejected request is counted all the same
             throttle.record(accepted=False)
     return throttle
 
@@ -61,8 +66,11 @@ def test_the_rejection_rate_over_many_seeded_tries_matches_the_formula(requests,
         try:
             throttle.check()
         except ThrottledError as error:
-            assert error.probability == expected
-            rejected += 1
+            rejection = error
+        else:
+            continue
+        assert rejection.probability == expected
+        rejected += 1
     assert abs(rejected / 4000 - expected) <= 0.02, (rejected / 4000, expected)
 
 
@@ -75,12 +83,10 @@ def test_over_a_long_outage_the_rejections_follow_the_probability_at_each_reques
     for i in range(20000):
         clock.now = i * 0.05  # 20 requests a second: the window slides over the run
         expected += throttle.probability
-        try:
-            throttle.check()
-        except ThrottledError:
-            rejected += 1
-        else:
+        if checked(throttle):
             throttle.record(accepted=backend.random() < 0.2)
+        else:
+            rejected += 1
     assert expected > 5000
     assert abs(rejected - expected) <= 0.02 * expected, (rejected, expected)
 
@@ -90,11 +96,7 @@ def test_a_rejected_request_counts_as_a_request():
     throttle = AdaptiveThrottle(rng=Random(3), clock=Clock())
     outcomes = []
     for n in range(1, 200):
-        try:
-            throttle.check()
-            outcomes.append("sent")
-        except ThrottledError:
-            outcomes.append("rejected")
+        outcomes.append("sent" if checked(throttle) else "rejected")
         assert throttle.probability == n / (n + 1)
     assert outcomes.count("rejected") > 150
 
@@ -106,11 +108,8 @@ def test_only_accepted_responses_count_as_accepts():
         throttle.check()
         throttle.record(accepted=True)
     for _ in range(7):
-        try:
-            throttle.check()
-        except ThrottledError:
-            continue
-        throttle.record(accepted=False)
+        if checked(throttle):
+            throttle.record(accepted=False)
     assert throttle.probability == (10 - 2.0 * 3) / 11
 
 
@@ -137,10 +136,7 @@ def test_requests_leave_the_window_after_window_seconds():
     throttle = AdaptiveThrottle(window=120.0, rng=Random(1), clock=clock)
     for now in (0.0, 0.5) * 5:
         clock.now = now
-        try:
-            throttle.check()
-        except ThrottledError:
-            pass
+        checked(throttle)
     clock.now = 119.999
     assert throttle.probability == 10 / 11
     clock.now = 120.0
@@ -158,10 +154,7 @@ def test_a_window_of_a_few_seconds_slides_bucket_by_bucket():
     assert throttle.probability == 0.0  # the window's buckets start at t = 0
     for now in times:
         clock.now = now
-        try:
-            throttle.check()
-        except ThrottledError:
-            pass
+        checked(throttle)
     for gone, now in enumerate(times):
         left = len(times) - gone
         clock.now = now + 12.0 - 0.001
@@ -194,10 +187,7 @@ def test_after_an_idle_window_the_buckets_start_afresh_at_the_next_reading():
     assert throttle.probability == 0.0
     for now in (121.2, 121.4):
         clock.now = now
-        try:
-            throttle.check()
-        except ThrottledError:
-            pass
+        checked(throttle)
     clock.now = 240.4
     assert throttle.probability == 2 / 3
     clock.now = 240.5
@@ -210,10 +200,7 @@ def test_the_memory_is_fixed_whatever_the_traffic():
     throttle = AdaptiveThrottle(window=120.0, rng=Random(1), clock=clock)
     for i in range(20000):
         clock.now = i * 50.0 + (i % 7)
-        try:
-            throttle.check()
-        except ThrottledError:
-            pass
+        checked(throttle)
         throttle.record(accepted=i % 3 == 0)
     assert len(throttle._counts._first) == len(throttle._counts._second) == 120
     clock.now += 1000.0
@@ -228,10 +215,7 @@ def test_a_clock_going_backwards_or_nan_or_inf_counts_as_no_time_passed():
     for value in (10.0, math.nan, math.inf, -math.inf, 2.0**1001, 499.0, 500.0):
         odd.now = value
         for throttle in (frozen, weird):
-            try:
-                throttle.check()
-            except ThrottledError:
-                pass
+            checked(throttle)
             throttle.record(accepted=True)
             throttle.record(accepted=False)
         assert weird.probability == frozen.probability
@@ -245,10 +229,7 @@ def test_many_threads_count_every_request_and_accept(switching_often):
 
     def check():
         for _ in range(1000):
-            try:
-                throttle.check()
-            except ThrottledError:
-                pass
+            checked(throttle)
 
     def accept():
         for _ in range(500):
@@ -273,11 +254,7 @@ def test_without_rng_it_draws_from_the_random_module():
             throttle = AdaptiveThrottle(clock=Clock())
             outcomes = []
             for _ in range(60):
-                try:
-                    throttle.check()
-                    outcomes.append(1)
-                except ThrottledError:
-                    outcomes.append(0)
+                outcomes.append(checked(throttle))
             runs.append(outcomes)
     finally:
         random.setstate(state)
