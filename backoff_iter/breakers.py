@@ -98,6 +98,12 @@ _BUCKETS = 10  # the sampling duration is counted in 10 buckets, as Polly does
 _END: Any = object()
 
 
+def _first_break(value: object) -> float:
+    """The first break duration, checked eagerly: an argument error if it is
+    not a number, negative or NaN; ``inf`` if it is too long to sleep."""
+    return _sleeping.seconds(_checks.seconds("break_duration", value, infinite=True))
+
+
 class CircuitBreaker:
     """Polly v8's circuit breaker: closed, open, half open with one probe.
 
@@ -184,7 +190,7 @@ class CircuitBreaker:
         self._durations: Iterator[Any] | None = None
         self._upcoming: float | None
         if _checks.is_real(break_duration):
-            self._upcoming = _checks.seconds("break_duration", break_duration, infinite=True)
+            self._upcoming = _first_break(break_duration)
         else:
             if callable(break_duration):
                 self._restart = break_duration
@@ -206,7 +212,7 @@ class CircuitBreaker:
                 raise _checks.ArgumentValueError(
                     "break_duration", f"break_duration gave no duration at all: {break_duration!r}"
                 )
-            self._upcoming = _checks.seconds("break_duration", first, infinite=True)
+            self._upcoming = _first_break(first)
         self._break = self._upcoming  # the last break duration served
         self._now = Readings(clock)
         self._lock = _thread.allocate_lock()

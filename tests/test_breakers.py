@@ -279,10 +279,20 @@ def test_bad_values_in_the_schedule_are_skipped_and_never_crash_a_call():
 
 @pytest.mark.parametrize("endless", [math.inf, 1e300, 10**400])
 def test_an_endless_break_keeps_the_circuit_open_for_good(endless):
-    """inf, or longer than the platform can sleep: open for good, retry_after inf, and it says so."""
+    """inf, or longer than the platform can sleep, later in the schedule: open for good, retry_after inf, and it says so."""
     breaker, clock = opened(break_duration=[1, endless])
     clock.now = 1.0
     calls(breaker, [False])
+    clock.now = 1e200
+    error = refused(breaker)
+    assert error.retry_after == math.inf
+    assert str(error) == "the circuit is open: calls are refused for good"
+
+
+@pytest.mark.parametrize("endless", [math.inf, 1e300, [1e300]])
+def test_an_endless_first_break_is_open_for_good_too(endless):
+    """The same when the first break is that long, given as a number or first in a schedule."""
+    breaker, clock = opened(break_duration=endless)
     clock.now = 1e200
     error = refused(breaker)
     assert error.retry_after == math.inf
