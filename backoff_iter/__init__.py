@@ -19,9 +19,11 @@ import typing as _typing
 from ._checks import ArgumentTypeError, ArgumentValueError
 from ._core import default_delays
 from .adaptors import capped, elapsed, jittered, within
+from .breakers import Breaker, BrokenCircuitError, CircuitBreaker
 from .budgets import Budget, RetryBudget, TokenBucket
 from .drivers import Attempt, aretrying, retry, retrying
 from .hints import RETRY_AFTER_MAX, parse_retry_after
+from .limiters import CubicRateLimiter, RateLimiter
 from .logs import RetryLogger, log_retries
 from .loops import attempts
 from .strategies import (
@@ -34,6 +36,7 @@ from .strategies import (
     linear,
     smooth_jitter,
 )
+from .throttles import AdaptiveThrottle, Throttle, ThrottledError
 
 if _typing.TYPE_CHECKING:
     from .overload import simulate_overload
@@ -81,13 +84,21 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "RETRY_AFTER_MAX",
+    "AdaptiveThrottle",
     "ArgumentTypeError",
     "ArgumentValueError",
     "Attempt",
+    "Breaker",
+    "BrokenCircuitError",
     "Budget",
+    "CircuitBreaker",
+    "CubicRateLimiter",
     "Plan",
+    "RateLimiter",
     "RetryBudget",
     "RetryLogger",
+    "Throttle",
+    "ThrottledError",
     "TokenBucket",
     "aretrying",
     "attempts",

@@ -1,5 +1,7 @@
 import os
+import sys
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # The suite must never flake: the default "ci" profile derandomizes every
@@ -15,3 +17,12 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=100)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def switching_often():
+    """Threads switch every microsecond: a missing lock loses counts at once, not once a year."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(interval)

@@ -150,3 +150,45 @@ async def abare() -> str:
 
 with no_sleep() as slept_delays:
     recorded: list[float] = slept_delays
+
+
+# -- the resilience parts, as users type them ----------------------------------
+
+from backoff_iter import (  # noqa: E402
+    AdaptiveThrottle,
+    Breaker,
+    BrokenCircuitError,
+    CircuitBreaker,
+    CubicRateLimiter,
+    RateLimiter,
+    Throttle,
+    ThrottledError,
+)
+
+limiter: RateLimiter = CubicRateLimiter(clock=lambda: 0.0)
+throttle: Throttle = AdaptiveThrottle(k=2, window=60, rng=Random(1))
+breaker: Breaker = CircuitBreaker(0.5, 10, 30, lambda: exponential(5, cap=60))
+breakers = [CircuitBreaker(break_duration=5), CircuitBreaker(break_duration=[1, 2.5])]
+
+
+def guarded() -> float:
+    waited: float = limiter.acquire(sleep=lambda seconds: None)
+    try:
+        throttle.check()
+        breaker.check()
+    except ThrottledError as error:
+        return error.probability
+    except BrokenCircuitError as error:
+        return error.retry_after
+    limiter.record(throttled=False)
+    throttle.record(accepted=True)
+    breaker.record(success=True)
+    return waited
+
+
+async def aguarded() -> float:
+    return await limiter.aacquire()
+
+
+state: str = breakers[0].state
+fast: bool = CubicRateLimiter().try_acquire()

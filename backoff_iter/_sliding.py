@@ -1,0 +1,111 @@
+"""Time for the resilience parts: a clock that never runs backwards, and
+counts over a sliding window of buckets.
+
+Shared by the rate limiter, the throttle and the circuit breaker.  Neither
+is thread-safe on its own: each owner calls them with its lock held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# Readings beyond this are taken as "infinite": a time this large cannot be
+# doubled or cubed without overflowing, and no real clock gets there.
+_HUGE = 2.0**1000
+
+
+class Readings:
+    """*clock*, made monotonic and finite: a reading that is NaN, infinite,
+    beyond ±2**1000 or earlier than the last one counts as no time passed
+    (the last reading again; 0.0 if the very first one was such)."""
+
+    __slots__ = ("clock", "last")
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.last: float | None = None
+
+    def __call__(self) -> float:
+        value = self.clock()
+        last = self.last
+        if -_HUGE <= value <= _HUGE and (last is None or value > last):  # False for NaN
+            self.last = value
+            return value
+        if last is None:
+            self.last = last = 0.0
+        return last
+
+
+class SlidingCounts:
+    """Two counts (say successes and failures) over the last *span* time units.
+
+    The span is cut into *buckets* buckets of ``span / buckets``: an event
+    counts from when it is added until the bucket it fell in leaves the
+    window, between ``span - span / buckets`` and ``span`` later.  Adding and
+    reading cost O(1) amortised and the memory is fixed.  Times must come
+    from :class:`Readings` (finite, never backwards).
+    """
+
+    __slots__ = ("_span", "_first", "_second", "_totals", "_index", "_origin", "_passed")
+
+    def __init__(self, span: float, buckets: int) -> None:
+        self._span = span
+        self._first = [0] * buckets
+        self._second = [0] * buckets
+        self._totals = [0, 0]
+        self._index = 0  # of the newest bucket in the lists
+        self._origin: float | None = None  # when the first bucket began
+        self._passed = 0  # the newest bucket's number, from 0 at the origin
+
+    def _advance(self, now: float) -> None:
+        """Move the window to *now*, emptying the buckets that left it."""
+        origin = self._origin
+        if origin is None:
+            self._origin = now
+            return
+        size = len(self._first)
+        # Bucket k spans [origin + k x span / size, origin + (k + 1) x span / size):
+        # multiplying before dividing keeps round numbers exact (12 s in 120
+        # buckets: 13.0 s is bucket 130, not 129.99...).
+        position = (now - origin) * size / self._span
+        if position >= self._passed + size:  # everything left the window: afresh from now
+            self.clear()
+            self._origin = now
+            return
+        steps = int(position) - self._passed
+        if steps <= 0:
+            return
+        first, second, totals = self._first, self._second, self._totals
+        index = self._index
+        for _ in range(steps):
+            index = (index + 1) % size
+            totals[0] -= first[index]
+            totals[1] -= second[index]
+            first[index] = second[index] = 0
+        self._index = index
+        self._passed += steps
+
+    def add_first(self, now: float) -> None:
+        self._advance(now)
+        self._first[self._index] += 1
+        self._totals[0] += 1
+
+    def add_second(self, now: float) -> None:
+        self._advance(now)
+        self._second[self._index] += 1
+        self._totals[1] += 1
+
+    def totals(self, now: float) -> tuple[int, int]:
+        """The two counts over the window ending at *now*."""
+        self._advance(now)
+        return self._totals[0], self._totals[1]
+
+    def clear(self) -> None:
+        """Forget every event."""
+        size = len(self._first)
+        self._first = [0] * size
+        self._second = [0] * size
+        self._totals = [0, 0]
+        self._index = 0
+        self._origin = None
+        self._passed = 0

@@ -1,0 +1,302 @@
+"""A circuit breaker: stop calling a dependency that is down (Polly v8's).
+
+Retries with backoff still send every call to a dependency that is down.
+:class:`CircuitBreaker` counts the failures over a sliding window; when
+there were enough calls and too many failed it *opens*, and calls fail at
+once with :class:`BrokenCircuitError` without running.  After the break
+duration one probe call goes through (*half open*): its success closes the
+circuit, its failure opens it again for the next break duration.
+
+>>> from backoff_iter import BrokenCircuitError, CircuitBreaker
+>>> now = [0.0]
+>>> breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=4,
+...                          break_duration=[5, 10, 20], clock=lambda: now[0])
+>>> for success in (True, False, True, False):  # 2 failures in 4 calls: open
+...     breaker.check()
+...     breaker.record(success)
+>>> breaker.state
+'open'
+>>> breaker.check()
+Traceback (most recent call last):
+...
+backoff_iter.BrokenCircuitError: the circuit is open: calls are refused for another 5 s
+>>> now[0] = 5.0
+>>> breaker.check(); breaker.state  # the probe goes
+'half_open'
+>>> breaker.record(False); breaker.state  # it failed: open for the next duration
+'open'
+>>> try:
+...     breaker.check()
+... except BrokenCircuitError as error:
+...     error.retry_after
+10.0
+"""
+
+from __future__ import annotations
+
+import _thread
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, Union
+
+from . import _checks, _sleeping
+from ._sliding import Readings, SlidingCounts
+
+__all__ = ["Breaker", "BrokenCircuitError", "CircuitBreaker"]
+
+
+class BrokenCircuitError(Exception):
+    """A call the circuit breaker refused because the circuit is open: it never ran.
+
+    An ``Exception`` of its own, not an argument error and not an
+    ``OSError``: a retry policy on network errors (``on=OSError``) lets it
+    propagate at once, one on ``Exception`` retries it.  ``retry_after`` is
+    the number of seconds until the breaker lets a probe through (``inf``
+    when the break never ends).
+    """
+
+    __module__ = "backoff_iter"
+
+    retry_after: float
+    """Seconds until a call may go through as the probe."""
+
+    def __init__(self, retry_after: float, half_open: bool = False) -> None:
+        why = (
+            "the circuit is half open, its probe still out" if half_open else "the circuit is open"
+        )
+        until = "for good" if retry_after == math.inf else f"for another {retry_after:g} s"
+        super().__init__(f"{why}: calls are refused {until}")
+        self.retry_after = retry_after
+        self._half_open = half_open
+
+    def __reduce__(self) -> tuple[object, ...]:  # picklable, for worker processes
+        return self.__class__, (self.retry_after, self._half_open)
+
+
+class Breaker(Protocol):
+    """What a driver asks of a circuit breaker; implement these two to write your own.
+
+    - ``check()``: before every attempt, the first included: raise
+      :class:`BrokenCircuitError` (or your own error) to refuse the attempt
+      without running it, or return to let it go.
+    - ``record(success)``: after every attempt that ran, *success* telling
+      whether it succeeded (False for a failure the breaker should count).
+    """
+
+    def check(self) -> None: ...
+
+    def record(self, success: bool) -> None: ...
+
+
+#: What ``break_duration`` takes: seconds, an iterable of them, or a
+#: zero-argument function returning one.
+BreakDurations = Union[float, Iterable[float], Callable[[], Iterable[float]]]
+
+_CLOSED, _OPEN, _HALF_OPEN = "closed", "open", "half_open"
+_BUCKETS = 10  # the sampling duration is counted in 10 buckets, as Polly does
+_END: Any = object()
+
+
+def _first_break(value: object) -> float:
+    """The first break duration, checked eagerly: an argument error if it is
+    not a number, negative or NaN; ``inf`` if it is too long to sleep."""
+    return _sleeping.seconds(_checks.seconds("break_duration", value, infinite=True))
+
+
+class CircuitBreaker:
+    """Polly v8's circuit breaker: closed, open, half open with one probe.
+
+    - **closed**: every call goes.  Successes and failures are counted over
+      the last *sampling_duration* seconds (in 10 buckets, as Polly does);
+      when a failure brings the calls counted to at least
+      *minimum_throughput* and the failures to at least *failure_ratio* of
+      them, the circuit opens.
+    - **open**: :meth:`check` raises :class:`BrokenCircuitError`, whose
+      ``retry_after`` says when the break ends.  The first check after the
+      break duration lets the call go as the probe and the circuit is
+      half open.
+    - **half open**: other calls are refused.  The probe's success closes
+      the circuit (and forgets the counts), its failure opens it again for
+      the next break duration.  As in Polly, the first outcome recorded
+      while half open decides.  A probe whose outcome never comes (its
+      caller was cancelled) does not wedge the breaker: once a break
+      duration has passed since it went, the next check sends another.
+
+    *break_duration* is seconds, or the break durations in turn: an
+    iterable, or a zero-argument function returning one, such as
+    ``lambda: exponential(5, cap=60)``.  The schedule restarts when the
+    circuit closes: a function is called again, a list or tuple iterated
+    afresh (a one-shot iterator goes on where it was).  When the schedule
+    runs out, its last duration repeats.  Its values are checked like
+    delays: a value that is not a number, negative or NaN is replaced by
+    the last duration, one too long to sleep (``inf`` too) keeps the
+    circuit open for good; none crashes a call.  The first value is taken
+    and checked when the breaker is made, so ``break_duration=[]`` or
+    ``[-1]`` fails there.
+
+    A *clock* reading that is NaN, infinite or earlier than the last one
+    counts as no time passed.  Thread-safe and task-safe: one lock guards
+    the state; nothing blocks or sleeps.
+    """
+
+    __slots__ = (
+        "failure_ratio",
+        "minimum_throughput",
+        "sampling_duration",
+        "break_duration",
+        "_now",
+        "_lock",
+        "_state",
+        "_until",
+        "_break",
+        "_upcoming",
+        "_durations",
+        "_restart",
+        "_counts",
+    )
+
+    failure_ratio: float
+    """The share of failures at which the circuit opens, as given."""
+    minimum_throughput: int
+    """The calls the sampling duration must count before the circuit may open."""
+    sampling_duration: float
+    """Seconds over which successes and failures are counted."""
+    break_duration: BreakDurations
+    """The break duration or schedule, as given."""
+
+    def __init__(
+        self,
+        failure_ratio: float = 0.1,
+        minimum_throughput: int = 100,
+        sampling_duration: float = 30.0,
+        break_duration: BreakDurations = 5.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        ratio = _checks.number("failure_ratio", failure_ratio)
+        if not 0.0 < ratio <= 1.0:
+            raise _checks.ArgumentValueError(
+                "failure_ratio", f"failure_ratio must be in (0, 1], got {failure_ratio!r}"
+            )
+        self.failure_ratio = ratio
+        self.minimum_throughput = _checks.count("minimum_throughput", minimum_throughput, minimum=1)
+        self.sampling_duration = _checks.positive("sampling_duration", sampling_duration)
+        _checks.function("clock", clock)
+        self.break_duration = break_duration
+        # The schedule: _upcoming is the next break (taken now, to check it
+        # eagerly), then _durations gives the rest; _restart makes it anew.
+        self._restart: Callable[[], Iterable[Any]] | None = None
+        self._durations: Iterator[Any] | None = None
+        self._upcoming: float | None
+        if _checks.is_real(break_duration):
+            self._upcoming = _first_break(break_duration)
+        else:
+            if callable(break_duration):
+                self._restart = break_duration
+                self._durations = _checks.fresh_delays("break_duration", break_duration)
+            elif isinstance(break_duration, (str, bytes)) or not isinstance(
+                break_duration, Iterable
+            ):
+                raise _checks.ArgumentTypeError(
+                    "break_duration",
+                    "break_duration must be seconds, an iterable of them or a"
+                    f" zero-argument function returning one, got {break_duration!r}",
+                )
+            else:
+                self._durations = _checks.iterable("break_duration", break_duration)
+                # A list starts afresh; an iterator's __iter__ is itself: it goes on.
+                self._restart = break_duration.__iter__
+            first = next(self._durations, _END)
+            if first is _END:
+                raise _checks.ArgumentValueError(
+                    "break_duration", f"break_duration gave no duration at all: {break_duration!r}"
+                )
+            self._upcoming = _first_break(first)
+        self._break = self._upcoming  # the last break duration served
+        self._now = Readings(clock)
+        self._lock = _thread.allocate_lock()
+        self._state = _CLOSED
+        self._until = 0.0  # open: when the break ends; half open: when another probe may go
+        self._counts = SlidingCounts(self.sampling_duration, _BUCKETS)  # successes, failures
+
+    @property
+    def state(self) -> str:
+        """``"closed"``, ``"open"`` or ``"half_open"``: open until the first check after the break."""
+        return self._state
+
+    def check(self) -> None:
+        """Admit a call, or raise :class:`BrokenCircuitError` while the circuit is open."""
+        if self._state is _CLOSED:  # one read of one attribute: no lock needed
+            return
+        with self._lock:
+            state = self._state
+            if state is _CLOSED:
+                return
+            now = self._now()
+            if now >= self._until:  # the break is over, or the probe never reported
+                self._state = _HALF_OPEN
+                self._until = now + self._break
+                return
+            retry_after = self._until - now
+        raise BrokenCircuitError(retry_after, state is _HALF_OPEN)
+
+    def record(self, success: bool) -> None:
+        """Tell the breaker how a call it let go ended."""
+        with self._lock:
+            now = self._now()
+            state = self._state
+            if state is _HALF_OPEN:
+                if success:
+                    self._close()
+                else:
+                    self._open(now)
+            elif success:
+                self._counts.add_first(now)
+            else:
+                self._counts.add_second(now)  # counted while open too, as Polly does
+                if state is _CLOSED:
+                    successes, failures = self._counts.totals(now)
+                    calls = successes + failures
+                    if calls >= self.minimum_throughput and failures / calls >= self.failure_ratio:
+                        self._open(now)
+
+    def _open(self, now: float) -> None:
+        duration = self._next_break()
+        self._break = duration
+        self._until = now + duration
+        self._state = _OPEN
+
+    def _next_break(self) -> float:
+        upcoming = self._upcoming
+        if upcoming is not None:
+            self._upcoming = None
+            return upcoming
+        if self._durations is None:  # a plain number
+            return self._break
+        value = next(self._durations, _END)
+        if value is _END:
+            return self._break
+        try:
+            return _sleeping.seconds(value, "break_duration")
+        except (TypeError, ValueError):  # not a number, negative or NaN: skipped
+            return self._break
+
+    def _close(self) -> None:
+        self._state = _CLOSED
+        self._counts.clear()
+        restart = self._restart
+        if restart is not None:
+            durations = restart()
+            try:
+                self._durations = iter(durations)
+            except TypeError:  # the function no longer returns an iterable: the last break stays
+                self._durations = None
+
+    def __repr__(self) -> str:
+        return (
+            f"CircuitBreaker(failure_ratio={self.failure_ratio!r},"
+            f" minimum_throughput={self.minimum_throughput!r},"
+            f" sampling_duration={self.sampling_duration!r},"
+            f" break_duration={self.break_duration!r}) {self._state}"
+        )

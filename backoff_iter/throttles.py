@@ -1,0 +1,160 @@
+"""Client-side adaptive throttling (Google SRE book, "Handling Overload").
+
+When a backend rejects much of what it gets, sending it more only adds to
+its load.  :class:`AdaptiveThrottle` rejects requests locally, before they
+are sent, with probability ``max(0, (requests - k x accepts) / (requests +
+1))`` over the last two minutes: with ``k = 2`` the client sends about
+twice what the backend accepts, and the rest fail at once with
+:class:`ThrottledError`.
+
+>>> from random import Random
+>>> from backoff_iter import AdaptiveThrottle, ThrottledError
+>>> throttle = AdaptiveThrottle(k=2.0, rng=Random(1))
+>>> def call(backend_accepts):
+...     throttle.check()  # may raise ThrottledError: then the request is never sent
+...     throttle.record(accepted=backend_accepts)
+>>> for _ in range(10):
+...     call(True)
+>>> throttle.probability  # all accepted: nothing is rejected
+0.0
+>>> sent = 0
+>>> for _ in range(100):  # the backend goes down
+...     try:
+...         call(False)
+...         sent += 1
+...     except ThrottledError:
+...         pass
+>>> sent  # of 100: the rest failed at once, without adding to the backend's load
+43
+>>> throttle.probability  # (110 requests - 2 x 10 accepts) / (110 + 1)
+0.8108108108108109
+"""
+
+from __future__ import annotations
+
+import _thread
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from . import _checks, _jitter
+from ._sliding import Readings, SlidingCounts
+
+__all__ = ["AdaptiveThrottle", "Throttle", "ThrottledError"]
+
+
+class ThrottledError(Exception):
+    """A request the client-side throttle rejected locally: it was never sent.
+
+    An ``Exception`` of its own, not an argument error and not an
+    ``OSError``: a retry policy on network errors (``on=OSError``) lets it
+    propagate at once, one on ``Exception`` retries it.  ``probability`` is
+    the rejection probability it was drawn against.
+    """
+
+    __module__ = "backoff_iter"
+
+    probability: float
+    """The probability of rejection at the time, in (0, 1)."""
+
+    def __init__(self, probability: float) -> None:
+        super().__init__(
+            "adaptive throttling rejected the request locally"
+            f" (rejection probability {probability:.3f})"
+        )
+        self.probability = probability
+
+    def __reduce__(self) -> tuple[object, ...]:  # picklable, for worker processes
+        return self.__class__, (self.probability,)
+
+
+class Throttle(Protocol):
+    """What a driver asks of a client-side throttle; implement these two to write your own.
+
+    - ``check()``: before every attempt, the first included: raise
+      :class:`ThrottledError` (or your own error) to refuse the attempt
+      without running it, or return to let it go.  Every check counts as a
+      request, refused or not.
+    - ``record(accepted)``: after every attempt that ran, *accepted* telling
+      whether the backend accepted it (False when it refused it as
+      overloaded or throttled).
+    """
+
+    def check(self) -> None: ...
+
+    def record(self, accepted: bool) -> None: ...
+
+
+_BUCKETS = 120  # the window is counted in 120 buckets: 1 s each at the default 120 s
+
+
+class AdaptiveThrottle:
+    """Google SRE client-side throttling: reject locally what the backend would refuse.
+
+    :meth:`check` (before each attempt) counts a request and rejects it with
+    probability ``max(0, (requests - k x accepts) / (requests + 1))``, the
+    counts being those of the last *window* seconds before it; a rejected
+    request raises :class:`ThrottledError` and still counts as a request,
+    as in the SRE book.  :meth:`record` (after each attempt) counts an
+    accept.  *k* (at least 1) is how many requests per accepted one the
+    backend may see: lower is more aggressive.
+
+    The window is counted in 120 buckets (1 s each at the default 120 s):
+    an event counts for between ``window - window / 120`` and ``window``
+    seconds, at O(1) cost per call and in fixed memory.  A *clock* reading
+    that is NaN, infinite or earlier than the last one counts as no time
+    passed.  *rng* is any ``random.Random``-like object (with ``random()``),
+    the module-level ``random`` when None.  Thread-safe and task-safe: one
+    lock guards the counts; nothing blocks or sleeps.
+    """
+
+    __slots__ = ("k", "window", "_now", "_random", "_counts", "_lock")
+
+    k: float
+    """Requests allowed per accepted request, as given."""
+    window: float
+    """Seconds the requests and accepts are counted over, as given."""
+
+    def __init__(
+        self,
+        k: float = 2.0,
+        window: float = 120.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rng: Any = None,
+    ) -> None:
+        self.k = _checks.factor("k", k)
+        self.window = _checks.positive("window", window)
+        _checks.function("clock", clock)
+        self._random = _jitter.random_source(rng)
+        self._now = Readings(clock)
+        self._counts = SlidingCounts(self.window, _BUCKETS)  # requests, accepts
+        self._lock = _thread.allocate_lock()
+
+    def _probability(self, requests: int, accepts: int) -> float:
+        return max(0.0, (requests - self.k * accepts) / (requests + 1))
+
+    @property
+    def probability(self) -> float:
+        """The probability that a request checked now is rejected."""
+        with self._lock:
+            return self._probability(*self._counts.totals(self._now()))
+
+    def check(self) -> None:
+        """Count a request and admit it, or raise :class:`ThrottledError`."""
+        with self._lock:
+            now = self._now()
+            probability = self._probability(*self._counts.totals(now))
+            self._counts.add_first(now)
+            if not (probability > 0.0 and self._random() < probability):
+                return
+        raise ThrottledError(probability)
+
+    def record(self, accepted: bool) -> None:
+        """Tell the throttle whether the backend accepted a request it let go."""
+        if accepted:
+            with self._lock:
+                self._counts.add_second(self._now())
+
+    def __repr__(self) -> str:
+        return f"AdaptiveThrottle(k={self.k!r}, window={self.window!r})"
