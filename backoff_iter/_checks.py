@@ -133,6 +133,8 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     kind = delays.__class__
     if kind is list or kind is tuple:
         return delays.__iter__, False  # type: ignore[attr-defined]
+    if isinstance(delays, (str, bytes)):  # iterable, but of characters: surely a mistake
+        raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {delays!r}")
     if isinstance(delays, Iterator):  # an iterator that happens to be callable is still one-shot
         return delays.__iter__, True
     if callable(delays):

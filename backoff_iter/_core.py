@@ -20,20 +20,24 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Union, cast
+from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
-from . import _checks, _sleeping, instrument
+from . import _checks, _sleeping, _timeouts, instrument
 from .hints import RETRY_AFTER_MAX, server_wait
 from .instrument import RetryEvent
 
 if TYPE_CHECKING:
+    from .breakers import Breaker
     from .budgets import Budget
+    from .limiters import RateLimiter
+    from .throttles import Throttle
 
 __all__ = ["Attempt", "Policy"]
 
@@ -131,6 +135,17 @@ def _check_budget(budget: object) -> None:
             )
 
 
+T = TypeVar("T")
+
+
+def _part(name: str, part: T, *methods: str) -> T:
+    """*part* (a rate limiter, throttle or breaker) if it has *methods*, or None."""
+    if part is not None and not all(callable(getattr(part, m, None)) for m in methods):
+        wanted = ", ".join(f"{m}()" for m in methods)
+        raise _checks.ArgumentTypeError(name, f"{name} must have {wanted} methods, got {part!r}")
+    return part
+
+
 class Policy:
     """The checked options of a retry policy, shared by all its calls."""
 
@@ -151,10 +166,17 @@ class Policy:
         "budget",
         "name",
         "observe",
+        "timeouts",
+        "rate_limiter",
+        "throttle",
+        "breaker",
+        "throttled",
         "fast",
         "simple",
         "timed",
         "observed",
+        "guarded",
+        "told",
     )
 
     factory: Callable[[], Iterable[float]]
@@ -176,10 +198,23 @@ class Policy:
         budget: Budget | None = None,
         name: str = "call",
         observe: instrument.Observe = None,
+        attempt_timeout: float | Delays | None = None,
+        rate_limiter: RateLimiter | None = None,
+        throttle: Throttle | None = None,
+        breaker: Breaker | None = None,
+        throttled: Callable[[Any], object] | None = None,
     ) -> None:
         self.factory, self.one_shot = _checks.delays_factory(
             "delays", default_delays if delays is None else delays
         )
+        self.timeouts: Callable[[], Iterable[float]] | None = None
+        if attempt_timeout is not None:
+            if _checks.is_real(attempt_timeout) or attempt_timeout.__class__ is int:
+                seconds = _checks.seconds("attempt_timeout", attempt_timeout, infinite=True)
+                self.timeouts = functools.partial(itertools.repeat, seconds)
+            else:
+                self.timeouts, one_shot = _checks.delays_factory("attempt_timeout", attempt_timeout)
+                self.one_shot = self.one_shot or one_shot
         self.used = False
         self.on, self.only_exceptions = (
             ((Exception,), True) if on is Exception else _exception_filter(on)
@@ -206,13 +241,23 @@ class Policy:
             raise _checks.ArgumentTypeError("name", f"name must be a string, got {name!r}")
         self.name = name
         self.observe = instrument.hooks(observe)
+        self.rate_limiter = _part("rate_limiter", rate_limiter, "acquire", "aacquire", "record")
+        self.throttle = _part("throttle", throttle, "check", "record")
+        self.breaker = _part("breaker", breaker, "check", "record")
+        self.throttled = _checks.optional_function("throttled", throttled)
         self._derive()
 
     def _derive(self) -> None:
         """What the options mean for a call, in one place."""
+        # Parts told the outcome of every attempt.
+        self.told = (self.rate_limiter, self.throttle, self.breaker) != (None, None, None)
+        # Something to do before each attempt: ask those parts, set its timeout.
+        self.guarded = self.told or self.timeouts is not None
         # A success needs no bookkeeping: nothing judges results or counts them.
         # (Hooks enabled for the whole process are checked at each call.)
-        self.fast = self.on_result is None and self.budget is None and not self.observe
+        self.fast = (
+            self.on_result is None and self.budget is None and not self.observe and not self.guarded
+        )
         # A retry is just the next delay: no hint, deadline or budget to apply.
         self.simple = self.retry_after is None and self.deadline is None and self.budget is None
         # Someone reads the call's start time: a deadline, or a hook's attempt.elapsed.
@@ -248,7 +293,7 @@ class Attempt:
     block, as if there were no loop.
     """
 
-    __slots__ = ("number", "delay", "elapsed", "_call", "_result", "_bug")
+    __slots__ = ("number", "delay", "elapsed", "timeout", "_call", "_result", "_bug", "_scope")
 
     number: int
     """This attempt's number, from 1."""
@@ -256,14 +301,23 @@ class Attempt:
     """The seconds slept before it (0.0 for the first)."""
     elapsed: float
     """Seconds from the start of the first attempt to the start of this one, per ``clock``."""
+    timeout: float | None
+    """Seconds this attempt may take (``attempt_timeout``, shortened to the
+    deadline), or None without ``attempt_timeout``.  The async loops cancel
+    the attempt at its timeout; in a sync loop, hand it to your call
+    (``requests.get(url, timeout=attempt.timeout)``)."""
 
-    def __init__(self, call: Call, number: int, delay: float, elapsed: float) -> None:
+    def __init__(
+        self, call: Call, number: int, delay: float, elapsed: float, timeout: float | None = None
+    ) -> None:
         self.number = number
         self.delay = delay
         self.elapsed = elapsed
+        self.timeout = timeout
         self._call = call
         self._result: Any = _NO_RESULT
         self._bug: BaseException | None = None
+        self._scope: Any = None
 
     def retry_after(self, seconds: float) -> None:
         """Make the next sleep at least *seconds* long (a server's ``Retry-After``).
@@ -314,6 +368,9 @@ class Attempt:
         if call.state != _READY or call.number != self.number or not call.in_async:
             call.misuse(self, "async with")
         call.state = _RUNNING
+        if self.timeout is not None:
+            self._scope = _timeouts.scope(self.timeout)
+            await self._scope.__aenter__()
         return self
 
     async def __aexit__(
@@ -325,9 +382,19 @@ class Attempt:
         call = self._call
         if call.state != _RUNNING or call.number != self.number:
             call.misuse(self, "async with")
+        expired = None
+        if self._scope is not None:  # the attempt's timeout: its expiry is a TimeoutError
+            expired = await self._scope.__aexit__(exc_type, exc, traceback)
+            self._scope = None
+            if expired is not None:
+                exc = expired
         if exc is not None and exc is self._bug:
             return call.stop(exc)
-        return await call.asettle(self, exc, self._result)
+        if await call.asettle(self, exc, self._result):
+            return True
+        if expired is not None:
+            raise expired
+        return False
 
     def __repr__(self) -> str:
         return f"<Attempt number={self.number} delay={self.delay!r} elapsed={self.elapsed!r}>"
@@ -369,6 +436,8 @@ class Call:
         "_cancelling",
         "_hooks",
         "_id",
+        "_timeouts",
+        "_timeout_last",
     )
 
     def __init__(
@@ -401,6 +470,8 @@ class Call:
             policy.observe + tuple(instrument.enabled) if instrument.enabled else policy.observe
         )
         self._id = 0
+        self._timeouts: Iterator[float] | None = None  # made before the first attempt
+        self._timeout_last = math.inf  # once the timeouts run out, the last one again
 
     # -- the loops: iterate the call, run each attempt in `with attempt:` -------
 
@@ -408,6 +479,8 @@ class Call:
         return self
 
     def __next__(self) -> Attempt:
+        if self.state == _NEXT and self.policy.guarded:
+            self.admit()
         attempt = self.next_attempt()
         if attempt is None:
             raise StopIteration
@@ -417,10 +490,32 @@ class Call:
         return self
 
     async def __anext__(self) -> Attempt:
+        if self.state == _NEXT and self.policy.guarded:
+            self.admit(wait=False)
+            if self.policy.rate_limiter is not None:
+                await self.policy.rate_limiter.aacquire(self.policy.sleep)
         attempt = self.next_attempt()
         if attempt is None:
             raise StopAsyncIteration
         return attempt
+
+    def admit(self, wait: bool = True) -> None:
+        """Before each attempt: the breaker and the throttle may refuse it (their
+        error ends the call, the attempt never runs); the rate limiter may make
+        it wait (here when *wait*; the async loop awaits it itself)."""
+        policy = self.policy
+        try:
+            if policy.breaker is not None:
+                policy.breaker.check()
+            if policy.throttle is not None:
+                policy.throttle.check()
+        except Exception as refused:
+            self.state = _DONE
+            if self._hooks:
+                self.emit("error", refused, self.number)
+            raise
+        if wait and policy.rate_limiter is not None:
+            policy.rate_limiter.acquire(policy.sleep)
 
     def next_attempt(self) -> Attempt | None:
         """The next attempt to run, or None when the call is over."""
@@ -428,7 +523,9 @@ class Call:
         if state == _NEXT:
             self.state = _READY
             number = self.number
-            return Attempt(self, number, self.delay, self.elapsed() if number > 1 else 0.0)
+            elapsed = self.elapsed() if number > 1 else 0.0
+            timeout = None if self.policy.timeouts is None else self._timeout(elapsed)
+            return Attempt(self, number, self.delay, elapsed, timeout)
         if state == _DONE:
             return None
         raise RuntimeError(
@@ -446,6 +543,25 @@ class Call:
             f"{attempt!r} is not the current attempt of a running retry loop:"
             " use each attempt once, in its own iteration"
         )
+
+    def _timeout(self, elapsed: float) -> float:
+        """The next attempt's timeout: the next of attempt_timeout's values (the
+        last one again once they run out), no longer than the deadline leaves."""
+        timeouts = self._timeouts
+        if timeouts is None:
+            timeouts = self._timeouts = _checks.fresh_delays(
+                "attempt_timeout",
+                self.policy.timeouts,  # type: ignore[arg-type]
+            )
+        value = next(timeouts, _END)
+        if value is _END:
+            value = self._timeout_last
+        else:
+            value = self._timeout_last = _sleeping.seconds(value, "attempt_timeout")
+        deadline = self.policy.deadline
+        if deadline is not None:
+            value = max(0.0, min(value, deadline - elapsed))
+        return value
 
     def elapsed(self) -> float:
         """Seconds since the first attempt began, per the policy's clock.  A
@@ -581,6 +697,8 @@ class Call:
                     isinstance(exc, on) if on.__class__ is tuple else on(exc)  # type: ignore[operator]
                 )
             if not retried:
+                if policy.told:
+                    self._tell(exc, failed=False)
                 if self._hooks:
                     self.emit("error", exc, self.number)
                 return None
@@ -593,11 +711,15 @@ class Call:
         elif policy.on_result is not None and policy.on_result(result):
             outcome = result
         else:
+            if policy.told:
+                self._tell(result, failed=False)
             if budget is not None:
                 budget.record_success(self.number == 1, self._spent)
             if self._hooks:  # a loop body that returned handed over no result
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
+        if policy.told:
+            self._tell(outcome, failed=True)
         if budget is not None:
             budget.record_failure(self.number == 1)
         # The schedule is made at the first failure, then drawn one delay per retry.
@@ -624,6 +746,21 @@ class Call:
         self.delay = delay
         self.state = _NEXT
         return cast(float, delay)
+
+    def _tell(self, outcome: Any, failed: bool) -> None:
+        """Tell the rate limiter, the throttle and the breaker how an attempt went.
+
+        *failed*: a failure the policy retries (it counts against the
+        breaker); a throttle is such a failure that ``throttled`` (by
+        default, any) says the server pushed back with."""
+        policy = self.policy
+        throttled = failed and (policy.throttled is None or bool(policy.throttled(outcome)))
+        if policy.rate_limiter is not None:
+            policy.rate_limiter.record(throttled)
+        if policy.throttle is not None:
+            policy.throttle.record(not throttled)
+        if policy.breaker is not None:
+            policy.breaker.record(not failed)
 
     def _limit(self, delay: float, outcome: Any) -> tuple[Any, str]:
         """*delay* raised to the server's hint and fitted to the deadline and

@@ -14,13 +14,22 @@ from ._core import BeforeSleep, ExceptionFilter, GiveUp, Policy
 from .hints import RETRY_AFTER_MAX, parse_retry_after
 
 if TYPE_CHECKING:
+    from .breakers import Breaker
     from .budgets import Budget
     from .instrument import Observe
+    from .limiters import RateLimiter
+    from .throttles import Throttle
 
 __all__ = ["IDEMPOTENT_METHODS", "RetryTransport"]
 
 #: The methods retried by default: those RFC 9110 calls idempotent.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
+
+
+def _time_limit(request: httpx.Request, seconds: float | None) -> None:
+    """Give the attempt's timeout to httpx: for connecting, writing, reading and the pool."""
+    if seconds is not None:
+        request.extensions["timeout"] = dict.fromkeys(("connect", "read", "write", "pool"), seconds)
 
 
 def _server_hint(outcome: Any) -> float | None:
@@ -45,8 +54,14 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     - the last response is returned (it never raises for a status) or the
     last exception raised.  Every response it discards is read and closed.
     *sleep*, *deadline*, *clock*, *before_sleep*, *give_up*, *budget*,
-    *name* and *observe* behave as in :class:`~backoff_iter.retrying`: it
-    runs on the same driver core.  Without *transport* it wraps
+    *name*, *observe*, *rate_limiter*, *throttle*, *breaker* and
+    *throttled* behave as in :class:`~backoff_iter.retrying`: it runs on the
+    same driver core.  *attempt_timeout* (seconds, or an iterable or
+    factory of them) becomes httpx's timeout of each attempt - connecting,
+    writing, reading and waiting for the pool - shortened to the deadline;
+    with ``AsyncClient`` the attempt is also cancelled at it, and its
+    ``TimeoutError`` is retried like httpx's own transport errors (both are
+    in the default *on*).  Without *transport* it wraps
     ``httpx.HTTPTransport()`` for sync clients and
     ``httpx.AsyncHTTPTransport()`` for async ones.
     """
@@ -57,7 +72,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         *,
         delays: Callable[[], Iterable[float]] | Iterable[float] | None = None,
         statuses: Collection[int] = frozenset({429, 502, 503, 504}),
-        on: ExceptionFilter = (httpx.TransportError,),
+        on: ExceptionFilter = (httpx.TransportError, TimeoutError),
         methods: Collection[str] = IDEMPOTENT_METHODS,
         sleep: Callable[[float], Any] | None = None,
         deadline: float | None = None,
@@ -68,6 +83,11 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         retry_after_max: float = RETRY_AFTER_MAX,
         name: str = "call",
         observe: Observe = None,
+        attempt_timeout: float | Callable[[], Iterable[float]] | Iterable[float] | None = None,
+        rate_limiter: RateLimiter | None = None,
+        throttle: Throttle | None = None,
+        breaker: Breaker | None = None,
+        throttled: Callable[[Any], object] | None = None,
     ) -> None:
         if transport is not None and not isinstance(
             transport, (httpx.BaseTransport, httpx.AsyncBaseTransport)
@@ -105,6 +125,11 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             budget=budget,
             name=name,
             observe=observe,
+            attempt_timeout=attempt_timeout,
+            rate_limiter=rate_limiter,
+            throttle=throttle,
+            breaker=breaker,
+            throttled=throttled,
         )
         self._transport = transport
         self._sync: httpx.BaseTransport | None = None
@@ -143,6 +168,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             if response is not None:
                 response.close()  # read already: it goes back to the pool
             with attempt:
+                _time_limit(request, attempt.timeout)
                 response = transport.handle_request(request)
                 if response.status_code in self.statuses:
                     response.read()  # kept whole if it is the last
@@ -160,6 +186,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             if response is not None:
                 await response.aclose()
             async with attempt:
+                _time_limit(request, attempt.timeout)
                 response = await transport.handle_async_request(request)
                 if response.status_code in self.statuses:
                     await response.aread()

@@ -27,6 +27,7 @@ from ._core import (
     Attempt,
     BeforeSleep,
     Call,
+    Delays,
     ExceptionFilter,
     GiveUp,
     Policy,
@@ -38,7 +39,10 @@ from .instrument import Observe
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec
 
+    from .breakers import Breaker
     from .budgets import Budget
+    from .limiters import RateLimiter
+    from .throttles import Throttle
 
     P = ParamSpec("P")
 
@@ -151,6 +155,12 @@ def retry(  # a delays factory is a function too: this overload comes first and 
     budget: Budget | None = None,
     name: str | None = None,
     observe: Observe = None,
+    attempt_timeout: float | Delays | None = None,
+    timeout_arg: str | None = None,
+    rate_limiter: RateLimiter | None = None,
+    throttle: Throttle | None = None,
+    breaker: Breaker | None = None,
+    throttled: Callable[[Any], object] | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
@@ -173,6 +183,12 @@ def retry(
     budget: Budget | None = None,
     name: str | None = None,
     observe: Observe = None,
+    attempt_timeout: float | Delays | None = None,
+    timeout_arg: str | None = None,
+    rate_limiter: RateLimiter | None = None,
+    throttle: Throttle | None = None,
+    breaker: Breaker | None = None,
+    throttled: Callable[[Any], object] | None = None,
 ) -> Any:
     """Decorate a sync or async function so failures matching *on* are retried.
 
@@ -216,9 +232,24 @@ def retry(
         "give_up": give_up,
         "budget": budget,
         "observe": observe,
+        "attempt_timeout": attempt_timeout,
+        "rate_limiter": rate_limiter,
+        "throttle": throttle,
+        "breaker": breaker,
+        "throttled": throttled,
     }
     if name is not None:
         options["name"] = name
+    if timeout_arg is not None:
+        if not isinstance(timeout_arg, str) or not timeout_arg.isidentifier():
+            raise _checks.ArgumentTypeError(
+                "timeout_arg", f"timeout_arg must name a keyword argument, got {timeout_arg!r}"
+            )
+        if attempt_timeout is None:
+            raise _checks.ArgumentValueError(
+                "timeout_arg", "timeout_arg passes attempt_timeout: give attempt_timeout too"
+            )
+        options["timeout_arg"] = timeout_arg
     if _decorated_bare(delays):  # @retry without parentheses: delays is the function
         func = delays
         decorated = _decorate(None, options, func)
@@ -229,7 +260,9 @@ def retry(
         return _either_role(decorated, functools.partial(_decorate, func, options))
     if delays is not None:
         _checks.reusable_delays("delays", delays)
-    Policy(delays, **options)  # every option checked now, not at decoration
+    if attempt_timeout is not None and not _checks.is_real(attempt_timeout):
+        _checks.reusable_delays("attempt_timeout", attempt_timeout)
+    Policy(delays, **{k: v for k, v in options.items() if k != "timeout_arg"})  # checked now
     return functools.partial(_decorate, delays, options)
 
 
@@ -246,12 +279,38 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
             " failures happen while it is iterated, after the call returned;"
             " decorate the function that consumes it",
         )
-    if "name" not in options:
-        options = {**options, "name": _qualified_name(func)}
+    options = dict(options)
+    timeout_arg = options.pop("timeout_arg", None)
+    if timeout_arg is not None:
+        _check_accepts(func, timeout_arg)
+    options.setdefault("name", _qualified_name(func))
     policy = Policy(delays, **options)
     if _is_async(func):
-        return cast("Callable[P, R]", _async_wrapper(policy, func))  # type: ignore[arg-type]
-    return _sync_wrapper(policy, func)
+        coroutine_function = cast("Callable[P, Awaitable[R]]", func)
+        return cast("Callable[P, R]", _async_wrapper(policy, coroutine_function, timeout_arg))
+    return _sync_wrapper(policy, func, timeout_arg)
+
+
+def _check_accepts(func: Callable[..., Any], keyword: str) -> None:
+    """Refuse at decoration a function that cannot take *keyword* (timeout_arg)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(func).parameters
+    except (TypeError, ValueError):  # no signature to read: let the call tell
+        return
+    accepts = keyword in parameters and parameters[keyword].kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
+    if not accepts and not any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    ):
+        raise _checks.ArgumentTypeError(
+            "timeout_arg",
+            f"timeout_arg={keyword!r}, but {func!r} has no keyword parameter {keyword!r}"
+            " to take each attempt's timeout",
+        )
 
 
 def _qualified_name(func: object) -> str:
@@ -303,7 +362,9 @@ def _either_role(
     return either
 
 
-def _sync_wrapper(policy: Policy, func: Callable[P, R]) -> Callable[P, R]:
+def _sync_wrapper(
+    policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
+) -> Callable[P, R]:
     fast, timed, clock, hooks = policy.fast, policy.timed, policy.clock, instrument.enabled
 
     @functools.wraps(func)
@@ -321,13 +382,17 @@ def _sync_wrapper(policy: Policy, func: Callable[P, R]) -> Callable[P, R]:
         result: Any = None
         for attempt in call:
             with attempt:
+                if timeout_arg is not None:
+                    kwargs[timeout_arg] = attempt.timeout
                 result = attempt.set_result(func(*args, **kwargs))
         return cast(R, result)
 
     return wrapper
 
 
-def _async_wrapper(policy: Policy, func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+def _async_wrapper(
+    policy: Policy, func: Callable[P, Awaitable[R]], timeout_arg: str | None = None
+) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, hooks = policy.fast, policy.timed, policy.clock, instrument.enabled
 
     @functools.wraps(func)
@@ -346,6 +411,8 @@ def _async_wrapper(policy: Policy, func: Callable[P, Awaitable[R]]) -> Callable[
         result: Any = None
         async for attempt in call:
             async with attempt:
+                if timeout_arg is not None:
+                    kwargs[timeout_arg] = attempt.timeout
                 result = attempt.set_result(await func(*args, **kwargs))
         return cast(R, result)
 

@@ -1468,3 +1468,194 @@ def test_a_clock_going_back_or_not_finite_counts_as_no_time_passed(run, reading)
     operation = Operation([OSError()] * 3)
     assert run([0.5, 0.5, 0.5], operation, Clock(), deadline=10.0) == "ok"
     assert operation.calls == 4
+
+
+# -- rate limiter, throttle and breaker: asked before every attempt, told every outcome ----------
+
+
+class Clock:
+    """A clock the parts and the drivers share; sleeping moves it."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.slept = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+    async def asleep(self, seconds):
+        self.sleep(seconds)
+
+
+def run_with(run, clock, operation, delays, **options):
+    """run() with the shared clock as the drivers' clock and sleep."""
+
+    shared = clock
+
+    class Time:
+        def clock(self):
+            return shared()
+
+        sleep = staticmethod(shared.sleep)
+        asleep = staticmethod(shared.asleep)
+
+    return run(delays, operation, Time(), **options)
+
+
+@each_driver
+def test_an_open_breaker_refuses_the_first_attempt_without_running_it(run):
+    """BrokenCircuitError from the driver, and the operation never called."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker
+
+    clock = Clock()
+    breaker = CircuitBreaker(minimum_throughput=2, failure_ratio=0.5, clock=clock)
+    for _ in range(2):
+        breaker.check()
+        breaker.record(False)
+    operation = Operation([])
+    with pytest.raises(BrokenCircuitError):
+        run_with(run, clock, operation, [0.1], breaker=breaker)
+    assert operation.calls == 0 and clock.slept == []
+
+
+@each_driver
+def test_the_breaker_hears_every_attempt_and_stops_the_retries_once_it_opens(run):
+    """Failures the policy retries count against it: the third opens it, the fourth attempt is refused."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker
+
+    clock = Clock()
+    breaker = CircuitBreaker(minimum_throughput=3, failure_ratio=1.0, clock=clock)
+    operation = Operation([OSError()] * 10)
+    with pytest.raises(BrokenCircuitError):
+        run_with(run, clock, operation, [0.1] * 9, breaker=breaker)
+    assert operation.calls == 3 and clock.slept == [0.1] * 3 and breaker.state == "open"
+
+
+@each_driver
+def test_a_success_and_an_error_the_policy_does_not_retry_count_as_successes(run):
+    """The breaker is told success for a result and for a foreign error: it stays closed."""
+    from backoff_iter import CircuitBreaker
+
+    clock = Clock()
+    breaker = CircuitBreaker(minimum_throughput=3, failure_ratio=0.6, clock=clock)
+    run_with(run, clock, Operation([OSError()]), [0.1], breaker=breaker)  # a failure, a success
+    with pytest.raises(KeyError):
+        run_with(run, clock, Operation([KeyError()]), [0.1], on=OSError, breaker=breaker)
+    run_with(run, clock, Operation([OSError()]), [0.1], breaker=breaker)  # a failure, a success
+    # 2 failures in 5 calls; had the KeyError not counted as a success, 2 in 3 would open it.
+    assert breaker.state == "closed"
+
+
+@each_driver
+def test_a_throttle_that_rejects_raises_throttled_error_without_running(run):
+    """After failures dominate, the throttle rejects: ThrottledError, the operation not called."""
+    from random import Random
+
+    from backoff_iter import AdaptiveThrottle, ThrottledError
+
+    clock = Clock()
+    throttle = AdaptiveThrottle(k=1.0, clock=clock, rng=Random(3))
+    for _ in range(200):  # 200 requests, none accepted: p = 200/201
+        try:
+            throttle.check()
+        except ThrottledError:
+            continue  # rejected: counted as a request all the same
+        throttle.record(False)
+    operation = Operation([])
+    with pytest.raises(ThrottledError):
+        for _ in range(20):  # p ~ 0.995: some call is rejected
+            run_with(run, clock, operation, [0.1], throttle=throttle)
+    assert operation.calls < 20
+
+
+class Unlucky:
+    """A random source whose draws are never below a rejection probability under 1."""
+
+    def random(self):
+        return 0.999999
+
+
+@each_driver
+def test_throttled_picks_the_failures_that_count_as_throttles(run):
+    """With throttled=, only 429s count for the throttle; other retried failures are accepts."""
+    from backoff_iter import AdaptiveThrottle
+
+    clock = Clock()
+    throttle = AdaptiveThrottle(k=1.0, clock=clock, rng=Unlucky())
+    run_with(
+        run,
+        clock,
+        Operation([503, 429, 503]),
+        [0.0] * 5,
+        on_result=lambda status: status != "ok",
+        throttled=lambda status: status == 429,
+        throttle=throttle,
+    )
+    # 4 requests, 3 accepted (the 503s and the success): p = max(0, (4 - 1 * 3) / (4 + 1))
+    assert throttle.probability == (4 - 3) / 5
+    throttle = AdaptiveThrottle(k=1.0, clock=clock, rng=Unlucky())
+    run_with(
+        run,
+        clock,
+        Operation([503, 429, 503]),
+        [0.0] * 5,
+        on_result=lambda s: s != "ok",
+        throttle=throttle,
+    )
+    assert throttle.probability == (4 - 1) / 5  # by default every retried failure is a throttle
+
+
+def replay(limiter, clock, outcomes, delay):
+    """What a driver does with a rate limiter, by hand: acquire, the attempt's outcome, the sleep."""
+    for throttled in outcomes:
+        limiter.acquire(sleep=clock.sleep)
+        limiter.record(throttled)
+        if throttled:
+            clock.sleep(delay)
+
+
+@each_driver
+def test_the_rate_limiter_is_asked_before_every_attempt_and_told_every_response(run):
+    """A real CubicRateLimiter fed through the driver ends where one fed by hand does."""
+    from backoff_iter import CubicRateLimiter
+
+    clock, by_hand = Clock(), Clock()
+    ours, reference = CubicRateLimiter(clock=clock), CubicRateLimiter(clock=by_hand)
+    run_with(run, clock, Operation([OSError()] * 3), [0.5] * 5, rate_limiter=ours)
+    replay(reference, by_hand, [True, True, True, False], 0.5)
+    assert (clock.now, clock.slept) == (by_hand.now, by_hand.slept)
+    assert (ours.enabled, ours.rate, ours.tokens) == (
+        reference.enabled,
+        reference.rate,
+        reference.tokens,
+    )
+    assert ours.enabled and any(s != 0.5 for s in clock.slept)  # it made attempts wait
+
+
+@pytest.mark.parametrize("form", ["retrying", "aretrying"])
+def test_the_rate_limiters_wait_goes_through_the_drivers_sleep(form):
+    """An empty bucket makes every attempt wait, first included, slept with the policy's sleep."""
+    from backoff_iter import CubicRateLimiter
+
+    clock = Clock()
+    limiter = CubicRateLimiter(clock=clock)
+    limiter.record(True)  # on, at its lowest rate: each attempt waits for a token
+    operation = Operation([OSError()])
+    if form == "retrying":
+        run_with(run_loop, clock, operation, [0.0], rate_limiter=limiter)
+    else:
+        run_with(run_async_loop, clock, operation, [0.0], rate_limiter=limiter)
+    waits = [s for s in clock.slept if s > 0]
+    assert operation.calls == 2 and len(waits) == 2
+
+
+def test_parts_without_their_methods_are_rejected():
+    """rate_limiter=, throttle= and breaker= name what they lack."""
+    rejects(lambda: retrying(rate_limiter=object()), TypeError, "rate_limiter", "acquire()")
+    rejects(lambda: retry(throttle=3), TypeError, "throttle", "check()")
+    rejects(lambda: aretrying(breaker="open"), TypeError, "breaker", "record()")
+    rejects(lambda: retrying(throttled=5), TypeError, "throttled")

@@ -1,0 +1,134 @@
+"""How the async loops bound one attempt: a scope entered by ``async with
+attempt:`` and left with it, under asyncio or trio.
+
+At its timeout the scope cancels the attempt - only the attempt: the code in
+the ``async with`` block - and leaving it turns that cancellation into the
+builtin ``TimeoutError``, which the loop then retries like any failure.
+The task's own cancellation is never taken for a timeout: it propagates.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+__all__ = ["scope"]
+
+_EXPIRED = "backoff_iter: the attempt timed out"
+
+
+class _Scope:
+    """What the loops need of a timeout scope."""
+
+    async def __aenter__(self) -> None:  # pragma: no cover - an interface
+        raise NotImplementedError
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> TimeoutError | None:
+        """None, or the TimeoutError that replaces *exc*: the attempt timed out."""
+        raise NotImplementedError  # pragma: no cover - an interface
+
+
+def scope(seconds: float) -> _Scope:
+    """A timeout of *seconds* for the attempt about to run in the current task."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            if sys.version_info >= (3, 11):
+                return _AsyncioScope(seconds)
+            return _LegacyAsyncioScope(seconds)  # pragma: no cover - Python 3.9 and 3.10 only
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            pass
+        else:
+            return _TrioScope(seconds)
+    raise RuntimeError(
+        "attempt_timeout needs a running asyncio or trio event loop to cancel an attempt"
+    )
+
+
+class _AsyncioScope(_Scope):
+    """asyncio.timeout (Python 3.11+), which tells its own expiry from the task's cancellation."""
+
+    def __init__(self, seconds: float) -> None:
+        import asyncio
+
+        self._timeout = asyncio.timeout(None if seconds == math.inf else seconds)
+
+    async def __aenter__(self) -> None:
+        await self._timeout.__aenter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> TimeoutError | None:
+        try:
+            await self._timeout.__aexit__(exc_type, exc, tb)
+        except TimeoutError as expired:
+            return expired
+        return None
+
+
+class _LegacyAsyncioScope(_Scope):
+    """A timer that cancels the task with a message of its own, which tells its
+    cancellation from the task's (Python 3.9 and 3.10 have no asyncio.timeout)."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._handle: Any = None
+        self._expired = False
+
+    async def __aenter__(self) -> None:
+        import asyncio
+
+        task = asyncio.current_task()
+        if self._seconds < math.inf and task is not None:
+
+            def expire() -> None:
+                self._expired = True
+                task.cancel(_EXPIRED)
+
+            self._handle = asyncio.get_running_loop().call_later(self._seconds, expire)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> TimeoutError | None:
+        import asyncio
+
+        if self._handle is not None:
+            self._handle.cancel()
+        if self._expired and isinstance(exc, asyncio.CancelledError) and exc.args == (_EXPIRED,):
+            expired = TimeoutError(f"the attempt timed out after {self._seconds:g} s")
+            expired.__cause__ = exc
+            return expired
+        return None
+
+
+class _TrioScope(_Scope):
+    """trio's cancel scope with a deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        self._seconds = seconds
+        self._scope: Any = None
+
+    async def __aenter__(self) -> None:
+        import trio
+
+        self._scope = trio.CancelScope(deadline=trio.current_time() + self._seconds)
+        self._scope.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> TimeoutError | None:
+        self._scope.__exit__(exc_type, exc, tb)
+        if self._scope.cancelled_caught:  # its deadline cancelled the attempt
+            return TimeoutError(f"the attempt timed out after {self._seconds:g} s")
+        return None

@@ -1,0 +1,344 @@
+"""attempt_timeout: each attempt's timeout from a schedule, enforced by the async
+loops (asyncio and trio), handed to the body by the sync ones, and set on httpx."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from checks import rejects
+from test_drivers import FakeTime
+
+from backoff_iter import aretrying, exponential, retry, retrying
+from backoff_iter.testing import no_sleep
+
+HANG = 10.0  # an attempt that would hang this long is cut at its timeout
+
+
+class Hangs:
+    """An async operation whose first *slow* calls hang HANG seconds, then answers."""
+
+    def __init__(self, slow=1):
+        self.slow = slow
+        self.calls = 0
+        self.cancelled = 0
+
+    async def __call__(self, timeout=None):
+        self.calls += 1
+        if self.calls <= self.slow:
+            try:
+                await asyncio.sleep(HANG)
+            except asyncio.CancelledError:
+                self.cancelled += 1
+                raise
+        return f"answer {self.calls}"
+
+
+def test_a_hanging_first_attempt_is_cut_and_the_second_answers_in_both_async_forms():
+    """attempt_timeout=0.05: the first attempt fails with TimeoutError (before_sleep sees it), the second answers."""
+    for form in ("aretrying", "@retry"):
+        seen = []
+        operation = Hangs()
+
+        def hook(attempt, outcome, delay, seen=seen):
+            seen.append((attempt.number, type(outcome), attempt.timeout))
+
+        options = {"attempt_timeout": 0.05, "before_sleep": hook, "sleep": lambda s: None}
+
+        async def main(operation=operation, options=options):
+            if form == "@retry":
+                return await retry([0.0], **options)(operation)()
+            async for attempt in aretrying([0.0], **options):
+                async with attempt:
+                    return await operation()
+
+        started = time.monotonic()
+        assert asyncio.run(main()) == "answer 2", form
+        assert time.monotonic() - started < 1.0, form
+        assert seen == [(1, TimeoutError, 0.05)], form
+        assert operation.cancelled == 1, form  # the hung attempt was cancelled, not left running
+
+
+def test_a_timeout_is_a_failure_that_on_decides_about():
+    """The builtin TimeoutError is retried when `on` matches it (the default does); else it propagates."""
+    operation = Hangs(slow=5)
+    with pytest.raises(TimeoutError):
+        asyncio.run(retry([0.0] * 3, on=ConnectionError, attempt_timeout=0.01)(operation)())
+    assert operation.calls == 1
+    operation = Hangs(slow=5)
+    with pytest.raises(TimeoutError):
+        asyncio.run(retry([0.0] * 2, attempt_timeout=0.01, sleep=lambda s: None)(operation)())
+    assert operation.calls == 3 and operation.cancelled == 3
+
+
+def test_the_tasks_own_cancellation_is_never_taken_for_a_timeout():
+    """Cancelling the caller during an attempt propagates CancelledError: no retry, no TimeoutError."""
+    operation = Hangs(slow=5)
+
+    async def main():
+        started = asyncio.Event()
+
+        async def call():
+            async for attempt in aretrying([0.0] * 5, attempt_timeout=5.0, sleep=lambda s: None):
+                async with attempt:
+                    started.set()
+                    return await operation()
+
+        task = asyncio.ensure_future(call())
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+
+    asyncio.run(main())
+    assert operation.calls == 1 and operation.cancelled == 1
+
+
+def test_timeouts_follow_their_schedule_and_shrink_to_the_deadline():
+    """exponential timeouts 1, 2, 4 ... each cut to what the deadline leaves; the last repeats."""
+    time_ = FakeTime()
+    seen = []
+    with pytest.raises(OSError):
+        for attempt in retrying(
+            [1.0] * 6,
+            attempt_timeout=lambda: exponential(1.0),
+            deadline=12.0,
+            sleep=time_.sleep,
+            clock=time_.clock,
+        ):
+            with attempt:
+                seen.append((attempt.elapsed, attempt.timeout))
+                time_.now += 0.5
+                raise OSError
+    # elapsed 0, 1.5, 3, 4.5, ...: timeouts 1, 2, 4, then what the 12 s deadline leaves.
+    assert seen[:3] == [(0.0, 1.0), (1.5, 2.0), (3.0, 4.0)]
+    assert all(t == min(2.0 ** i, 12.0 - e) for i, (e, t) in enumerate(seen))
+    assert seen[-1][1] < 2.0 ** (len(seen) - 1)  # the deadline shortened the last
+    seen.clear()
+    for attempt in retrying([0.0] * 3, attempt_timeout=[0.5, 0.25], sleep=lambda s: None):
+        with attempt:
+            seen.append(attempt.timeout)
+            if attempt.number < 4:
+                raise OSError
+    assert seen == [0.5, 0.25, 0.25, 0.25]
+
+
+def test_without_attempt_timeout_attempts_have_none():
+    """attempt.timeout is None unless attempt_timeout is given."""
+    for attempt in retrying([0.0]):
+        with attempt:
+            assert attempt.timeout is None
+
+
+def test_timeout_arg_hands_each_timeout_to_the_function():
+    """@retry(attempt_timeout=..., timeout_arg="timeout") passes it as that keyword argument."""
+    got = []
+
+    @retry([0.0, 0.0], attempt_timeout=[3.0, 6.0], timeout_arg="timeout", sleep=lambda s: None)
+    def get(url, *, timeout):
+        got.append((url, timeout))
+        if len(got) < 3:
+            raise ConnectionError
+        return "ok"
+
+    assert get("http://x") == "ok"
+    assert got == [("http://x", 3.0), ("http://x", 6.0), ("http://x", 6.0)]
+
+    @retry([0.0], attempt_timeout=1.5, timeout_arg="timeout")
+    def anything(**options):
+        return options
+
+    assert anything(a=1) == {"a": 1, "timeout": 1.5}
+
+
+def test_timeout_arg_refuses_a_function_without_that_parameter_at_once():
+    """No such keyword parameter: TypeError at decoration, naming timeout_arg."""
+
+    def get(url):
+        return url
+
+    rejects(
+        lambda: retry(attempt_timeout=1.0, timeout_arg="timeout")(get),
+        TypeError,
+        "timeout_arg",
+        "'timeout'",
+    )
+    rejects(lambda: retry(timeout_arg="timeout"), ValueError, "timeout_arg", "attempt_timeout")
+    rejects(lambda: retry(attempt_timeout=1.0, timeout_arg=3), TypeError, "timeout_arg")
+
+
+@pytest.mark.parametrize(
+    "bad, error", [(-1.0, ValueError), (math.nan, ValueError), ("5", TypeError), (True, TypeError)]
+)
+def test_a_bad_attempt_timeout_is_rejected_at_once(bad, error):
+    """A negative, NaN or non-number attempt_timeout names the parameter."""
+    rejects(lambda: retrying([1.0], attempt_timeout=bad), error, "attempt_timeout")
+
+
+def test_a_bad_timeout_from_a_schedule_names_attempt_timeout():
+    """A negative value drawn from the schedule is an error naming attempt_timeout."""
+    with pytest.raises(ValueError, match="attempt_timeout"):
+        for attempt in retrying([1.0], attempt_timeout=[-2.0]):
+            with attempt:
+                pass
+
+
+def test_the_async_drivers_run_under_trio():
+    """aretrying and async @retry under trio with sleep=trio.sleep; attempt_timeout uses a cancel scope."""
+    trio = pytest.importorskip("trio")
+    slept, calls = [], []
+
+    async def sleep(seconds):
+        slept.append(seconds)
+        await trio.sleep(0)
+
+    async def flaky():
+        calls.append(1)
+        if len(calls) == 1:
+            await trio.sleep(HANG)  # cut by the attempt's timeout
+        if len(calls) == 2:
+            raise ConnectionError
+        return len(calls)
+
+    async def main():
+        loop_result = None
+        async for attempt in aretrying([0.25, 0.5], sleep=sleep, attempt_timeout=0.05):
+            async with attempt:
+                loop_result = await flaky()
+        calls.clear()
+        decorated = retry([0.25, 0.5], sleep=sleep, attempt_timeout=0.05)(flaky)
+        return loop_result, await decorated()
+
+    started = time.monotonic()
+    assert trio.run(main) == (3, 3)
+    assert time.monotonic() - started < 1.0
+    assert slept == [0.25, 0.5, 0.25, 0.5]
+
+
+def test_attempt_timeout_without_an_event_loop_says_what_it_needs():
+    """An async loop driven by hand, with no event loop, cannot cancel: a clear RuntimeError."""
+
+    async def main():
+        async for attempt in aretrying([0.0], attempt_timeout=1.0):
+            async with attempt:
+                pass
+
+    coroutine = main()
+    with pytest.raises(RuntimeError, match="attempt_timeout"):
+        coroutine.send(None)
+    coroutine.close()
+
+
+# -- RetryTransport(attempt_timeout=...) against a server whose first answer hangs ----------
+
+
+class SlowFirst:
+    """A server on 127.0.0.1 whose first answer waits until released (or 5 s), then 200s."""
+
+    def __init__(self):
+        self.seen = 0
+        self.release = threading.Event()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.seen += 1
+                if server.seen == 1:
+                    server.release.wait(5.0)
+                body = f"answer {server.seen}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except OSError:  # the client gave up on it
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/"
+        self.thread = threading.Thread(target=self.http.serve_forever, args=(0.02,), daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        self.http.shutdown()
+        self.http.server_close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_retry_transport_times_out_a_hanging_attempt_and_the_next_answers(mode):
+    """attempt_timeout=0.2 reaches httpx: the hung first request fails, the second answers."""
+    httpx = pytest.importorskip("httpx")
+    from backoff_iter.interop import RetryTransport
+
+    with SlowFirst() as server, no_sleep() as slept:
+        transport = RetryTransport(delays=[0.1], attempt_timeout=0.2)
+        started = time.monotonic()
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                response = client.get(server.url)
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return await client.get(server.url)
+
+            response = asyncio.run(get())
+        took = time.monotonic() - started
+    assert response.text == "answer 2" and server.seen == 2
+    assert slept == [0.1] and took < 3.0
+
+
+def test_the_timer_of_pythons_without_asyncio_timeout_cuts_an_attempt_and_only_it():
+    """The 3.9/3.10 scope (tested on every Python): its expiry is a TimeoutError, the task's own cancel is not."""
+    from backoff_iter._timeouts import _LegacyAsyncioScope
+
+    async def attempt(seconds, body):
+        scope = _LegacyAsyncioScope(seconds)
+        await scope.__aenter__()
+        try:
+            await body()
+        except BaseException as exc:  # the attempt's outcome, as `async with attempt` sees it
+            return await scope.__aexit__(type(exc), exc, exc.__traceback__), exc
+        return await scope.__aexit__(None, None, None), None
+
+    async def hang():
+        await asyncio.sleep(HANG)
+
+    async def quick():
+        await asyncio.sleep(0)
+
+    async def converts():
+        try:
+            await asyncio.sleep(HANG)
+        except asyncio.CancelledError:
+            raise ValueError("the body turned its cancellation into an error") from None
+
+    async def main():
+        expired, exc = await attempt(0.02, hang)
+        assert isinstance(expired, TimeoutError) and isinstance(exc, asyncio.CancelledError)
+        assert await attempt(5.0, quick) == (None, None)  # no expiry, no stray cancellation
+        expired, exc = await attempt(0.02, converts)  # expired, but no cancellation came out
+        assert expired is None and isinstance(exc, ValueError)
+        await asyncio.sleep(0.05)  # the cancelled timer never fires later
+        task = asyncio.current_task()
+
+        async def cancel_soon():
+            task.cancel()
+
+        asyncio.ensure_future(cancel_soon())
+        expired, exc = await attempt(5.0, hang)  # the task's own cancellation
+        assert expired is None and isinstance(exc, asyncio.CancelledError)
+
+    asyncio.run(main())
