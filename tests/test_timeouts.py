@@ -4,6 +4,7 @@ loops (asyncio and trio), handed to the body by the sync ones, and set on httpx.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import threading
 import time
@@ -49,7 +50,7 @@ def test_a_hanging_first_attempt_is_cut_and_the_second_answers_in_both_async_for
 
         options = {"attempt_timeout": 0.05, "before_sleep": hook, "sleep": lambda s: None}
 
-        async def main(operation=operation, options=options):
+        async def main(operation=operation, options=options, form=form):
             if form == "@retry":
                 return await retry([0.0], **options)(operation)()
             async for attempt in aretrying([0.0], **options):
@@ -117,7 +118,7 @@ def test_timeouts_follow_their_schedule_and_shrink_to_the_deadline():
                 raise OSError
     # elapsed 0, 1.5, 3, 4.5, ...: timeouts 1, 2, 4, then what the 12 s deadline leaves.
     assert seen[:3] == [(0.0, 1.0), (1.5, 2.0), (3.0, 4.0)]
-    assert all(t == min(2.0 ** i, 12.0 - e) for i, (e, t) in enumerate(seen))
+    assert all(t == min(2.0**i, 12.0 - e) for i, (e, t) in enumerate(seen))
     assert seen[-1][1] < 2.0 ** (len(seen) - 1)  # the deadline shortened the last
     seen.clear()
     for attempt in retrying([0.0] * 3, attempt_timeout=[0.5, 0.25], sleep=lambda s: None):
@@ -254,10 +255,8 @@ class SlowFirst:
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                try:
+                with contextlib.suppress(OSError):  # the client may have given up on it
                     self.wfile.write(body)
-                except OSError:  # the client gave up on it
-                    pass
 
             def log_message(self, *args):
                 pass
@@ -337,8 +336,9 @@ def test_the_timer_of_pythons_without_asyncio_timeout_cuts_an_attempt_and_only_i
         async def cancel_soon():
             task.cancel()
 
-        asyncio.ensure_future(cancel_soon())
+        canceller = asyncio.ensure_future(cancel_soon())
         expired, exc = await attempt(5.0, hang)  # the task's own cancellation
+        await canceller
         assert expired is None and isinstance(exc, asyncio.CancelledError)
 
     asyncio.run(main())
