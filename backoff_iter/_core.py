@@ -147,40 +147,34 @@ def _part(name: str, part: T, *methods: str) -> T:
 
 
 class Policy:
-    """The checked options of a retry policy, shared by all its calls."""
+    """The checked options of a retry policy, shared by all its calls.
 
-    __slots__ = (
-        "factory",
-        "one_shot",
-        "used",
-        "on",
-        "only_exceptions",
-        "on_result",
-        "retry_after",
-        "retry_after_max",
-        "deadline",
-        "clock",
-        "sleep",
-        "before_sleep",
-        "give_up",
-        "budget",
-        "name",
-        "observe",
-        "timeouts",
-        "rate_limiter",
-        "throttle",
-        "breaker",
-        "throttled",
-        "fast",
-        "simple",
-        "timed",
-        "observed",
-        "guarded",
-        "told",
-    )
+    An option left at its default is read from the class: a policy made for
+    every call (``for attempt in retrying(...)``) sets only what it was given.
+    """
 
-    factory: Callable[[], Iterable[float]]
+    factory: Callable[[], Iterable[float]] = staticmethod(default_delays)
     """Fresh delays for a call."""
+    one_shot = False  # made from a one-shot iterable: one loop only
+    used = False  # ... which a loop has used
+    on: Filter = (Exception,)
+    only_exceptions = True  # `on` is classes, each a subclass of Exception
+    on_result: Callable[[Any], object] | None = None
+    retry_after: Callable[[Any], float | None] | None = None
+    retry_after_max = RETRY_AFTER_MAX
+    deadline: float | None = None
+    clock: Callable[[], float] = time.monotonic  # a builtin: no method binding
+    sleep: Callable[[float], Any] | None = None
+    before_sleep: BeforeSleep | None = None
+    give_up: GiveUp | None = None
+    budget: Budget | None = None
+    name = "call"
+    observe: tuple[instrument.Hook, ...] = ()
+    timeouts: Callable[[], Iterable[float]] | None = None
+    rate_limiter: RateLimiter | None = None
+    throttle: Throttle | None = None
+    breaker: Breaker | None = None
+    throttled: Callable[[Any], object] | None = None
 
     def __init__(
         self,
@@ -204,10 +198,55 @@ class Policy:
         breaker: Breaker | None = None,
         throttled: Callable[[Any], object] | None = None,
     ) -> None:
-        self.factory, self.one_shot = _checks.delays_factory(
-            "delays", default_delays if delays is None else delays
-        )
-        self.timeouts: Callable[[], Iterable[float]] | None = None
+        if delays is not None:
+            kind = delays.__class__
+            if kind is list or kind is tuple:  # the common cases, at once
+                self.factory = delays.__iter__  # type: ignore[union-attr]
+            else:
+                self.factory, self.one_shot = _checks.delays_factory("delays", delays)
+        if on is not Exception:
+            self.on, self.only_exceptions = _exception_filter(on)
+        if sleep is not None:
+            self.sleep = _checks.optional_function("sleep", sleep)
+        if (
+            on_result is None
+            and retry_after is None
+            and retry_after_max is RETRY_AFTER_MAX
+            and deadline is None
+            and clock is time.monotonic
+            and before_sleep is None
+            and give_up is None
+            and budget is None
+            and name == "call"
+            and observe is None
+            and attempt_timeout is None
+            and rate_limiter is None
+            and throttle is None
+            and breaker is None
+            and throttled is None
+        ):
+            return  # the rest at their defaults, and so what they mean (the class's)
+        self.on_result = _checks.optional_function("on_result", on_result)
+        self.retry_after = _checks.optional_function("retry_after", retry_after)
+        if retry_after_max is not RETRY_AFTER_MAX:
+            self.retry_after_max = _checks.seconds(
+                "retry_after_max", retry_after_max, infinite=True
+            )
+        if deadline is not None:
+            self.deadline = _checks.seconds("deadline", deadline, infinite=True)
+        if clock is not time.monotonic:
+            _checks.function("clock", clock)
+            self.clock = clock
+        self.before_sleep = _checks.optional_function("before_sleep", before_sleep)
+        self.give_up = _checks.optional_function("give_up", give_up)
+        if budget is not None:
+            _check_budget(budget)
+            self.budget = budget
+        if name != "call":
+            if not isinstance(name, str):
+                raise _checks.ArgumentTypeError("name", f"name must be a string, got {name!r}")
+            self.name = name
+        self.observe = instrument.hooks(observe)
         if attempt_timeout is not None:
             if _checks.is_real(attempt_timeout) or attempt_timeout.__class__ is int:
                 seconds = _checks.seconds("attempt_timeout", attempt_timeout, infinite=True)
@@ -215,32 +254,6 @@ class Policy:
             else:
                 self.timeouts, one_shot = _checks.delays_factory("attempt_timeout", attempt_timeout)
                 self.one_shot = self.one_shot or one_shot
-        self.used = False
-        self.on, self.only_exceptions = (
-            ((Exception,), True) if on is Exception else _exception_filter(on)
-        )
-        self.on_result = _checks.optional_function("on_result", on_result)
-        self.retry_after = _checks.optional_function("retry_after", retry_after)
-        self.retry_after_max = (
-            RETRY_AFTER_MAX
-            if retry_after_max is RETRY_AFTER_MAX
-            else _checks.seconds("retry_after_max", retry_after_max, infinite=True)
-        )
-        self.deadline = (
-            None if deadline is None else _checks.seconds("deadline", deadline, infinite=True)
-        )
-        _checks.function("clock", clock)
-        self.clock = clock
-        self.sleep = _checks.optional_function("sleep", sleep)
-        self.before_sleep = _checks.optional_function("before_sleep", before_sleep)
-        self.give_up = _checks.optional_function("give_up", give_up)
-        if budget is not None:
-            _check_budget(budget)
-        self.budget = budget
-        if not isinstance(name, str):
-            raise _checks.ArgumentTypeError("name", f"name must be a string, got {name!r}")
-        self.name = name
-        self.observe = instrument.hooks(observe)
         self.rate_limiter = _part("rate_limiter", rate_limiter, "acquire", "aacquire", "record")
         self.throttle = _part("throttle", throttle, "check", "record")
         self.breaker = _part("breaker", breaker, "check", "record")
@@ -267,6 +280,10 @@ class Policy:
         # Some hook wants to see the Attempt of the first try.
         self.observed = self.before_sleep is not None or self.give_up is not None
 
+    # What the defaults mean, as _derive() finds them (a test checks it).
+    told = guarded = timed = observed = False
+    fast = simple = True
+
     def claim(self) -> None:
         """Refuse a second loop over a policy made from a one-shot iterator."""
         if self.used:
@@ -278,11 +295,13 @@ class Policy:
             )
         self.used = True
 
-    def call(self, in_async: bool = False) -> Call:
-        """A new run of this policy (a one-shot policy allows one)."""
+    def call(self, in_async: bool = False, shown: bool = True) -> Call:
+        """A new run of this policy (a one-shot policy allows one).  *shown*:
+        its attempts are the loop's, every one telling its ``elapsed`` time;
+        ``@retry``'s are seen only by hooks."""
         if self.one_shot:
             self.claim()
-        return Call(self, self.clock(), in_async)  # every attempt tells its elapsed time
+        return Call(self, self.clock(), in_async, shown=shown)
 
 
 class Attempt:
@@ -293,31 +312,32 @@ class Attempt:
     block, as if there were no loop.
     """
 
-    __slots__ = ("number", "delay", "elapsed", "timeout", "_call", "_result", "_bug", "_scope")
-
     number: int
     """This attempt's number, from 1."""
     delay: float
     """The seconds slept before it (0.0 for the first)."""
     elapsed: float
     """Seconds from the start of the first attempt to the start of this one, per ``clock``."""
-    timeout: float | None
+    timeout: float | None = None
     """Seconds this attempt may take (``attempt_timeout``, shortened to the
     deadline), or None without ``attempt_timeout``.  The async loops cancel
     the attempt at its timeout; in a sync loop, hand it to your call
     (``requests.get(url, timeout=attempt.timeout)``)."""
 
+    # Set only when used: an attempt that succeeds at once sets what __init__ sets.
+    _result: Any = _NO_RESULT  # handed over by set_result()
+    _bug: BaseException | None = None  # the caller's own error, from retry_after()
+    _scope: Any = None  # the timeout scope of an async attempt
+
     def __init__(
         self, call: Call, number: int, delay: float, elapsed: float, timeout: float | None = None
     ) -> None:
+        self._call = call
         self.number = number
         self.delay = delay
         self.elapsed = elapsed
-        self.timeout = timeout
-        self._call = call
-        self._result: Any = _NO_RESULT
-        self._bug: BaseException | None = None
-        self._scope: Any = None
+        if timeout is not None:
+            self.timeout = timeout
 
     def retry_after(self, seconds: float) -> None:
         """Make the next sleep at least *seconds* long (a server's ``Retry-After``).
@@ -420,28 +440,29 @@ _ids = itertools.count(1).__next__  # call ids for the hooks' events
 class Call:
     """One run of a policy: the iterator of its attempts, and every decision."""
 
-    __slots__ = (
-        "policy",
-        "start",
-        "state",
-        "number",
-        "delay",
-        "hint",
-        "in_async",
-        "slept",
-        "_time",
-        "_delays",
-        "_last",
-        "_spent",
-        "_cancelling",
-        "_hooks",
-        "_id",
-        "_timeouts",
-        "_timeout_last",
-    )
+    # A call that succeeds at once only sets what __init__ sets: the rest
+    # starts from these class defaults.
+    number = 1  # of the current attempt, or the next one to run
+    delay = 0.0  # slept before the current attempt
+    slept = 0.0  # slept in all, so far
+    hint: float | None = None  # from attempt.retry_after()
+    in_async = False  # an async loop
+    _delays: Iterator[float] | None = None  # made at the first failure
+    _last = False  # the deadline shortened the last sleep
+    _spent = 0.0  # what the budget's try_retry took for this call
+    _cancelling = 0  # the task's pending cancellations when an async call began
+    _id = 0  # for the hooks' events, given at the first one
+    _timeouts: Iterator[float] | None = None  # made before the first attempt
+    _timeout_last = math.inf  # once the timeouts run out, the last one again
+    _stamp = False  # attempts tell their elapsed time (0.0 when nobody reads it)
 
     def __init__(
-        self, policy: Policy, start: float, in_async: bool = False, cancelling: int | None = None
+        self,
+        policy: Policy,
+        start: float,
+        in_async: bool = False,
+        cancelling: int | None = None,
+        shown: bool = False,
     ) -> None:
         self.policy = policy
         # The clock when the first attempt began; a reading that is not
@@ -451,27 +472,19 @@ class Call:
         else:
             self.start = self._time = -math.inf
         self.state = _NEXT
-        self.number = 1  # of the current attempt, or the next one to run
-        self.delay = 0.0  # slept before the current attempt
-        self.slept = 0.0  # slept in all, so far
-        self.hint: float | None = None  # from attempt.retry_after()
-        self.in_async = in_async  # an async loop
-        self._delays: Iterator[float] | None = None  # made at the first failure
-        self._last = False  # the deadline shortened the last sleep
-        self._spent = 0.0  # what the budget's try_retry took for this call
-        # The task's pending cancellations when the call began: a retry is
-        # refused only once that count has grown (on 3.11 and 3.12 a task
-        # that handled a TaskGroup's error keeps it at 1 for good).
-        if cancelling is None:
-            cancelling = _cancelling() if in_async else 0
-        self._cancelling = cancelling
+        if in_async:
+            self.in_async = True
+            # A retry is refused only once the task's count of pending
+            # cancellations has grown since the call began (on 3.11 and 3.12 a
+            # task that handled a TaskGroup's error keeps it at 1 for good).
+            self._cancelling = _cancelling() if cancelling is None else cancelling
         # The hooks that see this call's events: its policy's and the process's.
-        self._hooks = (
-            policy.observe + tuple(instrument.enabled) if instrument.enabled else policy.observe
-        )
-        self._id = 0
-        self._timeouts: Iterator[float] | None = None  # made before the first attempt
-        self._timeout_last = math.inf  # once the timeouts run out, the last one again
+        enabled = instrument.enabled
+        self._hooks = policy.observe + tuple(enabled) if enabled else policy.observe
+        # Someone reads each attempt's elapsed time: the loop's body, a hook,
+        # or the deadline shortening a timeout (else no clock is read for it).
+        if shown or policy.observed or policy.deadline is not None:
+            self._stamp = True
 
     # -- the loops: iterate the call, run each attempt in `with attempt:` -------
 
@@ -479,25 +492,42 @@ class Call:
         return self
 
     def __next__(self) -> Attempt:
-        if self.state == _NEXT and self.policy.guarded:
-            self.admit()
-        attempt = self.next_attempt()
-        if attempt is None:
-            raise StopIteration
-        return attempt
+        if self.state == _NEXT:
+            if self.policy.guarded:
+                self.admit()
+            return self._attempt()
+        raise self._over(StopIteration)
 
     def __aiter__(self) -> Call:
         return self
 
     async def __anext__(self) -> Attempt:
-        if self.state == _NEXT and self.policy.guarded:
-            self.admit(wait=False)
-            if self.policy.rate_limiter is not None:
-                await self.policy.rate_limiter.aacquire(self.policy.sleep)
-        attempt = self.next_attempt()
-        if attempt is None:
-            raise StopAsyncIteration
-        return attempt
+        if self.state == _NEXT:
+            if self.policy.guarded:
+                self.admit(wait=False)
+                if self.policy.rate_limiter is not None:
+                    await self.policy.rate_limiter.aacquire(self.policy.sleep)
+            return self._attempt()
+        raise self._over(StopAsyncIteration)
+
+    def _attempt(self) -> Attempt:
+        """The attempt that may run now, handed out to be entered."""
+        self.state = _READY
+        number = self.number
+        elapsed = self.elapsed() if number > 1 and self._stamp else 0.0
+        timeout = None if self.policy.timeouts is None else self._timeout(elapsed)
+        return Attempt(self, number, self.delay, elapsed, timeout)
+
+    def _over(self, end: type[Exception]) -> Exception:
+        """The error ending a loop that asks for an attempt: *end* once the
+        call is over, RuntimeError when the last attempt never ran."""
+        if self.state == _DONE:
+            return end()
+        return RuntimeError(
+            f"attempt {self.number} of this retry loop never ran in"
+            " `with attempt:`, so its outcome is unknown: put the loop body"
+            " in `with attempt:`"
+        )
 
     def admit(self, wait: bool = True) -> None:
         """Before each attempt: the breaker and the throttle may refuse it (their
@@ -516,23 +546,6 @@ class Call:
             raise
         if wait and policy.rate_limiter is not None:
             policy.rate_limiter.acquire(policy.sleep)
-
-    def next_attempt(self) -> Attempt | None:
-        """The next attempt to run, or None when the call is over."""
-        state = self.state
-        if state == _NEXT:
-            self.state = _READY
-            number = self.number
-            elapsed = self.elapsed() if number > 1 else 0.0
-            timeout = None if self.policy.timeouts is None else self._timeout(elapsed)
-            return Attempt(self, number, self.delay, elapsed, timeout)
-        if state == _DONE:
-            return None
-        raise RuntimeError(
-            f"attempt {self.number} of this retry loop never ran in"
-            " `with attempt:`, so its outcome is unknown: put the loop body"
-            " in `with attempt:`"
-        )
 
     def misuse(self, attempt: Attempt, statement: str) -> None:
         """Raise the error that says how an Attempt was misused."""
@@ -745,7 +758,7 @@ class Call:
         self.number += 1
         self.delay = delay
         self.state = _NEXT
-        return cast(float, delay)
+        return delay  # type: ignore[no-any-return]
 
     def _tell(self, outcome: Any, failed: bool) -> None:
         """Tell the rate limiter, the throttle and the breaker how an attempt went.

@@ -164,7 +164,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if not self._retries(request):
             return transport.handle_request(request)
         response: httpx.Response | None = None
-        for attempt in self._policy.call():
+        for attempt in self._policy.call(shown=False):
             if response is not None:
                 response.close()  # read already: it goes back to the pool
             with attempt:
@@ -182,7 +182,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if not self._retries(request):
             return await transport.handle_async_request(request)
         response: httpx.Response | None = None
-        async for attempt in self._policy.call(in_async=True):
+        async for attempt in self._policy.call(in_async=True, shown=False):
             if response is not None:
                 await response.aclose()
             async with attempt:

@@ -378,14 +378,14 @@ def _sync_wrapper(
                 if not call.settle(None, error, _NO_RESULT):
                     raise
         else:
-            call = policy.call()
+            call = policy.call(shown=False)
         result: Any = None
         for attempt in call:
             with attempt:
                 if timeout_arg is not None:
                     kwargs[timeout_arg] = attempt.timeout
                 result = attempt.set_result(func(*args, **kwargs))
-        return cast(R, result)
+        return result  # type: ignore[no-any-return]
 
     return wrapper
 
@@ -407,13 +407,13 @@ def _async_wrapper(
                 if not await call.asettle(None, error, _NO_RESULT):
                     raise
         else:
-            call = policy.call(in_async=True)
+            call = policy.call(in_async=True, shown=False)
         result: Any = None
         async for attempt in call:
             async with attempt:
                 if timeout_arg is not None:
                     kwargs[timeout_arg] = attempt.timeout
                 result = attempt.set_result(await func(*args, **kwargs))
-        return cast(R, result)
+        return result  # type: ignore[no-any-return]
 
     return wrapper
