@@ -1659,3 +1659,13 @@ def test_parts_without_their_methods_are_rejected():
     rejects(lambda: retry(throttle=3), TypeError, "throttle", "check()")
     rejects(lambda: aretrying(breaker="open"), TypeError, "breaker", "record()")
     rejects(lambda: retrying(throttled=5), TypeError, "throttled")
+
+
+def test_what_the_defaults_mean_is_what_derive_finds():
+    """The class's derived flags for an all-default policy are those _derive() computes."""
+    from backoff_iter._core import Policy
+
+    policy = Policy()
+    policy._derive()
+    flags = ("told", "guarded", "timed", "observed", "fast", "simple")
+    assert [getattr(policy, f) for f in flags] == [getattr(Policy, f) for f in flags]
