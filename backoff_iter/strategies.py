@@ -2,10 +2,12 @@
 iterator of delays in seconds.
 
 Take as many delays as you want with :func:`itertools.islice`,
-:func:`itertools.takewhile` or :func:`backoff_iter.within`.  Every strategy
-stops computing as soon as its values reach ``cap`` and repeats the cap from
-then on, so the ten-millionth delay costs what the tenth does, and nothing
-overflows: with ``cap=inf`` a value that outgrows a float becomes ``inf``.
+:func:`itertools.takewhile` or :func:`backoff_iter.within`.  Each delay
+costs the same whatever its index, and nothing overflows: with ``cap=inf``
+a value that outgrows a float becomes ``inf``.  Every strategy but
+decorrelated stops computing once its values reach ``cap`` and repeats the
+cap (full and equal jitter: jitter under it) from then on; decorrelated
+draws each delay from the previous one, so it may fall below the cap again.
 """
 
 from __future__ import annotations
