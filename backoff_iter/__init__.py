@@ -18,7 +18,7 @@ import typing as _typing
 
 from ._checks import ArgumentTypeError, ArgumentValueError
 from .adaptors import capped, elapsed, jittered, within
-from .budgets import Budget, RetryBudget, TokenBucket
+from .budgets import Budget, RetryBudget, RetryQuota, TokenBucket
 from .drivers import RETRY_AFTER_MAX, Attempt, aretrying, retry, retrying
 from .hints import parse_retry_after
 from .logs import RetryLogger, log_retries
@@ -87,6 +87,7 @@ __all__ = [
     "Plan",
     "RetryBudget",
     "RetryLogger",
+    "RetryQuota",
     "TokenBucket",
     "aretrying",
     "attempts",
