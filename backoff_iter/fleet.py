@@ -96,8 +96,9 @@ _SCRIPT = """
 --       3 the members' acknowledged counts and leases (a hash)
 -- ARGV: 1 member, 2 acked, 3 cumulative, 4 now in microseconds ('' for the
 --       server's TIME), 5 sync interval (us), 6 member horizon (us), 7 ttl (ms),
---       8 leave (1 or 0), 9 kind: 'level' (10 cap, 11 the room's zero, doubled)
---       or 'window' (10 slot width in us, 11 slots, 12 reserve)
+--       8 leave (1 or 0), 9 keep: what the member may still spend of its lease
+--       while this exchange is in flight, 10 kind: 'level' (11 cap, 12 the
+--       room's zero, doubled) or 'window' (11 slot width in us, 12 slots, 13 reserve)
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 local counts, members, ledger = KEYS[1], KEYS[2], KEYS[3]
 local member = ARGV[1]
@@ -108,6 +109,7 @@ if not now then
   now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 end
 local interval, horizon, ttl = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local keep = tonumber(ARGV[9])
 local function int(x) return string.format('%.0f', x) end
 
 -- Members not seen within their horizon have gone: their leases come back.
@@ -134,14 +136,14 @@ end
 local n = math.max(1, redis.call('ZCARD', members))
 
 local value, room
-if ARGV[9] == 'level' then
-  local cap, zero = tonumber(ARGV[10]), tonumber(ARGV[11])
-  value = tonumber(redis.call('HGET', counts, 'level') or ARGV[10]) + delta
+if ARGV[10] == 'level' then
+  local cap, zero = tonumber(ARGV[11]), tonumber(ARGV[12])
+  value = tonumber(redis.call('HGET', counts, 'level') or ARGV[11]) + delta
   value = math.max(0, math.min(cap, value))
   redis.call('HSET', counts, 'level', int(value))
   room = 2 * value - zero
 else
-  local width, slots, reserve = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+  local width, slots, reserve = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
   local slot = math.floor(now / width)
   local leaving = math.floor((now + interval) / width) - slots
   if delta ~= 0 then redis.call('HINCRBY', counts, int(slot), int(delta)) end
@@ -159,11 +161,15 @@ else
   end
 end
 
-local lease = math.floor(room / n)
-if lease > 0 then lease = math.max(0, math.min(lease, room - leased)) end
-if ARGV[8] ~= '1' and lease > 0 then
-  redis.call('HSET', ledger, 'l:' .. member, int(lease))
-  leased = leased + lease
+-- The member's share of the room, as far as other members' leases leave it
+-- free; held for it until its next exchange, with what it may still spend
+-- while this one is in flight.
+local free = math.max(0, room - leased)
+local lease = math.min(math.floor(room / n), free)
+local held = math.max(lease, math.min(keep, free))
+if ARGV[8] ~= '1' and held > 0 then
+  redis.call('HSET', ledger, 'l:' .. member, int(held))
+  leased = leased + held
 end
 redis.call('HSET', ledger, 'leased', int(leased))
 for _, key in ipairs(KEYS) do redis.call('PEXPIRE', key, ttl) end
@@ -266,6 +272,10 @@ class _View:
     def _settle(self, now: float) -> None:
         """Adjust the counts after an answer, or before sending them (lock held)."""
 
+    def _room(self, mode: int) -> int:
+        """What a decision in *mode* may spend, in lease units (lock held)."""
+        raise NotImplementedError
+
     def _mode(self, now: float) -> int:
         """What a decision may spend now (lock held).
 
@@ -288,9 +298,10 @@ class _View:
             return _WAITING
         return _ALONE
 
-    def _snapshot(self, now: float, always: bool) -> tuple[str, int, int] | None:
-        """The counts to send, or None when the process has had no calls for
-        long enough to let the fleet forget it (unless *always*)."""
+    def _snapshot(self, now: float, always: bool) -> tuple[str, int, int, int] | None:
+        """The counts to send, and what the process may still spend of its
+        lease meanwhile; or None when the process has had no calls for long
+        enough to let the fleet forget it (unless *always*)."""
         with self._lock:
             self._fold()
             if self._active:
@@ -305,9 +316,12 @@ class _View:
             self._settle(now)
             if self._trying is None:
                 self._trying = now
-            return self._member, self._acked, self._cum
+            keep = self._room(_LIVE) if now - self._ok_at < self._timing.stale else 0
+            return self._member, self._acked, self._cum, max(0, keep)
 
-    def _merge(self, sent: tuple[str, int, int], answer: Sequence[int], sent_at: float) -> None:
+    def _merge(
+        self, sent: tuple[str, int, int, int], answer: Sequence[int], sent_at: float
+    ) -> None:
         """The fleet's answer to the counts *sent* at *sent_at*."""
         value, n, lease = answer
         with self._lock:
@@ -423,6 +437,14 @@ class _FleetTokenBucket(_View, TokenBucket):
         if self._inline is not None:
             self._tick()
 
+    def _room(self, mode: int) -> int:
+        own = 2 * (self._cum - self._acked)
+        if mode == _LIVE:
+            return self._lease + min(own, self._head)
+        if mode == _ALONE:
+            return self._slice + min(own, 0)
+        return min(own, 0)  # own counts alone never lift a bucket above half
+
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
         if self._inline is not None:
@@ -430,13 +452,7 @@ class _FleetTokenBucket(_View, TokenBucket):
         with self._lock:
             self._add_successes()
             self._active = True
-            own = 2 * (self._cum - self._acked)
-            mode = self._mode(self._now())
-            if mode == _LIVE:
-                return self._lease + min(own, self._head) > 0
-            if mode == _ALONE:
-                return self._slice + min(own, 0) > 0
-            return False  # own counts alone can never lift a bucket above half
+            return self._room(self._mode(self._now())) > 0
 
     def __repr__(self) -> str:
         return self._describe(TokenBucket.__repr__(self))
@@ -503,6 +519,14 @@ class _FleetRetryQuota(_View, RetryQuota):
         if self._inline is not None:
             self._tick()
 
+    def _room(self, mode: int) -> int:
+        own = 2 * (self._cum - self._acked)
+        if mode == _LIVE:
+            return self._lease + min(own, self._head)
+        if mode == _ALONE:
+            return self._slice + min(own, 0)
+        return min(own, 0)
+
     def try_retry(self, outcome: Any) -> float:
         """Take a retry's cost from this process's lease and return it, or return 0.0."""
         cost = self._timeout if isinstance(outcome, self._timeouts) else self._retry
@@ -511,15 +535,7 @@ class _FleetRetryQuota(_View, RetryQuota):
         with self._lock:
             self._add_refunds()
             self._active = True
-            own = 2 * (self._cum - self._acked)
-            mode = self._mode(self._now())
-            if mode == _LIVE:
-                room = self._lease + min(own, self._head)
-            elif mode == _ALONE:
-                room = self._slice + min(own, 0)
-            else:
-                room = min(own, 0)
-            if room < 2 * cost:
+            if self._room(self._mode(self._now())) < 2 * cost:
                 return 0.0
             self._cum -= min(cost, self._value + self._cum - self._acked)
         return cost / 1000
@@ -570,6 +586,13 @@ class _FleetRetryBudget(_View, RetryBudget):
         if self._inline is not None:
             self._tick()
 
+    def _room(self, mode: int) -> int:
+        if mode == _LIVE:
+            return self._lease + self._cum - self._acked
+        if mode == _ALONE:
+            return self._slice + self._balance  # this process's counts of the window
+        return self._cum - self._acked
+
     def try_retry(self, outcome: Any) -> bool:
         """Withdraw one retry if this process's lease and its own deposits allow it."""
         if self._inline is not None:
@@ -577,14 +600,7 @@ class _FleetRetryBudget(_View, RetryBudget):
         with self._lock:
             index = self._advance()
             self._active = True
-            mode = self._mode(self._now())
-            if mode == _LIVE:
-                room = self._lease + self._cum - self._acked
-            elif mode == _ALONE:
-                room = self._slice + self._balance
-            else:
-                room = self._cum - self._acked
-            if room < self._UNIT:
+            if self._room(self._mode(self._now())) < self._UNIT:
                 return False
             self._slots[index] -= self._UNIT
             self._balance -= self._UNIT
@@ -833,15 +849,15 @@ class _Worker:
         del view  # not kept alive while Redis takes its time
         if sent is None:
             return True  # idle
-        member, acked, cumulative = sent
-        timing = self._timing
+        member, acked, cumulative, keep = sent
         arguments = [
             member,
             acked,
             cumulative,
-            "",
-            *timing.arguments,
+            "",  # the server's TIME
+            *self._timing.arguments,
             int(leave),
+            keep,
             *self._parameters,
         ]
         try:
@@ -980,9 +996,9 @@ class _SharedState(Store):
         view._inline = self
 
     def _exchange_for(
-        self, view: _View, sent: tuple[str, int, int], now: float
+        self, view: _View, sent: tuple[str, int, int, int], now: float
     ) -> tuple[int, int, int]:
-        member, acked, cumulative = sent
+        member, acked, cumulative, keep = sent
         with self._lock:
             return self.exchange(
                 member,
@@ -991,6 +1007,7 @@ class _SharedState(Store):
                 round(now * 1e6),
                 *view._timing.arguments,
                 0,
+                keep,
                 *self._kind[1],  # type: ignore[index]
             )
 
@@ -1004,6 +1021,7 @@ class _SharedState(Store):
         horizon: int,
         ttl: int,
         leave: int,
+        keep: int,
         kind: str,
         *parameters: int,
     ) -> tuple[int, int, int]:
@@ -1050,12 +1068,12 @@ class _SharedState(Store):
                     value += amount
                     if index > leaving or amount < 0:
                         room += amount
-        lease = math.floor(room / n)
-        if lease > 0:
-            lease = max(0, min(lease, room - self._leased))
-        if not leave and lease > 0:
-            leases[member] = lease
-            self._leased += lease
+        free = max(0, room - self._leased)
+        lease = min(math.floor(room / n), free)
+        held = max(lease, min(keep, free))
+        if not leave and held > 0:
+            leases[member] = held
+            self._leased += held
         return value, n, lease
 
     def _forget(self) -> None:
