@@ -256,7 +256,8 @@ class _View:
         """Start as a process that has not heard from the fleet yet."""
         self._store = store
         self._acked = self._cum = 0
-        self._lease = self._head = 0
+        self._lease = self._full  # alone, with a whole budget, until it hears
+        self._head = 0
         self._slice = self._full
         self._active = False
         self._n = 1
@@ -280,12 +281,14 @@ class _View:
         """What a decision may spend now (lock held).
 
         _LIVE: the lease, for ``stale`` seconds after the exchange that
-        granted it.  _ALONE: the process's slice of a full budget, once
-        exchanges have been failing or hanging since the lease lapsed (or,
-        for a process that never heard from the fleet, for ``stale``
-        seconds).  _WAITING: only what the process counted itself, until
-        its first answer, or when its lease lapsed with no exchange under
-        way (the store's thread is woken to make one at once)."""
+        granted it.  _ALONE: once exchanges have been failing or hanging
+        since the lease lapsed (or, for a process that never heard from the
+        fleet, for ``stale`` seconds), the last lease goes on being spent
+        with the process's own counts: with its share of the headroom it
+        is at most a 1/n slice of a full budget (a whole one before any
+        answer).  _WAITING: only what the process counted itself, until its
+        first answer, or when its lease lapsed with no exchange under way
+        (the store's thread is woken to make one at once)."""
         timing = self._timing
         if now - self._ok_at < timing.stale:
             return _LIVE
@@ -439,11 +442,9 @@ class _FleetTokenBucket(_View, TokenBucket):
 
     def _room(self, mode: int) -> int:
         own = 2 * (self._cum - self._acked)
-        if mode == _LIVE:
-            return self._lease + min(own, self._head)
-        if mode == _ALONE:
-            return self._slice + min(own, 0)
-        return min(own, 0)  # own counts alone never lift a bucket above half
+        if mode == _WAITING:
+            return min(own, 0)  # own counts alone never lift a bucket above half
+        return self._lease + min(own, self._head)
 
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
@@ -521,11 +522,9 @@ class _FleetRetryQuota(_View, RetryQuota):
 
     def _room(self, mode: int) -> int:
         own = 2 * (self._cum - self._acked)
-        if mode == _LIVE:
-            return self._lease + min(own, self._head)
-        if mode == _ALONE:
-            return self._slice + min(own, 0)
-        return min(own, 0)
+        if mode == _WAITING:
+            return min(own, 0)
+        return self._lease + min(own, self._head)
 
     def try_retry(self, outcome: Any) -> float:
         """Take a retry's cost from this process's lease and return it, or return 0.0."""
@@ -589,8 +588,8 @@ class _FleetRetryBudget(_View, RetryBudget):
     def _room(self, mode: int) -> int:
         if mode == _LIVE:
             return self._lease + self._cum - self._acked
-        if mode == _ALONE:
-            return self._slice + self._balance  # this process's counts of the window
+        if mode == _ALONE:  # and within a 1/n slice, with this process's counts of the window
+            return min(self._lease + self._cum - self._acked, self._slice + self._balance)
         return self._cum - self._acked
 
     def try_retry(self, outcome: Any) -> bool:
