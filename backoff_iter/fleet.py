@@ -537,6 +537,8 @@ class _FleetRetryQuota(_View, RetryQuota):
             if self._room(self._mode(self._now())) < 2 * cost:
                 return 0.0
             self._cum -= min(cost, self._value + self._cum - self._acked)
+        if self._inline is not None:
+            self._tick()  # the retry's cost counted when it was taken
         return cost / 1000
 
     def __repr__(self) -> str:
@@ -604,7 +606,9 @@ class _FleetRetryBudget(_View, RetryBudget):
             self._slots[index] -= self._UNIT
             self._balance -= self._UNIT
             self._cum -= self._UNIT
-            return True
+        if self._inline is not None:
+            self._tick()  # the retry counted in the window when it was taken
+        return True
 
     def __repr__(self) -> str:
         return self._describe(RetryBudget.__repr__(self))
@@ -701,7 +705,7 @@ class RedisStore(Store):
         if self._worker is not None and self._worker.serving():
             raise _checks.ArgumentValueError(
                 "store",
-                f"{self!r} already serves a budget; make one RedisStore (and name) per budget",
+                f"store {self!r} already serves a budget; make one RedisStore (and name) per budget",
             )
         timing = _Timing(self.sync_interval, window)
         view._timing = timing
@@ -910,7 +914,8 @@ class _SharedState(Store):
     exactly as a process with a :class:`RedisStore`.  Its exchanges happen
     inline, when the budget is used and ``sync_interval`` seconds of *clock*
     have passed since its last one (simulated time, if *clock* reads it),
-    before a decision and after an event is counted.  So the lag is the
+    before a decision and after an event is counted; ``sync_interval=0``
+    exchanges at every event: a fleet budget with no lag at all.  So the lag is the
     same as a fleet's, without threads: a client that is used again after a
     quiet spell exchanges first.  Every budget on one ``_SharedState`` must
     be of one kind, with the same parameters.  Not thread-safe beyond one
@@ -947,10 +952,10 @@ class _SharedState(Store):
         self, sync_interval: float = 0.1, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         sync_interval = _checks.number("sync_interval", sync_interval)
-        if not 0.0 < sync_interval <= 3600.0:
+        if not 0.0 <= sync_interval <= 3600.0:
             raise _checks.ArgumentValueError(
                 "sync_interval",
-                f"sync_interval must be in (0, 3600] seconds, got {sync_interval!r}",
+                f"sync_interval must be in [0, 3600] seconds, got {sync_interval!r}",
             )
         _checks.function("clock", clock)
         self.sync_interval = sync_interval
@@ -985,7 +990,7 @@ class _SharedState(Store):
         elif self._kind != (kind, parameters, window):
             raise _checks.ArgumentValueError(
                 "store",
-                f"this _SharedState holds a {self._kind[0]} with parameters {self._kind[1]};"
+                f"store {self!r} holds a {self._kind[0]} with parameters {self._kind[1]};"
                 f" it cannot also hold a {kind} with {parameters}",
             )
         view._timing = _Timing(self.sync_interval, window)

@@ -6,9 +6,8 @@ import math
 import threading
 import time
 
-BUDGETS = {
-    # kind: (the budget's arguments, the figure a test compares against)
-    "retry_budget": {"ratio": 0.1, "min_per_second": 20.0, "window": 10.0},
+BUDGETS = {  # the budgets the fleet tests share, by kind
+    "retry_budget": {"ratio": 0.01, "min_per_second": 50.0, "window": 10.0},
     "token_bucket": {"max_tokens": 100.0, "token_ratio": 0.1},
     "retry_quota": {"capacity": 200.0, "retry_cost": 5.0, "timeout_cost": 10.0},
 }
