@@ -97,8 +97,11 @@ _SCRIPT = """
 -- ARGV: 1 member, 2 acked, 3 cumulative, 4 now in microseconds ('' for the
 --       server's TIME), 5 sync interval (us), 6 member horizon (us), 7 ttl (ms),
 --       8 leave (1 or 0), 9 keep: what the member may still spend of its lease
---       while this exchange is in flight, 10 kind: 'level' (11 cap, 12 the
---       room's zero, doubled) or 'window' (11 slot width in us, 12 slots, 13 reserve)
+--       while this exchange is in flight, 10 want (1 or 0): it had failures
+--       lately, 11 kind: 'level' or 'window', 12 unit: the
+--       least lease that pays for one retry, then for 'level': 13 cap, 14 the
+--       room's zero, doubled; for 'window': 13 slot width in us, 14 slots,
+--       15 reserve
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 local counts, members, ledger = KEYS[1], KEYS[2], KEYS[3]
 local member = ARGV[1]
@@ -136,14 +139,14 @@ end
 local n = math.max(1, redis.call('ZCARD', members))
 
 local value, room
-if ARGV[10] == 'level' then
-  local cap, zero = tonumber(ARGV[11]), tonumber(ARGV[12])
-  value = tonumber(redis.call('HGET', counts, 'level') or ARGV[11]) + delta
+if ARGV[11] == 'level' then
+  local cap, zero = tonumber(ARGV[13]), tonumber(ARGV[14])
+  value = tonumber(redis.call('HGET', counts, 'level') or ARGV[13]) + delta
   value = math.max(0, math.min(cap, value))
   redis.call('HSET', counts, 'level', int(value))
   room = 2 * value - zero
 else
-  local width, slots, reserve = tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+  local width, slots, reserve = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
   local slot = math.floor(now / width)
   local leaving = math.floor((now + interval) / width) - slots
   if delta ~= 0 then redis.call('HINCRBY', counts, int(slot), int(delta)) end
@@ -162,10 +165,17 @@ else
 end
 
 -- The member's share of the room, as far as other members' leases leave it
--- free; held for it until its next exchange, with what it may still spend
--- while this one is in flight.
+-- free.  A share too small for one retry is of no use (but to a member
+-- alone): a member that had failures lately gets one retry's worth instead,
+-- the others nothing.  Held for it until its next exchange, with what it may
+-- still spend while this one is in flight.
 local free = math.max(0, room - leased)
-local lease = math.min(math.floor(room / n), free)
+local lease, unit = math.floor(room / n), tonumber(ARGV[12])
+if lease >= unit or (lease > 0 and n == 1) then
+  lease = math.min(lease, free)
+elseif lease > 0 then
+  lease = ARGV[10] == '1' and math.min(unit, free) or 0
+end
 local held = math.max(lease, math.min(keep, free))
 if ARGV[8] ~= '1' and held > 0 then
   redis.call('HSET', ledger, 'l:' .. member, int(held))
@@ -247,6 +257,8 @@ class _View:
     _ok_at: float
     _trying: float | None
     _active: bool
+    _wants: bool  # failures since the last exchange
+    _wanted_at: float  # the last exchange after failures
     _active_at: float
     _due: float
     _timing: _Timing
@@ -259,10 +271,10 @@ class _View:
         self._lease = self._full  # alone, with a whole budget, until it hears
         self._head = 0
         self._slice = self._full
-        self._active = False
+        self._active = self._wants = False
         self._n = 1
         self._value = value
-        self._ok_at = self._due = -_INF
+        self._ok_at = self._due = self._wanted_at = -_INF
         self._trying = None
         self._signal = self._inline = None
         store._attach(self, kind, parameters, getattr(self, "window", 0.0))
@@ -301,7 +313,7 @@ class _View:
             return _WAITING
         return _ALONE
 
-    def _snapshot(self, now: float, always: bool) -> tuple[str, int, int, int] | None:
+    def _snapshot(self, now: float, always: bool) -> tuple[str, int, int, int, int] | None:
         """The counts to send, and what the process may still spend of its
         lease meanwhile; or None when the process has had no calls for long
         enough to let the fleet forget it (unless *always*)."""
@@ -320,10 +332,14 @@ class _View:
             if self._trying is None:
                 self._trying = now
             keep = self._room(_LIVE) if now - self._ok_at < self._timing.stale else 0
-            return self._member, self._acked, self._cum, max(0, keep)
+            if self._wants:  # a retry's worth of use for a while
+                self._wants = False
+                self._wanted_at = now
+            wants = int(now - self._wanted_at < self._timing.stale)
+            return self._member, self._acked, self._cum, max(0, keep), wants
 
     def _merge(
-        self, sent: tuple[str, int, int, int], answer: Sequence[int], sent_at: float
+        self, sent: tuple[str, int, int, int, int], answer: Sequence[int], sent_at: float
     ) -> None:
         """The fleet's answer to the counts *sent* at *sent_at*."""
         value, n, lease = answer
@@ -354,6 +370,7 @@ class _View:
         self._acked = self._cum = self._lease = 0
         self._trying = None
         self._ok_at = -_INF
+        self._wants = False
 
     def _describe(self, base: str) -> str:
         return f"{base} shared through {self._store!r}"
@@ -375,6 +392,8 @@ _VIEW_SLOTS = (
     "_ok_at",
     "_trying",
     "_active",
+    "_wants",
+    "_wanted_at",
     "_active_at",
     "_due",
     "_timing",
@@ -395,7 +414,9 @@ class _FleetTokenBucket(_View, TokenBucket):
     ) -> None:
         TokenBucket.__init__(self, max_tokens, token_ratio)
         self._full = self._max  # a full bucket's room above half, in halves
-        self._join(store, "token_bucket", ("level", self._max, self._max), self._max)  # type: ignore[arg-type]
+        # A retry needs the room above half to stay positive after its failure's token.
+        parameters = ("level", 2001, self._max, self._max)
+        self._join(store, "token_bucket", parameters, self._max)  # type: ignore[arg-type]
 
     def _add_successes(self) -> None:
         seen = self._successes()  # this call counts one more: not a success
@@ -435,7 +456,7 @@ class _FleetTokenBucket(_View, TokenBucket):
         """A failed attempt takes one token."""
         with self._lock:
             self._add_successes()
-            self._active = True
+            self._active = self._wants = True
             self._cum -= min(1000, self._value + self._cum - self._acked)
         if self._inline is not None:
             self._tick()
@@ -452,7 +473,7 @@ class _FleetTokenBucket(_View, TokenBucket):
             self._tick()
         with self._lock:
             self._add_successes()
-            self._active = True
+            self._active = self._wants = True
             return self._room(self._mode(self._now())) > 0
 
     def __repr__(self) -> str:
@@ -475,7 +496,8 @@ class _FleetRetryQuota(_View, RetryQuota):
     ) -> None:
         RetryQuota.__init__(self, capacity, retry_cost, timeout_cost, success_refund)
         self._full = 2 * self._capacity
-        self._join(store, "retry_quota", ("level", self._capacity, 0), self._capacity)  # type: ignore[arg-type]
+        parameters = ("level", 2 * max(self._retry, self._timeout), self._capacity, 0)
+        self._join(store, "retry_quota", parameters, self._capacity)  # type: ignore[arg-type]
 
     def _add_refunds(self) -> None:
         seen = self._successes()  # this call counts one more: not a success
@@ -526,6 +548,12 @@ class _FleetRetryQuota(_View, RetryQuota):
             return min(own, 0)
         return self._lease + min(own, self._head)
 
+    def record_failure(self, first_attempt: bool) -> None:
+        """A failure costs nothing until it is retried (the fleet hears of it)."""
+        self._active = self._wants = True
+        if self._inline is not None:
+            self._tick()
+
     def try_retry(self, outcome: Any) -> float:
         """Take a retry's cost from this process's lease and return it, or return 0.0."""
         cost = self._timeout if isinstance(outcome, self._timeouts) else self._retry
@@ -533,7 +561,7 @@ class _FleetRetryQuota(_View, RetryQuota):
             self._tick()
         with self._lock:
             self._add_refunds()
-            self._active = True
+            self._active = self._wants = True
             if self._room(self._mode(self._now())) < 2 * cost:
                 return 0.0
             self._cum -= min(cost, self._value + self._cum - self._acked)
@@ -569,13 +597,21 @@ class _FleetRetryBudget(_View, RetryBudget):
             )
         self._full = self._reserve
         width = round(self._width * 1e6)
-        parameters = ("window", width, len(self._slots), self._reserve)
+        parameters = ("window", self._UNIT, width, len(self._slots), self._reserve)
         self._join(store, "retry_budget", parameters, 0)  # type: ignore[arg-type]
 
     def _settle(self, now: float) -> None:
         if now - self._ok_at >= self.window:  # unsent counts older than a window are dropped
             self._advance()
             self._cum = self._acked + self._balance
+
+    def record_failure(self, first_attempt: bool) -> None:
+        """A call whose first attempt failed deposits; every failure tells the fleet."""
+        self._wants = True
+        if first_attempt:
+            self._record_call()
+        elif self._inline is not None:
+            self._tick()
 
     def _record_call(self) -> None:
         with self._lock:
@@ -600,7 +636,7 @@ class _FleetRetryBudget(_View, RetryBudget):
             self._tick()
         with self._lock:
             index = self._advance()
-            self._active = True
+            self._active = self._wants = True
             if self._room(self._mode(self._now())) < self._UNIT:
                 return False
             self._slots[index] -= self._UNIT
@@ -852,7 +888,7 @@ class _Worker:
         del view  # not kept alive while Redis takes its time
         if sent is None:
             return True  # idle
-        member, acked, cumulative, keep = sent
+        member, acked, cumulative, keep, wants = sent
         arguments = [
             member,
             acked,
@@ -861,6 +897,7 @@ class _Worker:
             *self._timing.arguments,
             int(leave),
             keep,
+            wants,
             *self._parameters,
         ]
         try:
@@ -1000,9 +1037,9 @@ class _SharedState(Store):
         view._inline = self
 
     def _exchange_for(
-        self, view: _View, sent: tuple[str, int, int, int], now: float
+        self, view: _View, sent: tuple[str, int, int, int, int], now: float
     ) -> tuple[int, int, int]:
-        member, acked, cumulative, keep = sent
+        member, acked, cumulative, keep, wants = sent
         with self._lock:
             return self.exchange(
                 member,
@@ -1012,6 +1049,7 @@ class _SharedState(Store):
                 *view._timing.arguments,
                 0,
                 keep,
+                wants,
                 *self._kind[1],  # type: ignore[index]
             )
 
@@ -1026,7 +1064,9 @@ class _SharedState(Store):
         ttl: int,
         leave: int,
         keep: int,
+        want: int,
         kind: str,
+        unit: int,
         *parameters: int,
     ) -> tuple[int, int, int]:
         """What the script answers to the same ARGV (times as integers): (value, n, lease)."""
@@ -1073,7 +1113,11 @@ class _SharedState(Store):
                     if index > leaving or amount < 0:
                         room += amount
         free = max(0, room - self._leased)
-        lease = min(math.floor(room / n), free)
+        lease = math.floor(room / n)
+        if lease >= unit or (lease > 0 and n == 1):
+            lease = min(lease, free)
+        elif lease > 0:
+            lease = min(unit, free) if want else 0
         held = max(lease, min(keep, free))
         if not leave and held > 0:
             leases[member] = held

@@ -152,9 +152,9 @@ def lua(client):
     return call
 
 
-LEVEL = ("level", 10_000, 10_000)  # a TokenBucket of 10 tokens
-WINDOW = ("window", 750_000, 2, 3_000)  # RetryBudget(window=1.5) with a reserve of 3
-QUOTA = ("level", 50_000, 0)
+LEVEL = ("level", 2_001, 10_000, 10_000)  # a TokenBucket of 10 tokens
+WINDOW = ("window", 1_000, 750_000, 2, 3_000)  # RetryBudget(window=1.5) with a reserve of 3
+QUOTA = ("level", 20_000, 50_000, 0)  # RetryQuota(capacity=50)
 
 events = st.lists(
     st.tuples(
@@ -162,6 +162,7 @@ events = st.lists(
         st.integers(-7_000, 7_000),  # its counts since last time
         st.integers(0, 400_000),  # microseconds since the last exchange
         st.integers(0, 9_000),  # keep
+        st.integers(0, 1),  # want
         st.sampled_from(["answer", "lost", "leave"]),
     ),
     max_size=30,
@@ -179,7 +180,7 @@ def test_the_lua_script_and_its_python_twin_answer_alike(client, kind, events):
     now = 1_700_000_000_000_000
     interval, horizon, ttl = 100_000, 1_000_000, 10**9
     acked, sent = {}, {}
-    for member, counts, step, keep, what in events:
+    for member, counts, step, keep, want, what in events:
         now += step
         member = f"m{member}"
         cumulative = sent.get(member, 0) + counts
@@ -194,6 +195,7 @@ def test_the_lua_script_and_its_python_twin_answer_alike(client, kind, events):
             ttl,
             leave,
             keep,
+            want,
             *kind,
         )
         assert call(keys, *arguments) == twin.exchange(*arguments)
@@ -273,8 +275,8 @@ NOW = 1_700_000_000_000_000
 TB = (100_000, 1_000_000, 10**9)  # interval, horizon, ttl
 
 
-def exchange(shared, member, cumulative=0, *, at=NOW, acked=0, keep=0, leave=0, kind=LEVEL):
-    return shared.exchange(member, acked, cumulative, at, *TB, leave, keep, *kind)
+def exchange(shared, member, cumulative=0, *, at=NOW, acked=0, keep=0, want=0, leave=0, kind=LEVEL):
+    return shared.exchange(member, acked, cumulative, at, *TB, leave, keep, want, *kind)
 
 
 def test_members_settle_on_equal_shares_of_the_room():
@@ -370,15 +372,15 @@ def test_withdrawals_about_to_leave_still_count_against_the_room():
 def test_keys_unused_for_their_ttl_are_forgotten():
     """The twin forgets, as Redis expires the keys: a full bucket again after ttl."""
     shared = _SharedState()
-    shared.exchange("a", 0, -6_000, NOW, 100_000, 1_000_000, 500, 0, 0, *LEVEL)
+    shared.exchange("a", 0, -6_000, NOW, 100_000, 1_000_000, 500, 0, 0, 0, *LEVEL)
     assert (
-        shared.exchange("a", -6_000, -6_000, NOW + 499_999, 100_000, 1_000_000, 500, 0, 0, *LEVEL)[
-            0
-        ]
+        shared.exchange(
+            "a", -6_000, -6_000, NOW + 499_999, 100_000, 1_000_000, 500, 0, 0, 0, *LEVEL
+        )[0]
         == 4_000
     )
     assert (
-        shared.exchange("b", 0, 0, NOW + 999_999, 100_000, 1_000_000, 500, 0, 0, *LEVEL)[0]
+        shared.exchange("b", 0, 0, NOW + 999_999, 100_000, 1_000_000, 500, 0, 0, 0, *LEVEL)[0]
         == 10_000
     )
 
@@ -416,11 +418,11 @@ class Manual(Store):
         return view._snapshot(self.clock(), True), self.clock()
 
     def land(self, view, sent):
-        (member, acked, cumulative, keep), _ = sent
+        (member, acked, cumulative, keep, wants), _ = sent
         at = round(self.clock() * 1e6)
         arguments = view._timing.arguments
         return self.shared.exchange(
-            member, acked, cumulative, at, *arguments, 0, keep, *self.parameters
+            member, acked, cumulative, at, *arguments, 0, keep, wants, *self.parameters
         )
 
 
@@ -449,13 +451,16 @@ def outage_call(budget, retries=3):
 def test_a_retry_budget_fleet_never_passes_ratio_times_calls_plus_reserve_however_exchanges_interleave(
     plan,
 ):
-    """4 members, exchanges sent, run by the script and answered (or lost) in any order: fleet retries <= ratio x calls + reserve."""
+    """4 members that joined, then exchanges sent, run by the script and answered (or lost) in any order: fleet retries <= ratio x calls + reserve."""
     clock = Clock(1000.0)
     store = Manual(clock)
     budgets = [
         RetryBudget(ratio=0.5, min_per_second=1, window=10, clock=clock, store=store)
         for _ in range(4)
     ]
+    for budget in budgets:  # each has joined the fleet (before, it would be alone)
+        sent = store.send(budget)
+        budget._merge(sent[0], store.land(budget, sent), sent[1])
     in_flight = [None] * 4
     landed = [None] * 4
     calls = retries = 0
@@ -779,3 +784,39 @@ def test_repr_says_where_a_budget_is_shared(client):
             f" with 10.0 available shared through RedisStore(<redis.Redis 127.0.0.1:{port}/0>,"
             " 'where', sync_interval=0.5)"
         )
+
+
+FORK = """
+import os, sys, time, redis
+from fleet_workers import wait_for_first_exchange
+from backoff_iter import TokenBucket
+from backoff_iter.fleet import RedisStore
+client = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+store = RedisStore(client, sys.argv[2], sync_interval=0.01)
+bucket = TokenBucket(store=store)
+wait_for_first_exchange(bucket)
+parent = bucket._member
+if os.fork() == 0:  # the child: a member of its own, with a thread of its own
+    bucket.record_failure(True)
+    deadline = time.monotonic() + 10
+    while bucket._acked != -1000 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print(bucket._member != parent, bucket._acked, bucket._n, flush=True)
+    os._exit(0)
+os.wait()
+print(bucket._member == parent, store._worker._thread.is_alive(), flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no os.fork here")
+def test_a_forked_child_is_a_new_member_with_its_own_thread(server):
+    """After fork, the child counts as a member of its own (a new id, a running thread); the parent goes on."""
+    result = subprocess.run(
+        [sys.executable, "-c", FORK, str(server.port), next(names)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "tests",
+        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+        timeout=60,
+    )
+    assert result.stdout.split() == ["True", "-1000", "2", "True", "True"], result.stderr
