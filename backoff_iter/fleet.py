@@ -262,6 +262,7 @@ class _View:
     _active_at: float
     _due: float
     _timing: _Timing
+    _stale: float  # _timing.stale, read on every decision
     _now: Callable[[], float]
 
     def _join(self, store: Store, kind: str, parameters: tuple[Any, ...], value: int) -> None:
@@ -301,15 +302,14 @@ class _View:
         answer).  _WAITING: only what the process counted itself, until its
         first answer, or when its lease lapsed with no exchange under way
         (the store's thread is woken to make one at once)."""
-        timing = self._timing
-        if now - self._ok_at < timing.stale:
+        if now - self._ok_at < self._stale:
             return _LIVE
         trying = self._trying
         if trying is None:
             if self._signal is not None:
                 self._signal.set()
             return _WAITING
-        if self._ok_at == -_INF and now - trying < timing.stale:
+        if self._ok_at == -_INF and now - trying < self._stale:
             return _WAITING
         return _ALONE
 
@@ -331,7 +331,7 @@ class _View:
             self._settle(now)
             if self._trying is None:
                 self._trying = now
-            keep = self._room(_LIVE) if now - self._ok_at < self._timing.stale else 0
+            keep = self._room(_LIVE) if now - self._ok_at < self._stale else 0
             if self._wants:  # a retry's worth of use for a while
                 self._wants = False
                 self._wanted_at = now
@@ -397,6 +397,7 @@ _VIEW_SLOTS = (
     "_active_at",
     "_due",
     "_timing",
+    "_stale",
     "_now",
     "__weakref__",
 )
@@ -745,6 +746,7 @@ class RedisStore(Store):
             )
         timing = _Timing(self.sync_interval, window)
         view._timing = timing
+        view._stale = timing.stale
         view._now = time.monotonic
         view._active_at = time.monotonic()  # exchanging from the start, idle or not
         view._member = _new_member()
@@ -1031,6 +1033,7 @@ class _SharedState(Store):
                 f" it cannot also hold a {kind} with {parameters}",
             )
         view._timing = _Timing(self.sync_interval, window)
+        view._stale = view._timing.stale
         view._now = self._time
         view._active_at = self._time()
         view._member = str(next(self._members))

@@ -409,6 +409,7 @@ class Manual(Store):
 
     def _attach(self, view, kind, parameters, window):
         view._timing = _Timing(self.interval, window)
+        view._stale = view._timing.stale
         view._now = self.clock
         view._active_at = self.clock()
         view._member = f"m{next(self.members)}"
