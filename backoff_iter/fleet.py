@@ -1042,7 +1042,7 @@ class _SharedState(Store):
     def _exchange_for(
         self, view: _View, sent: tuple[str, int, int, int, int], now: float
     ) -> tuple[int, int, int]:
-        member, acked, cumulative, keep, wants = sent
+        member, acked, cumulative, _, wants = sent
         with self._lock:
             return self.exchange(
                 member,
@@ -1051,7 +1051,7 @@ class _SharedState(Store):
                 round(now * 1e6),
                 *view._timing.arguments,
                 0,
-                keep,
+                0,  # keep: inline, nothing is spent while the exchange is made
                 wants,
                 *self._kind[1],  # type: ignore[index]
             )

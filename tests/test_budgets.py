@@ -162,6 +162,19 @@ def test_a_clock_going_backwards_or_returning_inf_or_nan_counts_as_no_time_passi
     assert not budget.try_retry(None)  # and was spent once
 
 
+def test_a_clock_that_went_backwards_and_came_back_kept_the_window():
+    """10 s, then 3 s (no time passed), then 10.5 s: the same window, the deposits still there."""
+    clock = Readings(10.0, 10.0, 3.0, 10.5, 10.5)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=5, clock=clock)
+    budget.record_success(True)
+    budget.record_success(True)
+    assert [budget.try_retry(None), budget.try_retry(None), budget.try_retry(None)] == [
+        True,
+        True,
+        False,
+    ]
+
+
 @pytest.mark.parametrize("window", [1.0, 1.5, 60.0])
 def test_readings_at_the_edge_of_the_float_range_never_raise(window):
     """1.7e308 seconds, divided into slots shorter than a second, overflows: no time passes."""
@@ -341,6 +354,23 @@ def test_retry_quota_refuses_what_it_cannot_pay_and_takes_nothing():
     assert quota.try_retry(OSError()) == 5.0
     assert quota.try_retry(OSError()) == 0.0
     assert quota.available == 2.0
+
+
+def test_retry_quota_pays_with_exactly_enough_left():
+    """15 pays a retry (5) and then a timeout (10), leaving 0."""
+    quota = RetryQuota(capacity=15)
+    assert (quota.try_retry(OSError()), quota.try_retry(TimeoutError())) == (5.0, 10.0)
+    assert quota.available == 0.0
+
+
+def test_retry_quota_pays_with_refunds_not_yet_added():
+    """Drained, then 5 clean calls: the next retry is paid from their refunds at once."""
+    quota = RetryQuota(capacity=10)
+    quota.try_retry(OSError())
+    quota.try_retry(OSError())
+    for _ in range(5):
+        quota.record_success(True)
+    assert quota.try_retry(OSError()) == 5.0
 
 
 def test_retry_quota_gives_back_what_a_recovered_call_spent_and_a_refund_per_clean_call():

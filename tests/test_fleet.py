@@ -306,6 +306,36 @@ def test_what_a_member_may_still_spend_while_exchanging_stays_held():
     assert exchange(shared, "b", at=NOW + 2)[2] == 2_000  # ...but 8,000 stay held for it
 
 
+def test_a_share_too_small_for_one_retry_goes_whole_to_members_with_failures():
+    """Ten members, room for 5 retries: shares of half a retry go to no one; a member that failed gets one retry's worth, while it lasts."""
+    shared = _SharedState()
+    for member in range(10):
+        exchange(shared, f"m{member}")
+    assert exchange(shared, "m0", at=NOW + 1)[2] == 0  # 1,000 of 10,000 halves: of no use
+    wanted = [exchange(shared, f"m{m}", at=NOW + 2, want=1)[2] for m in range(10)]
+    assert wanted == [2_001] * 4 + [1_996] + [0] * 5
+
+
+@pytest.mark.parametrize("kind", ["token_bucket", "retry_quota"])
+def test_a_large_fleet_on_a_small_budget_still_retries(kind):
+    """1,000 clients of one 100-token bucket (or 200-unit quota): shares of less than one retry, yet a client that fails retries."""
+    clock = Clock(1000.0)
+    fleet = _SharedState(0.1, clock=clock)
+    clients = [make_budget(kind, fleet, clock) for _ in range(1000)]
+    for _ in range(2):  # all heard from twice (the first alone took all), none failing
+        clock.now += 0.2
+        for client in clients:
+            client.record_success(True)
+    clock.now += 0.2
+    assert outage_call(clients[7]) >= 1  # its share alone (0.05 of a retry) would pay none
+
+
+def test_a_member_alone_keeps_its_whole_room_however_small():
+    """One member: its lease is all the room, even less than a retry's worth (exactly the in-process budget)."""
+    shared = _SharedState()
+    assert exchange(shared, "a", -4_500)[2] == 1_000
+
+
 def test_a_member_that_leaves_gives_its_lease_back_at_once():
     """leave=1: the others share the whole room at their next exchange."""
     shared = _SharedState()
@@ -439,6 +469,73 @@ def outage_call(budget, retries=3):
     return granted
 
 
+def joined(store, *budgets):
+    """Each budget's first exchange, sent, run and answered."""
+    for budget in budgets:
+        sent = store.send(budget)
+        budget._merge(sent[0], store.land(budget, sent), sent[1])
+
+
+def test_alone_a_retry_budget_spends_no_deposit_older_than_its_window():
+    """Exchanges failing for long: deposits made before the window no longer pay for retries."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=1.5, clock=clock, store=store)
+    joined(store, budget)
+    store.send(budget)  # never answered: Redis went away
+    for _ in range(5):
+        budget.record_failure(True)
+    clock.now += 10
+    assert not budget.try_retry(None)
+    budget.record_failure(True)
+    assert [budget.try_retry(None), budget.try_retry(None)] == [True, False]
+
+
+def test_what_a_process_spends_while_its_exchange_is_in_flight_is_not_lent_to_another():
+    """A spends its 10 retries while its exchange travels; the script lends B nothing of them."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (
+        RetryBudget(ratio=0, min_per_second=1, window=10, clock=clock, store=store) for _ in "ab"
+    )
+    joined(store, a, b)  # a holds all 10, b nothing
+    sent = store.send(a)
+    answer = store.land(a, sent)  # a's share is 5 now, but it may still spend 10
+    joined(store, b)
+    spent = sum(a.try_retry(None) for _ in range(12)) + sum(b.try_retry(None) for _ in range(12))
+    a._merge(sent[0], answer, sent[1])
+    spent += sum(a.try_retry(None) for _ in range(12))
+    assert spent == 10
+
+
+def test_a_token_bucket_never_reads_below_empty_after_an_answer():
+    """A's failures while its exchange travels, B's draining the fleet meanwhile: A's estimate stops at 0 tokens."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (TokenBucket(max_tokens=4, token_ratio=1, store=store) for _ in "ab")
+    joined(store, a, b)
+    sent = store.send(a)
+    for _ in range(3):
+        a.record_failure(True)
+        b.record_failure(True)
+    joined(store, b)  # the fleet's bucket: 4 - 3 = 1 token
+    a._merge(sent[0], store.land(a, sent), sent[1])
+    assert a.tokens == 0.0  # 1 token, less a's 3 failures since, is empty, not -2
+
+
+def test_counts_a_window_old_are_not_sent_after_an_outage():
+    """A RetryBudget that could not exchange for longer than its window sends only its last window's counts."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=1.5, clock=clock, store=store)
+    joined(store, budget)
+    budget.record_failure(True)  # deposits 1 at 1000 s: never sent
+    clock.now = 1002.0
+    budget.record_failure(True)  # and 1 at 1002 s
+    (_, acked, cumulative, _, _), _ = store.send(budget)
+    assert cumulative - acked == 1_000
+
+
 @given(
     plan=st.lists(
         st.tuples(
@@ -459,9 +556,7 @@ def test_a_retry_budget_fleet_never_passes_ratio_times_calls_plus_reserve_howeve
         RetryBudget(ratio=0.5, min_per_second=1, window=10, clock=clock, store=store)
         for _ in range(4)
     ]
-    for budget in budgets:  # each has joined the fleet (before, it would be alone)
-        sent = store.send(budget)
-        budget._merge(sent[0], store.land(budget, sent), sent[1])
+    joined(store, *budgets)  # before its first answer, a process would be alone
     in_flight = [None] * 4
     landed = [None] * 4
     calls = retries = 0
@@ -773,6 +868,23 @@ def test_a_process_that_cannot_reach_redis_spends_its_deposits_then_a_whole_budg
         assert [budget.try_retry(None) for _ in range(11)] == [True] * 10 + [False]
     assert len(caplog.records) == 1
     assert "Redis did not answer" in caplog.records[0].getMessage()
+
+
+def test_a_token_bucket_that_cannot_reach_redis_waits_then_is_a_whole_bucket_alone():
+    """Nothing listening: a TokenBucket's own counts never lift it above half, so no retry; then alone, a full bucket."""
+    import redis
+
+    nobody = redis.Redis(host="127.0.0.1", port=free_port())
+    with RedisStore(nobody, next(names), sync_interval=2) as store:
+        bucket = TokenBucket(max_tokens=10, token_ratio=1, store=store)
+        bucket.record_failure(True)
+        assert not bucket.try_retry(None)  # 9 tokens, as far as it knows: not its to spend
+        bucket._trying -= 6  # as if 6 s went by, Redis still away
+        answers = []
+        for _ in range(5):
+            bucket.record_failure(False)
+            answers.append(bucket.try_retry(None))
+        assert answers == [True, True, True, False, False]  # 8, 7, 6 > 5; 5 is not
 
 
 def test_repr_says_where_a_budget_is_shared(client):
