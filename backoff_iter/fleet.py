@@ -354,14 +354,13 @@ class _View:
             self._settle(sent_at)
 
     def _tick(self) -> None:
-        """Exchange inline if one is due (simulations: _SharedState)."""
-        store = self._inline
-        if store is not None:
-            now = store._time()
-            if now >= self._due:
-                self._due = now + self._timing.interval
-                sent = self._snapshot(now, True)
-                self._merge(sent, store._exchange_for(self, sent, now), now)  # type: ignore[arg-type]
+        """Exchange inline if one is due (simulations: _SharedState; callers check)."""
+        store: _SharedState = self._inline  # type: ignore[assignment]
+        now = store._time()
+        if now >= self._due:
+            self._due = now + self._timing.interval
+            sent = self._snapshot(now, True)
+            self._merge(sent, store._exchange_for(self, sent, now), now)  # type: ignore[arg-type]
 
     def _restart(self, member: str) -> None:
         """A new process (after fork): nothing counted, nothing heard."""
@@ -811,7 +810,7 @@ def _own_client(client: Any, timeout: float) -> tuple[Any, bool]:
         settings["retry"] = Retry(NoBackoff(), 0)
         own = module.ConnectionPool(connection_class=pool.connection_class, **settings)
         return module.Redis(connection_pool=own), True
-    except Exception:  # a redis-py that builds pools otherwise: use the client
+    except Exception:  # pragma: no cover - a redis-py that builds pools otherwise
         return client, False
 
 

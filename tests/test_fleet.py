@@ -7,6 +7,7 @@ import contextlib
 import gc
 import logging
 import math
+import os
 import subprocess
 import sys
 import threading
@@ -415,6 +416,51 @@ def test_keys_unused_for_their_ttl_are_forgotten():
     )
 
 
+@pytest.mark.parametrize("kind", ["token_bucket", "retry_quota"])
+def test_an_estimate_never_reads_above_full_after_an_answer(kind):
+    """A's successes while its exchange travels, B's refilling the fleet meanwhile: A's estimate stops at full."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (make(kind, clock, store) for _ in "ab")
+    joined(store, a, b)
+    for budget in (a, b):  # the fleet runs dry
+        for _ in range(6):
+            budget.record_failure(True)
+            budget.try_retry(TimeoutError())
+    joined(store, a, b, a, b)
+    sent = store.send(a)
+    for budget in (a, b):
+        for _ in range(40):
+            budget.record_success(True)
+    estimate = (lambda: a.tokens) if kind == "token_bucket" else (lambda: a.available)
+    full = {"token_bucket": 4.0, "retry_quota": 30.0}[kind]
+    assert estimate() == full  # a's own successes, as far as it knows
+    joined(store, b)  # b alone fills the fleet too
+    a._merge(sent[0], store.land(a, sent), sent[1])
+    assert estimate() == full  # not twice full
+
+
+def test_a_shared_state_clock_that_misbehaves_counts_as_no_time_passing():
+    """NaN first, then backwards, inf and absurdly late: exchanges never raise, time never goes back."""
+    readings = iter([math.nan, 5.0, 4.0, math.inf, 1e300, 6.0])
+    fleet = _SharedState(0, clock=lambda: next(readings))
+    assert [fleet._time() for _ in range(6)] == [0.0, 5.0, 5.0, 5.0, 5.0, 6.0]
+
+
+def test_a_fleet_class_given_directly_is_itself():
+    """The classes store= makes can be called directly with a store."""
+    from backoff_iter import fleet
+
+    bucket = fleet._FleetTokenBucket(max_tokens=2, store=_SharedState())
+    assert type(bucket) is fleet._FleetTokenBucket and isinstance(bucket, TokenBucket)
+    assert repr(bucket) == (
+        "TokenBucket(max_tokens=2.0, token_ratio=0.1) with 2.0 tokens shared through"
+        " _SharedState(sync_interval=0.1)"
+    )
+    window = RetryBudget(window=2, store=_SharedState())
+    assert repr(window).startswith("RetryBudget(ratio=0.2, min_per_second=10.0, window=2.0) shared")
+
+
 def test_timing_follows_the_sync_interval():
     """stale, horizon, silence and ttl as the module docstring states them."""
     fast, slow = _Timing(0.01, 0.0), _Timing(1.0, 10.0)
@@ -521,6 +567,25 @@ def test_a_token_bucket_never_reads_below_empty_after_an_answer():
     joined(store, b)  # the fleet's bucket: 4 - 3 = 1 token
     a._merge(sent[0], store.land(a, sent), sent[1])
     assert a.tokens == 0.0  # 1 token, less a's 3 failures since, is empty, not -2
+
+
+def test_a_quota_never_reads_below_empty_after_an_answer():
+    """A, alone while its first exchange hangs, spends a whole quota that B had spent: once answered, A reads 0, not less."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (make("retry_quota", clock, store) for _ in "ab")
+    joined(store, b)
+    while b.try_retry(TimeoutError()):
+        pass
+    joined(store, b)  # the fleet's quota: empty
+    sent = store.send(a)
+    clock.now += 1  # a never heard back: alone, with a whole quota of its own (keys still there)
+    taken = 0.0
+    while spent := a.try_retry(TimeoutError()):
+        taken += spent
+    assert taken == 30.0
+    a._merge(sent[0], store.land(a, sent), sent[1])
+    assert a.available == 0.0
 
 
 def test_counts_a_window_old_are_not_sent_after_an_outage():
@@ -887,6 +952,57 @@ def test_a_token_bucket_that_cannot_reach_redis_waits_then_is_a_whole_bucket_alo
         assert answers == [True, True, True, False, False]  # 8, 7, 6 > 5; 5 is not
 
 
+def test_a_pool_the_store_cannot_copy_is_used_as_it_is(server):
+    """A client on a pool of its own kind (Sentinel's, say): the store talks through the client itself."""
+    import redis
+
+    class Pool(redis.ConnectionPool):
+        pass
+
+    client = redis.Redis(connection_pool=Pool(host="127.0.0.1", port=server.port))
+    with RedisStore(client, next(names), sync_interval=0.01) as store:
+        budget = TokenBucket(store=store)
+        wait_for_first_exchange(budget)
+        assert store._worker._client is client
+    assert client.ping()  # closing the store left the user's client alone
+
+
+def test_closing_a_store_that_served_no_budget_does_nothing(client):
+    """close() before any budget: nothing to stop, and a budget can no longer join."""
+    store = RedisStore(client, next(names))
+    store.close()
+    rejects(lambda: RetryBudget(store=store), ValueError, "store", "closed")
+
+
+def test_a_budget_collected_while_its_store_lives_ends_the_thread(client):
+    """The thread holds its budget weakly: once the budget is gone it stops, the store still open."""
+    with RedisStore(client, next(names), sync_interval=0.01) as store:
+        RetryQuota(store=store)  # garbage at once
+        gc.collect()
+        RedisServer.wait_until(lambda: not store._worker._thread.is_alive(), "the thread to end")
+
+
+def test_a_bug_in_an_exchange_is_logged_and_exchanges_go_on(client, caplog, monkeypatch):
+    """An exception in the store's own code is logged (with its traceback) and the next exchange is made."""
+    caplog.set_level(logging.ERROR, logger="backoff_iter.fleet")
+    from backoff_iter import fleet
+
+    snapshot, calls = fleet._View._snapshot, []
+
+    def flaky(view, now, always):
+        calls.append(now)
+        if len(calls) == 2:
+            raise RuntimeError("a bug")
+        return snapshot(view, now, always)
+
+    monkeypatch.setattr(fleet._View, "_snapshot", flaky)
+    with RedisStore(client, next(names), sync_interval=0.01) as store:
+        budget = TokenBucket(store=store)
+        RedisServer.wait_until(lambda: len(calls) >= 4, "exchanges after the bug")
+        assert budget._ok_at > calls[2] - 1  # answered after it
+    assert [r.exc_info[0] for r in caplog.records] == [RuntimeError]
+
+
 def test_repr_says_where_a_budget_is_shared(client):
     """A store budget's repr is the budget's, then the store's."""
     with RedisStore(client, "where", sync_interval=0.5) as store:
@@ -915,13 +1031,13 @@ if os.fork() == 0:  # the child: a member of its own, with a thread of its own
     while bucket._acked != -1000 and time.monotonic() < deadline:
         time.sleep(0.01)
     print(bucket._member != parent, bucket._acked, bucket._n, flush=True)
-    os._exit(0)
+    sys.exit(0)
 os.wait()
 print(bucket._member == parent, store._worker._thread.is_alive(), flush=True)
 """
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no os.fork here")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
 def test_a_forked_child_is_a_new_member_with_its_own_thread(server):
     """After fork, the child counts as a member of its own (a new id, a running thread); the parent goes on."""
     result = subprocess.run(
@@ -929,7 +1045,7 @@ def test_a_forked_child_is_a_new_member_with_its_own_thread(server):
         capture_output=True,
         text=True,
         cwd=ROOT / "tests",
-        env={"PYTHONPATH": str(ROOT), "PATH": ""},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # coverage's settings too
         timeout=60,
     )
     assert result.stdout.split() == ["True", "-1000", "2", "True", "True"], result.stderr
