@@ -370,15 +370,27 @@ class RetryBudget:
         )
 
 
-def _timeouts() -> tuple[type[BaseException], ...]:
-    """What counts as a timeout: TimeoutError, and on Pythons before 3.11 the
-    socket and asyncio timeouts that were not yet TimeoutError."""
-    if sys.version_info >= (3, 11):
-        return (TimeoutError,)
-    import concurrent.futures  # asyncio.TimeoutError before 3.11
-    import socket  # socket.timeout before 3.10
+if sys.version_info >= (3, 11):
 
-    return (TimeoutError, socket.timeout, concurrent.futures.TimeoutError)
+    def _is_timeout(outcome: object) -> bool:
+        """A TimeoutError, which socket's and asyncio's timeouts are."""
+        return isinstance(outcome, TimeoutError)
+
+else:
+    _OLD_TIMEOUTS: tuple[type[BaseException], ...] = ()
+
+    def _is_timeout(outcome: object) -> bool:
+        """A TimeoutError, or the socket and asyncio timeouts that were not one yet."""
+        global _OLD_TIMEOUTS
+        if not _OLD_TIMEOUTS:
+            import concurrent.futures  # imported on first use: rarely needed
+            import socket
+
+            _OLD_TIMEOUTS = (TimeoutError, socket.timeout, concurrent.futures.TimeoutError)
+        if isinstance(outcome, _OLD_TIMEOUTS):
+            return True
+        asyncio = sys.modules.get("asyncio")  # no asyncio timeout without asyncio
+        return asyncio is not None and isinstance(outcome, asyncio.TimeoutError)
 
 
 class RetryQuota:
@@ -421,7 +433,6 @@ class RetryQuota:
         "_lock",
         "_successes",
         "_counted",
-        "_timeouts",
     )
 
     capacity: float
@@ -475,7 +486,6 @@ class RetryQuota:
         (self.retry_cost, self._retry) = given["retry_cost"]
         (self.timeout_cost, self._timeout) = given["timeout_cost"]
         (self.success_refund, self._refund) = given["success_refund"]
-        self._timeouts = _timeouts()
         self._milli = self._capacity
         self._lock = _thread.allocate_lock()
         # As TokenBucket's successes: counted without a lock, added under it.
@@ -517,7 +527,7 @@ class RetryQuota:
 
     def try_retry(self, outcome: Any) -> float:
         """Take a retry's cost and return it, or return 0.0 if the quota cannot pay."""
-        cost = self._timeout if isinstance(outcome, self._timeouts) else self._retry
+        cost = self._timeout if _is_timeout(outcome) else self._retry
         with self._lock:
             self._add_refunds()
             if self._milli < cost:

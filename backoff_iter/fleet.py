@@ -78,7 +78,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from . import _checks
-from .budgets import RetryBudget, RetryQuota, TokenBucket
+from .budgets import RetryBudget, RetryQuota, TokenBucket, _is_timeout
 
 if TYPE_CHECKING:
     import redis
@@ -556,7 +556,7 @@ class _FleetRetryQuota(_View, RetryQuota):
 
     def try_retry(self, outcome: Any) -> float:
         """Take a retry's cost from this process's lease and return it, or return 0.0."""
-        cost = self._timeout if isinstance(outcome, self._timeouts) else self._retry
+        cost = self._timeout if _is_timeout(outcome) else self._retry
         if self._inline is not None:
             self._tick()
         with self._lock:
