@@ -18,15 +18,18 @@ NOSCRIPT) adds them to the fleet's counts atomically, using the Redis
 server's clock for the fleet's window, so no count is lost or counted twice
 however many processes exchange at once.
 
-**Leases bound what the lag can cost.**  At each exchange the script hands
+**Leases bound what the lag can cost.**  At each exchange the script lends
 the process a *lease*: its share, ``room / n``, of what the fleet may still
-spend (``n`` the processes seen in the last few intervals), and at most
-what other processes' leases leave free.  Until its next exchange the
-process spends only that lease plus what it deposited itself (its own
-calls, for a ``RetryBudget``; its own successes and refunds, for a
-``TokenBucket`` and a ``RetryQuota``).  Leases are reserved in Redis, so
-two processes never spend the same room, and a lease is forfeited the
-moment its counts are sent.  What is left:
+spend (``n`` the processes heard from in the last few intervals), as far
+as other processes' leases leave it free.  A share too small to pay for one
+retry is of no use (but to a process alone): a process that had failures
+lately gets one retry's worth instead, the others nothing.  Until its next
+answer the process spends only its lease and what it deposited itself (its
+own calls, for a ``RetryBudget``; its own successes and refunds, for a
+``TokenBucket`` and a ``RetryQuota``); what it spends while an exchange is
+in flight is charged to the next lease, and the script holds that much for
+it meanwhile.  Leases are held in Redis, so no room is lent twice.  What is
+left:
 
 - ``RetryBudget`` and ``RetryQuota``: no over-admission from the lag.  A
   process's counts join the fleet's window when it exchanges, up to one
@@ -37,27 +40,34 @@ moment its counts are sent.  What is left:
   other processes learn of them at the next exchange.  A process may grant
   retries that a single bucket, knowing every failure at once, would
   refuse: at most its lease, ``(tokens - max_tokens / 2) / n`` tokens'
-  worth (so at most ``max_tokens / (2 n)`` retries) per process per sync
-  interval, and none once the fleet's bucket is at half or below.
+  worth (or one retry's worth), per process per sync interval, and none
+  once the fleet's bucket is at half or below.
+- Held room is not spent by others: with many processes and a small
+  budget, a fleet retries less than one budget would.
 
 **Redis slow, paused or gone.**  Decisions never wait on it.  A lease is
-used for at most ``max(3 x sync_interval, 0.25 s)`` after the exchange
-that granted it; while an exchange is in flight the process spends only
-its own deposits.  When no exchange has succeeded for that long, the
-process goes on alone with its *slice*: ``1/n`` of a full budget (``n`` as
-last seen; a whole budget if it never reached Redis).  One warning goes to
-the ``backoff_iter.fleet`` logger per outage; no exception reaches a
-driver; when Redis answers again, the counts made meanwhile are merged
-(those older than a window are dropped from a ``RetryBudget``).
+used for ``max(3 x sync_interval, 0.25 s)`` after the exchange that
+granted it.  Once exchanges have failed (or hung) that long, the process
+goes on alone, spending its last lease with its own counts since - with
+its share of the headroom, at most a ``1/n`` slice of a full budget, and
+for a ``RetryBudget`` never more than ``1/n`` of the reserve plus its own
+deposits of the last window.  A process that never heard from the fleet
+spends only its own deposits for that long, then is a whole budget alone,
+as without a store.  One warning goes to the ``backoff_iter.fleet`` logger
+per outage (and one info line when Redis answers again); no exception
+reaches a driver; the counts made meanwhile are merged (those older than a
+window are dropped from a ``RetryBudget``).
 
-**Keys expire.**  A process with no calls for a few intervals stops
-exchanging; once no process has exchanged for ``max(3 x window, 60 x
-sync_interval, 8 x max(3 x sync_interval, 0.25 s))`` seconds, Redis drops
-the budget's three keys (``backoff_iter:{name}:<kind>:...``).
+**Keys expire.**  A process with no calls for ``silence = max(60 x
+sync_interval, 4 x max(3 x sync_interval, 0.25 s))`` seconds stops
+exchanging; once no process has exchanged for ``max(3 x window, silence)``
+seconds, Redis drops the budget's three keys
+(``backoff_iter:{name}:<kind>:counts``, ``:members``, ``:ledger``).
 
 **One budget per store.**  A ``RedisStore`` serves one budget; make one
 per budget (and give each a name).  Every process must give a budget the
-same parameters.
+same parameters.  After ``os.fork()`` the child is a new member with a
+thread of its own.
 
 Simulations use :class:`_SharedState` in place of a ``RedisStore``: the
 script's arithmetic in Python, exchanged inline when a budget is used.
