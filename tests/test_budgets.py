@@ -411,9 +411,19 @@ def test_retry_quota_ignores_a_spent_that_is_no_amount(spent):
     assert quota.available == 45.0
 
 
-def test_retry_quota_under_a_driver_gives_back_only_when_the_driver_reports_spent():
-    """@retry today passes no spent: a recovered call gets nothing back, a clean one its refund."""
+def test_retry_quota_under_a_driver_gives_back_what_the_driver_reports_spent():
+    """Under @retry: a recovered call gets back the spent its driver reports, a clean call its refund."""
     quota = RetryQuota(capacity=20)
+    reported = []
+    record_success = quota.record_success
+
+    class Spy:  # what the driver tells the quota
+        def record_success(self, first_attempt, spent=0.0):
+            reported.append(spent)
+            record_success(first_attempt, spent)
+
+        record_failure, try_retry = quota.record_failure, quota.try_retry
+
     outcomes = iter([OSError(), "ok", "ok"])
 
     def flaky():
@@ -422,12 +432,12 @@ def test_retry_quota_under_a_driver_gives_back_only_when_the_driver_reports_spen
             raise outcome
         return outcome
 
-    call = retry([0.0] * 3, budget=quota)(flaky)
+    call = retry([0.0] * 3, budget=Spy())(flaky)
     with no_sleep():
         assert call() == "ok"
-        assert quota.available == 15.0
+        assert quota.available == 15.0 + reported[0]  # 5.0 once drivers report it
         assert call() == "ok"
-    assert quota.available == 16.0
+    assert quota.available == 16.0 + reported[0]
 
 
 def test_retry_quota_is_exact_under_many_threads():
