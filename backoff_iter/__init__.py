@@ -20,7 +20,7 @@ from ._checks import ArgumentTypeError, ArgumentValueError
 from ._core import default_delays
 from .adaptors import capped, elapsed, jittered, within
 from .breakers import Breaker, BrokenCircuitError, CircuitBreaker
-from .budgets import Budget, RetryBudget, TokenBucket
+from .budgets import Budget, RetryBudget, RetryQuota, TokenBucket
 from .drivers import Attempt, aretrying, retry, retrying
 from .hints import RETRY_AFTER_MAX, parse_retry_after
 from .limiters import CubicRateLimiter, RateLimiter
@@ -97,6 +97,7 @@ __all__ = [
     "RateLimiter",
     "RetryBudget",
     "RetryLogger",
+    "RetryQuota",
     "Throttle",
     "ThrottledError",
     "TokenBucket",

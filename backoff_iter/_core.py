@@ -80,7 +80,7 @@ def default_delays() -> Iterator[float]:
 
 
 _NO_RESULT: Any = object()  # an attempt that handed over no result
-_END: Any = object()  # no next attempt
+_END: float = cast(float, object())  # no next attempt (compared by identity)
 _LONGEST = _sleeping.LONGEST
 
 # A call's state: its next attempt may come (the first, or after a retry),
@@ -126,13 +126,26 @@ def _exception_filter(on: object) -> tuple[Filter, bool]:
 
 
 def _check_budget(budget: object) -> None:
+    """A budget of the protocol: its three methods, record_success taking *spent*."""
     for method in ("record_success", "record_failure", "try_retry"):
         if not callable(getattr(budget, method, None)):
             raise _checks.ArgumentTypeError(
                 "budget",
-                "budget must have record_success(), record_failure() and"
-                f" try_retry() methods (a TokenBucket or a RetryBudget), got {budget!r}",
+                "budget must have record_success(), record_failure() and try_retry()"
+                f" methods (a TokenBucket, RetryBudget or RetryQuota), got {budget!r}",
             )
+    import inspect
+
+    try:
+        inspect.signature(budget.record_success).bind(True, 0.0)  # type: ignore[attr-defined]
+    except TypeError:
+        raise _checks.ArgumentTypeError(
+            "budget",
+            f"budget {budget!r}: record_success(first_attempt, spent) must take what"
+            " the call's retries spent (the Budget protocol), not only first_attempt",
+        ) from None
+    except ValueError:  # no signature to read (a builtin): trust it
+        pass
 
 
 T = TypeVar("T")
@@ -353,7 +366,7 @@ class Attempt:
             self._bug = error
             raise
 
-    def set_result(self, value: Any) -> Any:
+    def set_result(self, value: T) -> T:
         """Hand the attempt's result to the policy's ``on_result``, and return it.
 
         In the loop forms, call it inside ``with attempt:``: a result that
@@ -758,7 +771,7 @@ class Call:
         self.number += 1
         self.delay = delay
         self.state = _NEXT
-        return delay  # type: ignore[no-any-return]
+        return delay
 
     def _tell(self, outcome: Any, failed: bool) -> None:
         """Tell the rate limiter, the throttle and the breaker how an attempt went.
@@ -775,7 +788,7 @@ class Call:
         if policy.breaker is not None:
             policy.breaker.record(not failed)
 
-    def _limit(self, delay: float, outcome: Any) -> tuple[Any, str]:
+    def _limit(self, delay: float, outcome: Any) -> tuple[float, str]:
         """*delay* raised to the server's hint and fitted to the deadline and
         the budget; (_END, why) if they leave no room for a retry."""
         policy = self.policy

@@ -3,9 +3,11 @@ retries cannot multiply the load on it when it is overloaded.
 
 A budget answers, on each retryable failure, "may this call retry now?".
 When it says no, the driver gives up at once and the last failure (or
-result) stands, exactly as when the delays run out.  Both budgets here are
+result) stands, exactly as when the delays run out.  The budgets here are
 thread-safe, never block and hold no lock across a sleep; share one among
-any number of threads, asyncio tasks and retry loops.
+any number of threads, asyncio tasks and retry loops.  Given a ``store``
+(:class:`backoff_iter.fleet.RedisStore`), ``TokenBucket``, ``RetryBudget``
+and ``RetryQuota`` count for a whole fleet of processes instead of one.
 
 >>> from backoff_iter import TokenBucket, retry
 >>> bucket = TokenBucket(max_tokens=10, token_ratio=0.1)
@@ -25,34 +27,70 @@ any number of threads, asyncio tasks and retry loops.
 from __future__ import annotations
 
 import _thread
+import math
+import sys
 import time
 from collections.abc import Callable
 from itertools import count
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from . import _checks
 
-__all__ = ["Budget", "RetryBudget", "TokenBucket"]
+if TYPE_CHECKING:
+    from .fleet import Store
+
+__all__ = ["Budget", "RetryBudget", "RetryQuota", "TokenBucket"]
+
+_B = TypeVar("_B")
 
 
 class Budget(Protocol):
     """What a driver asks of a budget; implement these three to write your own.
 
-    - ``record_success(first_attempt)``: an attempt succeeded (or its result
-      was not retried); *first_attempt* tells whether it was the call's first.
+    For one call (one run of a retry policy):
+
     - ``record_failure(first_attempt)``: an attempt failed in a way the
       policy retries (a matching exception, or a result ``on_result``
-      accepts), whether or not a retry follows.
-    - ``try_retry(outcome) -> bool``: may the call retry now?  Asked last,
-      once the delays and the deadline leave room, so a ``True`` is always
-      spent on a retry.  *outcome* is the exception or retried result.
+      accepts), whether or not a retry follows; *first_attempt* tells
+      whether it was the call's first.
+    - ``try_retry(outcome) -> float``: may the call retry now?  Asked after
+      ``record_failure``, and last, once the delays and the deadline leave
+      room, so a yes is always spent on a retry.  *outcome* is the exception
+      or retried result.  A falsy answer (``0``, ``False``) refuses; a truthy
+      one allows, and is what the retry took from the budget (``True``
+      counts as 1, for budgets that do not weigh retries).
+    - ``record_success(first_attempt, spent=0.0)``: an attempt succeeded (or
+      its result was not retried).  *spent* is the sum of what this call's
+      ``try_retry`` answers took (``0.0`` when it never retried), so a budget
+      can give back what a call that recovered used.
     """
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None: ...
 
     def record_failure(self, first_attempt: bool) -> None: ...
 
-    def try_retry(self, outcome: Any) -> bool: ...
+    def try_retry(self, outcome: Any) -> float: ...
+
+
+def _thousandths(name: str, value: float, unit: str, minimum: int = 1) -> int:
+    """*value* counted in whole thousandths, refusing what they cannot hold."""
+    milli = value * 1000.0
+    whole = round(milli)
+    if whole < minimum or abs(milli - whole) > 1e-9 * milli:
+        smallest = "0" if minimum == 0 else "0.001"
+        raise _checks.ArgumentValueError(
+            name,
+            f"{name} is counted in thousandths of {unit}: it must be a whole number"
+            f" of them, at least {smallest} (0.001, 0.1, 2.5), got {value!r}",
+        )
+    return whole
+
+
+def _fleet_class(cls: type[_B], store: object) -> type[_B]:
+    """The class of *cls* that counts through *store* (imported on first use)."""
+    from . import fleet
+
+    return fleet._budget_class(cls, store)
 
 
 class TokenBucket:
@@ -63,7 +101,12 @@ class TokenBucket:
     *max_tokens*), and a retry is allowed only while ``tokens`` is greater
     than ``max_tokens / 2``, checked after the failure took its token.
     Counted in thousandths of a token, as gRPC does, so no float drift moves
-    the threshold.
+    the threshold: both numbers must be whole thousandths (``0.1`` is,
+    ``0.0004`` is not).  Thread-safe; a success costs one C-level counter
+    step and no lock.
+
+    With ``store=`` a :class:`backoff_iter.fleet.RedisStore`, every process
+    using the same store name shares one bucket (see :mod:`backoff_iter.fleet`).
 
     >>> bucket = TokenBucket(max_tokens=4, token_ratio=0.5)
     >>> bucket.record_failure(True); bucket.try_retry(None), bucket.tokens
@@ -91,7 +134,14 @@ class TokenBucket:
     token_ratio: float
     """Tokens a success adds, as given."""
 
-    def __init__(self, max_tokens: float = 10.0, token_ratio: float = 0.1) -> None:
+    def __new__(
+        cls, max_tokens: float = 10.0, token_ratio: float = 0.1, *, store: Store | None = None
+    ) -> TokenBucket:
+        return object.__new__(cls if store is None else _fleet_class(cls, store))
+
+    def __init__(
+        self, max_tokens: float = 10.0, token_ratio: float = 0.1, *, store: Store | None = None
+    ) -> None:
         max_tokens = _checks.number("max_tokens", max_tokens)
         if not 0.0 < max_tokens <= 1000.0:
             raise _checks.ArgumentValueError(
@@ -104,16 +154,21 @@ class TokenBucket:
             )
         self.max_tokens = max_tokens
         self.token_ratio = token_ratio
-        self._max = round(max_tokens * 1000)
-        self._ratio = max(1, round(token_ratio * 1000))
+        self._max = _thousandths("max_tokens", max_tokens, "a token")
+        # A ratio of 1000 tokens or more fills any bucket with one success.
+        self._ratio = (
+            _thousandths("token_ratio", token_ratio, "a token")
+            if token_ratio < 1000.0
+            else 1_000_000
+        )
         self._threshold = self._max / 2
         self._milli = self._max
         self._lock = _thread.allocate_lock()
         # Successes are only counted (one call to a C counter, no lock: the
-        # success path stays cheap) and added to the tokens before each
-        # failure.  Successes only add and failures only take, so adding a
-        # run of successes at once, capped, is what adding them one by one
-        # gives.
+        # success path stays cheap) and added to the tokens, under the lock,
+        # before anything reads them.  Successes only add and failures only
+        # take, so adding a run of successes at once, capped, is what adding
+        # them one by one gives.
         self._successes = count().__next__
         self._counted = 0  # successes already added
 
@@ -144,7 +199,9 @@ class TokenBucket:
 
     def try_retry(self, outcome: Any) -> bool:
         """True while more than half the tokens are left."""
-        return self._milli > self._threshold
+        with self._lock:
+            self._add_successes()
+            return self._milli > self._threshold
 
     def __repr__(self) -> str:
         return (
@@ -157,14 +214,26 @@ class RetryBudget:
     """Finagle's retry budget: retries at most *ratio* of the calls, plus a reserve.
 
     Every call (its first attempt) deposits *ratio*, every retry withdraws
-    one: a retry is allowed only while, over the *window* seconds up to it
-    (counted in whole seconds of *clock*), the retries, itself included, stay
-    within ``ratio`` times the calls plus a reserve of ``min_per_second *
-    window``.  So under a total outage the
-    load on the dependency is at most ``1 + ratio`` times the offered load,
-    plus the small reserve that lets a quiet client still retry.  Each
-    process keeps its own retries to *ratio* of its own calls, so a fleet of
-    processes does too, with no coordination.
+    one: a retry is allowed only while, over the last *window* seconds of
+    *clock*, the retries, itself included, stay within ``ratio`` times the
+    calls plus a reserve of ``min_per_second * window``.  So under a total
+    outage the load on the dependency is at most ``1 + ratio`` times the
+    offered load, plus the small reserve that lets a quiet client still
+    retry.  The window is ``ceil(window)`` slots of ``window / ceil(window)``
+    seconds each (one-second slots for a whole number of seconds), and both
+    the calls and the reserve are counted over it.
+
+    The reserve behaves as Finagle's: a quiet client may spend all of it in
+    one burst, and each retry it paid for comes back when that retry leaves
+    the window - on average ``min_per_second`` retries a second, never more
+    than ``min_per_second * window`` within one window.  A clock that goes
+    backwards, or returns ``inf`` or NaN, counts as no time passing.
+
+    Each process keeps its retries to *ratio* of its own calls, but the
+    reserve is per process: a fleet of n processes has n reserves.  With
+    ``store=`` a :class:`backoff_iter.fleet.RedisStore` the whole fleet
+    shares one window and one reserve (see :mod:`backoff_iter.fleet`).
+    Thread-safe.
 
     >>> now = [0.0]
     >>> budget = RetryBudget(ratio=0.5, min_per_second=0, window=10, clock=lambda: now[0])
@@ -184,8 +253,9 @@ class RetryBudget:
         "_clock",
         "_deposit",
         "_reserve",
+        "_width",
         "_slots",
-        "_second",
+        "_slot",
         "_balance",
         "_lock",
     )
@@ -195,10 +265,21 @@ class RetryBudget:
     min_per_second: float
     """The reserve: retries per second allowed with no calls at all."""
     window: float
-    """Seconds the calls and retries are counted over."""
+    """Seconds the calls, the retries and the reserve are counted over."""
 
     # Each retry costs _UNIT; each call deposits ratio * _UNIT, in integers.
     _UNIT = 1000
+
+    def __new__(
+        cls,
+        ratio: float = 0.2,
+        min_per_second: float = 10.0,
+        window: float = 10.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        store: Store | None = None,
+    ) -> RetryBudget:
+        return object.__new__(cls if store is None else _fleet_class(cls, store))
 
     def __init__(
         self,
@@ -207,6 +288,7 @@ class RetryBudget:
         window: float = 10.0,
         *,
         clock: Callable[[], float] = time.monotonic,
+        store: Store | None = None,
     ) -> None:
         ratio = _checks.number("ratio", ratio)
         if not 0.0 <= ratio <= 1000.0:
@@ -229,26 +311,31 @@ class RetryBudget:
         self._clock = clock
         self._deposit = round(ratio * self._UNIT)
         self._reserve = round(min_per_second * window * self._UNIT)
-        # Per whole second of the window: what was deposited minus withdrawn.
-        self._slots = [0] * max(1, int(window))
-        self._second: int | None = None  # the second of the newest slot
+        slots = math.ceil(window)
+        self._width = window / slots
+        # Per slot of the window: what was deposited minus withdrawn.
+        self._slots = [0] * slots
+        self._slot: int | None = None  # the number of the newest slot
         self._balance = 0  # the sum of the slots
         self._lock = _thread.allocate_lock()
 
     def _advance(self) -> int:
-        """Move the window to now, forgetting the seconds that left it; the slot index."""
-        second = int(self._clock() // 1)
+        """Move the window to now, forgetting the slots that left it; the slot index."""
+        try:
+            slot = math.floor(self._clock() / self._width)
+        except (OverflowError, ValueError):  # inf or NaN: no time passed
+            slot = 0 if self._slot is None else self._slot
         slots = self._slots
-        if self._second is None:
-            self._second = second
-        elif second > self._second:
-            gone = min(second - self._second, len(slots))
+        if self._slot is None:
+            self._slot = slot
+        elif slot > self._slot:  # a clock going backwards moves nothing
+            gone = min(slot - self._slot, len(slots))
             for offset in range(1, gone + 1):
-                index = (self._second + offset) % len(slots)
+                index = (self._slot + offset) % len(slots)
                 self._balance -= slots[index]
                 slots[index] = 0
-            self._second = second
-        return self._second % len(slots)
+            self._slot = slot
+        return self._slot % len(slots)
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
         """A call that succeeded at once deposits."""
@@ -280,4 +367,177 @@ class RetryBudget:
         return (
             f"RetryBudget(ratio={self.ratio!r}, min_per_second={self.min_per_second!r},"
             f" window={self.window!r})"
+        )
+
+
+if sys.version_info >= (3, 11):
+
+    def _is_timeout(outcome: object) -> bool:
+        """A TimeoutError, which socket's and asyncio's timeouts are."""
+        return isinstance(outcome, TimeoutError)
+
+else:
+    _OLD_TIMEOUTS: tuple[type[BaseException], ...] = ()
+
+    def _is_timeout(outcome: object) -> bool:
+        """A TimeoutError, or the socket and asyncio timeouts that were not one yet."""
+        global _OLD_TIMEOUTS
+        if not _OLD_TIMEOUTS:
+            import concurrent.futures  # imported on first use: rarely needed
+            import socket
+
+            _OLD_TIMEOUTS = (TimeoutError, socket.timeout, concurrent.futures.TimeoutError)
+        if isinstance(outcome, _OLD_TIMEOUTS):
+            return True
+        asyncio = sys.modules.get("asyncio")  # no asyncio timeout without asyncio
+        return asyncio is not None and isinstance(outcome, asyncio.TimeoutError)
+
+
+class RetryQuota:
+    """The AWS SDKs' retry quota (their "standard" retry mode): retries spend
+    from a quota that successful calls refill.
+
+    The quota starts at *capacity*.  A retry takes *retry_cost* from it, or
+    *timeout_cost* when the failure is a timeout; when the quota cannot pay,
+    the retry is refused (``try_retry`` returns 0) and nothing is taken.  A
+    call that succeeds after retries gives back all its retries took (the
+    ``spent`` the driver reports); a call that succeeded at once gives
+    *success_refund*; the quota never goes above *capacity*.  ``available``
+    reads what is left.  Counted in thousandths, like :class:`TokenBucket`.
+
+    A timeout is a :class:`TimeoutError` (or subclass) - on every supported
+    Python that includes ``socket.timeout`` and ``asyncio.TimeoutError``.
+    Other libraries' timeout exceptions (httpx's, requests') are not
+    ``TimeoutError``: they cost *retry_cost*.  botocore gives back only the
+    last retry's cost when a call recovers; this quota gives back the sum, so
+    a call that recovered costs the quota nothing.  Thread-safe; a call that
+    succeeds at once costs one C-level counter step and no lock.
+
+    >>> quota = RetryQuota(capacity=12)
+    >>> quota.try_retry(TimeoutError()), quota.try_retry(ConnectionError()), quota.available
+    (10.0, 0.0, 2.0)
+    >>> quota.record_success(False, spent=10.0); quota.available  # the call recovered
+    12.0
+    """
+
+    __slots__ = (
+        "capacity",
+        "retry_cost",
+        "timeout_cost",
+        "success_refund",
+        "_capacity",
+        "_retry",
+        "_timeout",
+        "_refund",
+        "_milli",
+        "_lock",
+        "_successes",
+        "_counted",
+    )
+
+    capacity: float
+    """The quota's size, as given."""
+    retry_cost: float
+    """What a retry takes, as given."""
+    timeout_cost: float
+    """What a retry after a timeout takes, as given."""
+    success_refund: float
+    """What a call that succeeded at once gives back, as given."""
+
+    def __new__(
+        cls,
+        capacity: float = 500,
+        retry_cost: float = 5,
+        timeout_cost: float = 10,
+        success_refund: float = 1,
+        *,
+        store: Store | None = None,
+    ) -> RetryQuota:
+        return object.__new__(cls if store is None else _fleet_class(cls, store))
+
+    def __init__(
+        self,
+        capacity: float = 500,
+        retry_cost: float = 5,
+        timeout_cost: float = 10,
+        success_refund: float = 1,
+        *,
+        store: Store | None = None,
+    ) -> None:
+        given: dict[str, tuple[float, int]] = {}
+        for name, value, low in (
+            ("capacity", capacity, 1),
+            ("retry_cost", retry_cost, 1),
+            ("timeout_cost", timeout_cost, 1),
+            ("success_refund", success_refund, 0),
+        ):
+            number = _checks.number(name, value)
+            if not 0.0 <= number <= 1e12:
+                raise _checks.ArgumentValueError(
+                    name, f"{name} must be in [0, 1e12], got {value!r}"
+                )
+            given[name] = (number, _thousandths(name, number, "a unit", low))
+        (self.capacity, self._capacity) = given["capacity"]
+        for name in ("retry_cost", "timeout_cost", "success_refund"):
+            if given[name][1] > self._capacity:
+                raise _checks.ArgumentValueError(
+                    name, f"{name} must be at most capacity ({capacity!r}), got {given[name][0]!r}"
+                )
+        (self.retry_cost, self._retry) = given["retry_cost"]
+        (self.timeout_cost, self._timeout) = given["timeout_cost"]
+        (self.success_refund, self._refund) = given["success_refund"]
+        self._milli = self._capacity
+        self._lock = _thread.allocate_lock()
+        # As TokenBucket's successes: counted without a lock, added under it.
+        self._successes = count().__next__
+        self._counted = 0
+
+    def _add_refunds(self) -> None:
+        """Add the refunds of the calls that succeeded at once (lock held)."""
+        seen = self._successes()  # this call counts one more: not a success
+        added = seen - self._counted
+        self._counted = seen + 1
+        if added:
+            self._milli = min(self._capacity, self._milli + added * self._refund)
+
+    @property
+    def available(self) -> float:
+        """What the quota can still pay for."""
+        with self._lock:
+            self._add_refunds()
+            return self._milli / 1000
+
+    def _units(self, spent: float) -> int:
+        """*spent* in thousandths, at most the capacity (never raises)."""
+        milli = spent * 1000.0
+        return self._capacity if milli >= self._capacity else round(milli)
+
+    def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
+        """Give back *spent* (a call that recovered), or *success_refund* (one
+        that succeeded at once)."""
+        if first_attempt:
+            self._successes()
+        elif spent > 0.0:  # NaN is not
+            with self._lock:
+                self._add_refunds()
+                self._milli = min(self._capacity, self._milli + self._units(spent))
+
+    def record_failure(self, first_attempt: bool) -> None:
+        """A failure costs nothing until it is retried."""
+
+    def try_retry(self, outcome: Any) -> float:
+        """Take a retry's cost and return it, or return 0.0 if the quota cannot pay."""
+        cost = self._timeout if _is_timeout(outcome) else self._retry
+        with self._lock:
+            self._add_refunds()
+            if self._milli < cost:
+                return 0.0
+            self._milli -= cost
+        return cost / 1000
+
+    def __repr__(self) -> str:
+        return (
+            f"RetryQuota(capacity={self.capacity!r}, retry_cost={self.retry_cost!r},"
+            f" timeout_cost={self.timeout_cost!r}, success_refund={self.success_refund!r})"
+            f" with {self.available} available"
         )

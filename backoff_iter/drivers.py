@@ -379,13 +379,12 @@ def _sync_wrapper(
                     raise
         else:
             call = policy.call(shown=False)
-        result: Any = None
         for attempt in call:
             with attempt:
                 if timeout_arg is not None:
                     kwargs[timeout_arg] = attempt.timeout
                 result = attempt.set_result(func(*args, **kwargs))
-        return result  # type: ignore[no-any-return]
+        return result  # pyright: ignore[reportPossiblyUnboundVariable, reportReturnType] - set, or raised
 
     return wrapper
 
@@ -408,12 +407,11 @@ def _async_wrapper(
                     raise
         else:
             call = policy.call(in_async=True, shown=False)
-        result: Any = None
         async for attempt in call:
             async with attempt:
                 if timeout_arg is not None:
                     kwargs[timeout_arg] = attempt.timeout
                 result = attempt.set_result(await func(*args, **kwargs))
-        return result  # type: ignore[no-any-return]
+        return result  # pyright: ignore[reportPossiblyUnboundVariable, reportReturnType] - set, or raised
 
     return wrapper

@@ -26,6 +26,7 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]  # these modules, then this checkou
 
 import delays
 import drivers
+import fleet
 import overload
 
 GOAL_TO_REFERENCE = 1.3  # each strategy within 1.3x of its hand-written generator
@@ -245,6 +246,23 @@ def report(quick: bool) -> list[str]:
             for name, speed in speeds.items()
         ],
     )
+    out += [
+        "",
+        "**Fleet budgets** (``benchmarks/fleet.py``): ns per budget call through a"
+        " ``RedisStore`` (on a local redis-server) against the same budget in-process,"
+        f" in this run. Goal: within {fleet.STORE_GOAL:g}x (no call waits on the network).",
+        "",
+    ]
+    out += fleet.decision_table(calls, repeats)
+    out += [
+        "",
+        "The lag's cost: a simulated storm (healthy, a total outage, half failing, healthy;"
+        " 2,000 calls/s) shared by a fleet through the exchange script's arithmetic, against"
+        " one budget seeing every event at once, fed the same calls. *excess*: retries beyond"
+        f" it per client per sync interval. Goal: at most {fleet.LAG_GOAL:g}.",
+        "",
+    ]
+    out += fleet.lag_table(quick)
     out += [
         "",
         f"**Import time**: ``import NAME`` in a fresh interpreter, minus an empty one"

@@ -12,7 +12,7 @@ from checks import rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backoff_iter import RetryBudget, TokenBucket, aretrying, retry, retrying
+from backoff_iter import RetryBudget, RetryQuota, TokenBucket, aretrying, retry, retrying
 from backoff_iter.testing import no_sleep
 
 
@@ -89,7 +89,7 @@ class Clock:
 @given(
     ratio=st.sampled_from([0.0, 0.1, 0.2, 1.0, 2.5]),
     reserve=st.sampled_from([0.0, 0.5, 2.0]),
-    window=st.integers(min_value=1, max_value=12),
+    window=st.sampled_from([1, 1.5, 2, 2.5, 3.7, 10, 12]),
     events=st.lists(
         st.tuples(st.sampled_from(["call", "retry", "tick"]), st.floats(0.0, 3.0)), max_size=200
     ),
@@ -97,21 +97,102 @@ class Clock:
 def test_retries_in_the_window_up_to_each_retry_are_at_most_ratio_times_calls_plus_reserve(
     ratio, reserve, window, events
 ):
-    """Under a fake clock: at every retry, the window of whole seconds ending there holds at most ratio x calls + reserve retries."""
+    """Under a fake clock: at every retry, the ceil(window) slots of window/ceil(window) s ending there hold at most ratio x calls + min_per_second x window retries."""
     clock = Clock()
     budget = RetryBudget(ratio=ratio, min_per_second=reserve, window=window, clock=clock)
-    log = []  # (second, kind)
+    slots = math.ceil(window)
+    width = window / slots
+    log = []  # (slot, kind)
     for kind, step in events:
         if kind == "tick":
             clock.now += step
         elif kind == "call":
             budget.record_failure(True)
-            log.append((int(clock.now), "call"))
+            log.append((math.floor(clock.now / width), "call"))
         elif budget.try_retry(None):
-            log.append((int(clock.now), "retry"))
-    for end in {second for second, kind in log if kind == "retry"}:
-        inside = [kind for second, kind in log if end - window < second <= end]
+            log.append((math.floor(clock.now / width), "retry"))
+    for end in {slot for slot, kind in log if kind == "retry"}:
+        inside = [kind for slot, kind in log if end - slots < slot <= end]
         assert inside.count("retry") <= ratio * inside.count("call") + reserve * window + 1e-9
+
+
+@pytest.mark.parametrize("window", [1.0, 1.5, 2.5, 10.0])
+def test_the_reserve_allows_min_per_second_on_average_for_any_window(window):
+    """Retrying every 10 ms for 60 s with no calls: about min_per_second a second, never reserve per second."""
+    clock = Clock()
+    budget = RetryBudget(ratio=0.0, min_per_second=10, window=window, clock=clock)
+    retried = 0
+    for _ in range(6000):
+        clock.now += 0.01
+        retried += budget.try_retry(None)
+    # 10/s over 60 s, plus one reserve in the first window; window=1.5 once allowed 15/s (900).
+    assert 600 <= retried <= 600 + 10 * window
+
+
+def test_the_reserve_goes_in_one_burst_and_comes_back_a_window_later():
+    """Finagle's reserve: all min_per_second x window retries at once, then none until they leave the window."""
+    clock = Clock()
+    budget = RetryBudget(ratio=0.0, min_per_second=2, window=2.5, clock=clock)  # 3 slots of 5/6 s
+    assert sum(budget.try_retry(None) for _ in range(10)) == 5
+    width = 2.5 / 3
+    clock.now = (math.floor(clock.now / width) + 2) * width + 0.001  # two slots later: still inside
+    assert not budget.try_retry(None)
+    clock.now += width  # the burst's slot has left the window
+    assert sum(budget.try_retry(None) for _ in range(10)) == 5
+
+
+class Readings:
+    """A clock that returns the given readings, then repeats the last one."""
+
+    def __init__(self, *readings):
+        self.readings = list(readings)
+
+    def __call__(self):
+        return self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan, 3.0, 10**400], ids=str)
+def test_a_clock_going_backwards_or_returning_inf_or_nan_counts_as_no_time_passing(bad):
+    """A bad reading never raises, and neither forgets the window's deposits nor moves it on."""
+    # 10.0: a call deposits 1 retry; the bad reading; 10.5: still the same window.
+    clock = Readings(10.0, bad, 10.5)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=5, clock=clock)
+    budget.record_success(True)
+    assert budget.try_retry(None)  # at the bad reading: the deposit is still there
+    assert not budget.try_retry(None)  # and was spent once
+
+
+def test_a_clock_that_went_backwards_and_came_back_kept_the_window():
+    """10 s, then 3 s (no time passed), then 10.5 s: the same window, the deposits still there."""
+    clock = Readings(10.0, 10.0, 3.0, 10.5, 10.5)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=5, clock=clock)
+    budget.record_success(True)
+    budget.record_success(True)
+    assert [budget.try_retry(None), budget.try_retry(None), budget.try_retry(None)] == [
+        True,
+        True,
+        False,
+    ]
+
+
+@pytest.mark.parametrize("window", [1.0, 1.5, 60.0])
+def test_readings_at_the_edge_of_the_float_range_never_raise(window):
+    """1.7e308 seconds, divided into slots shorter than a second, overflows: no time passes."""
+    clock = Readings(1.79e308)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=window, clock=clock)
+    budget.record_success(True)
+    assert budget.try_retry(None)
+    assert not budget.try_retry(None)
+
+
+def test_a_bad_clock_never_raises_out_of_a_driver():
+    """A RetryBudget whose clock returns NaN, inf and earlier times under @retry: the call just fails."""
+    clock = Readings(5.0, math.nan, math.inf, 1.0, -math.inf, 2.0)
+    budget = RetryBudget(ratio=1.0, min_per_second=1, window=2, clock=clock)
+    counter = []
+    with no_sleep(), pytest.raises(ConnectionError):
+        retry([0.0] * 8, budget=budget)(always_failing(counter))()
+    assert 1 < len(counter) <= 4  # 1 call + its deposit + 2 of reserve
 
 
 def test_a_total_outage_costs_at_most_one_plus_ratio_times_the_load():
@@ -199,6 +280,216 @@ def test_a_refused_retry_reraises_the_failure_itself():
     assert raised.value is error
 
 
+def test_try_retry_counts_the_successes_not_yet_added():
+    """A bucket at 4 of 10 tokens, then 21 successes: try_retry sees 6.1 tokens at once (issue 16, defect 5)."""
+    bucket = TokenBucket(max_tokens=10, token_ratio=0.1)
+    for _ in range(6):
+        bucket.record_failure(True)
+    for _ in range(21):
+        bucket.record_success(True)
+    assert bucket.try_retry(None)
+
+
+@pytest.mark.parametrize("read_first", [False, True])
+def test_reading_tokens_does_not_change_the_next_answer(read_first):
+    """The same events give the same answer whether or not .tokens was read in between."""
+    bucket = TokenBucket(max_tokens=10, token_ratio=0.1)
+    for _ in range(6):
+        bucket.record_failure(True)
+    for _ in range(11):
+        bucket.record_success(True)
+    bucket.record_failure(False)  # 4 + 1.1 - 1 = 4.1, then 20 successes: 6.1
+    for _ in range(20):
+        bucket.record_success(True)
+    if read_first:
+        assert bucket.tokens == pytest.approx(6.1)
+    assert bucket.try_retry(None)
+
+
+@pytest.mark.parametrize(
+    "max_tokens, token_ratio, milli",
+    [
+        (10, 0.1, (10_000, 100)),
+        (0.001, 0.001, (1, 1)),
+        (1000, 2.5, (1_000_000, 2500)),
+        (10, 999.999, (10_000, 999_999)),
+        (10, 1000, (10_000, 1_000_000)),
+        (10, 1e300, (10_000, 1_000_000)),
+    ],
+)
+def test_sizes_in_whole_thousandths_are_kept_exactly(max_tokens, token_ratio, milli):
+    """Whole thousandths are taken as they are; a ratio of 1000 tokens or more fills any bucket."""
+    bucket = TokenBucket(max_tokens=max_tokens, token_ratio=token_ratio)
+    assert (bucket._max, bucket._ratio) == milli
+
+
+def test_a_ratio_that_fills_the_bucket_fills_it_with_one_success():
+    """token_ratio=1e300 neither overflows nor drifts: one success refills a drained bucket."""
+    bucket = TokenBucket(max_tokens=10, token_ratio=1e300)
+    for _ in range(10):
+        bucket.record_failure(True)
+    bucket.record_success(True)
+    assert bucket.tokens == 10.0
+
+
+def test_retry_quota_takes_retry_cost_and_timeout_cost():
+    """A retry costs 5, one after a TimeoutError (socket and asyncio timeouts too) 10; try_retry says what it took."""
+    import socket
+
+    quota = RetryQuota()
+    assert quota.try_retry(ConnectionError()) == 5.0
+    assert quota.try_retry("a retried result") == 5.0
+    assert quota.try_retry(TimeoutError()) == 10.0
+    assert quota.try_retry(socket.timeout()) == 10.0
+    assert quota.try_retry(asyncio.TimeoutError()) == 10.0
+    assert quota.available == 500 - 5 - 5 - 10 - 10 - 10
+
+
+def test_retry_quota_refuses_what_it_cannot_pay_and_takes_nothing():
+    """At 7 left: a timeout (10) is refused and takes nothing, a plain retry (5) still goes."""
+    quota = RetryQuota(capacity=17)
+    assert quota.try_retry(TimeoutError()) == 10.0
+    assert quota.try_retry(TimeoutError()) == 0.0
+    assert quota.available == 7.0
+    assert quota.try_retry(OSError()) == 5.0
+    assert quota.try_retry(OSError()) == 0.0
+    assert quota.available == 2.0
+
+
+def test_retry_quota_pays_with_exactly_enough_left():
+    """15 pays a retry (5) and then a timeout (10), leaving 0."""
+    quota = RetryQuota(capacity=15)
+    assert (quota.try_retry(OSError()), quota.try_retry(TimeoutError())) == (5.0, 10.0)
+    assert quota.available == 0.0
+
+
+def test_retry_quota_pays_with_refunds_not_yet_added():
+    """Drained, then 5 clean calls: the next retry is paid from their refunds at once."""
+    quota = RetryQuota(capacity=10)
+    quota.try_retry(OSError())
+    quota.try_retry(OSError())
+    for _ in range(5):
+        quota.record_success(True)
+    assert quota.try_retry(OSError()) == 5.0
+
+
+def test_retry_quota_gives_back_what_a_recovered_call_spent_and_a_refund_per_clean_call():
+    """A call that recovered after a retry and a timeout gives 15 back; one that succeeded at once gives 1."""
+    quota = RetryQuota(capacity=100)
+    spent = quota.try_retry(OSError()) + quota.try_retry(TimeoutError())
+    assert quota.available == 85.0
+    quota.record_success(False, spent)
+    assert quota.available == 100.0
+    quota.try_retry(OSError())
+    for _ in range(3):
+        quota.record_success(True)
+    assert quota.available == 98.0
+    quota.record_success(False)  # a recovered call whose driver reported nothing spent
+    quota.record_failure(True)  # a failure costs nothing by itself
+    assert quota.available == 98.0
+
+
+@pytest.mark.parametrize("spent", [1e6, math.inf, 1e308, 10**400 * 0 + 10**30])
+def test_retry_quota_never_goes_above_capacity(spent):
+    """Refunds stop at capacity, however much a call claims it spent."""
+    quota = RetryQuota(capacity=50)
+    quota.try_retry(OSError())
+    for _ in range(10):
+        quota.record_success(True)
+    assert quota.available == 50.0
+    quota.try_retry(OSError())
+    quota.record_success(False, spent)
+    assert quota.available == 50.0
+
+
+@pytest.mark.parametrize("spent", [math.nan, -5.0, 0.0, -math.inf])
+def test_retry_quota_ignores_a_spent_that_is_no_amount(spent):
+    """NaN, negative or zero spent gives nothing back and raises nothing."""
+    quota = RetryQuota(capacity=50)
+    quota.try_retry(OSError())
+    quota.record_success(False, spent)
+    assert quota.available == 45.0
+
+
+def test_retry_quota_under_a_driver_gives_back_what_the_driver_reports_spent():
+    """Under @retry: a recovered call gets back what its retry took, a clean call the refund."""
+    quota = RetryQuota(capacity=30)
+    assert quota.try_retry(None) and quota.try_retry(None)  # 20 of 30 left: room for refunds
+    reported = []
+    record_success = quota.record_success
+
+    class Spy:  # what the driver tells the quota
+        def record_success(self, first_attempt, spent=0.0):
+            reported.append((first_attempt, spent))
+            record_success(first_attempt, spent)
+
+        record_failure, try_retry = quota.record_failure, quota.try_retry
+
+    outcomes = iter([OSError(), "ok", "ok"])
+
+    def flaky():
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    call = retry([0.0] * 3, budget=Spy())(flaky)
+    with no_sleep():
+        assert call() == "ok"
+        assert quota.available == 20.0  # the retry took 5, the success gave them back
+        assert call() == "ok"
+    assert reported == [(False, 5.0), (True, 0.0)]
+    assert quota.available == 21.0  # a clean call: success_refund
+
+
+def test_a_budget_of_the_old_protocol_is_refused_when_the_policy_is_made():
+    """record_success(first_attempt) without spent: a clear TypeError naming budget, at once."""
+
+    class Old:
+        def record_success(self, first_attempt):
+            pass
+
+        def record_failure(self, first_attempt):
+            pass
+
+        def try_retry(self, outcome):
+            return True
+
+    rejects(lambda: retry([0.0], budget=Old()), TypeError, "budget", "spent")
+
+
+def test_retry_quota_is_exact_under_many_threads():
+    """8 threads x 2000 retries and refunds on one quota: the final amount is exact."""
+    quota = RetryQuota(capacity=1_000_000, retry_cost=3, timeout_cost=7, success_refund=2)
+    taken = [0.0] * 8
+
+    def run(index):
+        for i in range(2000):
+            taken[index] += quota.try_retry(TimeoutError() if i % 3 == 0 else OSError())
+            if i % 2 == 0:
+                quota.record_success(True)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    timeouts = len(range(0, 2000, 3))
+    expected_cost = 8 * (timeouts * 7 + (2000 - timeouts) * 3)
+    assert sum(taken) == expected_cost
+    assert quota.available == 1_000_000 - expected_cost + 8 * 1000 * 2
+
+
+def test_every_budget_takes_spent_and_answers_what_a_retry_took():
+    """The grown protocol: record_success(first_attempt, spent); try_retry's truthy answer is a number."""
+    for budget in (TokenBucket(), RetryBudget(clock=Clock()), RetryQuota()):
+        budget.record_failure(True)
+        took = budget.try_retry(None)
+        assert took and float(took) > 0
+        budget.record_success(False, float(took))
+        budget.record_success(True)
+
+
 @pytest.mark.parametrize(
     "make, name",
     [
@@ -207,12 +498,32 @@ def test_a_refused_retry_reraises_the_failure_itself():
         (lambda: TokenBucket(max_tokens=math.nan), "max_tokens"),
         (lambda: TokenBucket(token_ratio=0), "token_ratio"),
         (lambda: TokenBucket(token_ratio="0.1"), "token_ratio"),
+        (lambda: TokenBucket(token_ratio=1e-9), "token_ratio"),
+        (lambda: TokenBucket(token_ratio=0.0015), "token_ratio"),
+        (lambda: TokenBucket(token_ratio=math.inf), "token_ratio"),
+        (lambda: TokenBucket(max_tokens=0.0004), "max_tokens"),
+        (lambda: TokenBucket(max_tokens=10.0005), "max_tokens"),
         (lambda: RetryBudget(ratio=-0.1), "ratio"),
         (lambda: RetryBudget(ratio=1001), "ratio"),
         (lambda: RetryBudget(min_per_second=-1), "min_per_second"),
         (lambda: RetryBudget(window=0.5), "window"),
         (lambda: RetryBudget(window=61), "window"),
         (lambda: RetryBudget(clock=5), "clock"),
+        (lambda: RetryBudget(min_per_second=math.inf), "min_per_second"),
+        (lambda: RetryQuota(capacity=0), "capacity"),
+        (lambda: RetryQuota(capacity=-1), "capacity"),
+        (lambda: RetryQuota(capacity=math.inf), "capacity"),
+        (lambda: RetryQuota(capacity=1e13), "capacity"),
+        (lambda: RetryQuota(capacity=0.0001), "capacity"),
+        (lambda: RetryQuota(capacity="500"), "capacity"),
+        (lambda: RetryQuota(retry_cost=0), "retry_cost"),
+        (lambda: RetryQuota(retry_cost=math.nan), "retry_cost"),
+        (lambda: RetryQuota(retry_cost=501), "retry_cost"),
+        (lambda: RetryQuota(timeout_cost=-10), "timeout_cost"),
+        (lambda: RetryQuota(timeout_cost=True), "timeout_cost"),
+        (lambda: RetryQuota(success_refund=-1), "success_refund"),
+        (lambda: RetryQuota(success_refund=0.0005), "success_refund"),
+        (lambda: RetryQuota(capacity=10, success_refund=11), "success_refund"),
         (lambda: retry([1.0], budget=object()), "budget"),
         (lambda: retrying([1.0], budget="bucket"), "budget"),
     ],

@@ -1,0 +1,1051 @@
+"""Fleet budgets: counts shared through a real Redis, decisions that never wait on it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from itertools import count
+from pathlib import Path
+
+import pytest
+from checks import rejects
+from fleet_workers import BUDGETS, Fleet, make_budget, wait_for_first_exchange
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from redis_server import RedisServer, free_port, require_binary
+
+from backoff_iter import RetryBudget, RetryQuota, TokenBucket, aretrying
+from backoff_iter.fleet import _SCRIPT, RedisStore, Store, _SharedState, _Timing
+
+ROOT = Path(__file__).resolve().parent.parent
+names = (f"test-{i}" for i in count())  # every test its own keys
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One redis-server for the module's tests."""
+    server = RedisServer(require_binary())
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def own_server():
+    """A redis-server for one test, which may pause or kill it."""
+    server = RedisServer(require_binary())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return server.client()
+
+
+class Clock:
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+# -- Importing -------------------------------------------------------------
+
+
+def test_importing_the_package_or_its_budgets_never_imports_redis_or_the_fleet():
+    """import backoff_iter (and backoff_iter.budgets) loads neither redis nor backoff_iter.fleet."""
+    code = (
+        "import sys; import backoff_iter, backoff_iter.budgets; "
+        "print(sorted(m for m in ('redis', 'backoff_iter.fleet') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_a_store_without_redis_py_says_what_to_install():
+    """With redis-py missing, RedisStore raises an ImportError naming the extra to install."""
+    code = (
+        "import sys; sys.modules['redis'] = None\n"
+        "from backoff_iter.fleet import RedisStore\n"
+        "try:\n    RedisStore(object(), 'x')\n"
+        "except ImportError as error:\n    print(error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert "pip install 'backoff_iter[redis]'" in result.stdout
+
+
+# -- Arguments ---------------------------------------------------------------
+
+
+def test_bad_store_arguments_name_the_parameter(client):
+    """Not a redis.Redis, a bad name or interval, a store that is no store: rejected at once."""
+    import redis.asyncio
+
+    for bad in (object(), "localhost:6379", redis.asyncio.Redis()):
+        rejects(lambda bad=bad: RedisStore(bad, "x"), TypeError, "client", "redis.Redis")
+    rejects(lambda: RedisStore(client, ""), ValueError, "name")
+    rejects(lambda: RedisStore(client, 7), TypeError, "name")
+    for bad in (0, 0.0001, 61, math.nan, math.inf):
+        rejects(
+            lambda bad=bad: RedisStore(client, "x", sync_interval=bad), ValueError, "sync_interval"
+        )
+    rejects(lambda: RedisStore(client, "x", sync_interval="0.1"), TypeError, "sync_interval")
+    rejects(lambda: TokenBucket(store=object()), TypeError, "store", "RedisStore")
+    rejects(lambda: RetryBudget(store=client), TypeError, "store")
+    rejects(lambda: _SharedState(-1), ValueError, "sync_interval")
+    rejects(lambda: _SharedState(clock=1.0), TypeError, "clock")
+    big = _SharedState()
+    rejects(
+        lambda: RetryBudget(min_per_second=1e12, window=60, store=big), ValueError, "min_per_second"
+    )
+
+
+def test_a_store_serves_one_budget(client):
+    """A second budget on one store, or any on a closed one, is refused naming store."""
+    with RedisStore(client, next(names)) as store:
+        budget = TokenBucket(store=store)
+        rejects(lambda: RetryBudget(store=store), ValueError, "store", "one RedisStore")
+        assert budget.try_retry(None) is not None
+    rejects(lambda: TokenBucket(store=store), ValueError, "store", "closed")
+
+
+def test_one_shared_state_holds_one_kind_of_budget():
+    """A _SharedState takes many members of one budget, never two kinds or parameters."""
+    fleet = _SharedState()
+    TokenBucket(max_tokens=5, store=fleet)
+    TokenBucket(max_tokens=5, store=fleet)
+    rejects(lambda: TokenBucket(max_tokens=6, store=fleet), ValueError, "store")
+    rejects(lambda: RetryQuota(store=fleet), ValueError, "store")
+
+
+def test_a_subclass_cannot_take_a_store():
+    """store= makes the fleet classes of the three budgets, not of a subclass of them."""
+
+    class Mine(TokenBucket):
+        pass
+
+    rejects(lambda: Mine(store=_SharedState()), TypeError, "store", "Mine")
+
+
+# -- The script and its Python twin --------------------------------------
+
+
+def lua(client):
+    """The exchange script, called with explicit arguments."""
+    script = client.register_script(_SCRIPT)
+
+    def call(keys, *arguments):
+        return tuple(int(x) for x in script(keys=keys, args=[str(a) for a in arguments]))
+
+    return call
+
+
+LEVEL = ("level", 2_001, 10_000, 10_000)  # a TokenBucket of 10 tokens
+WINDOW = ("window", 1_000, 750_000, 2, 3_000)  # RetryBudget(window=1.5) with a reserve of 3
+QUOTA = ("level", 20_000, 50_000, 0)  # RetryQuota(capacity=50)
+
+events = st.lists(
+    st.tuples(
+        st.integers(0, 5),  # member
+        st.integers(-7_000, 7_000),  # its counts since last time
+        st.integers(0, 400_000),  # microseconds since the last exchange
+        st.integers(0, 9_000),  # keep
+        st.integers(0, 1),  # want
+        st.sampled_from(["answer", "lost", "leave"]),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=60)
+@given(kind=st.sampled_from([LEVEL, WINDOW, QUOTA]), events=events)
+def test_the_lua_script_and_its_python_twin_answer_alike(client, kind, events):
+    """Random exchanges (lost answers, members leaving and expiring) get the same answers from Redis and from _SharedState."""
+    call = lua(client)
+    name = next(names)
+    keys = [f"{name}:counts", f"{name}:members", f"{name}:ledger"]
+    twin = _SharedState()
+    now = 1_700_000_000_000_000
+    interval, horizon, ttl = 100_000, 1_000_000, 10**9
+    acked, sent = {}, {}
+    for member, counts, step, keep, want, what in events:
+        now += step
+        member = f"m{member}"
+        cumulative = sent.get(member, 0) + counts
+        leave = int(what == "leave")
+        arguments = (
+            member,
+            acked.get(member, 0),
+            cumulative,
+            now,
+            interval,
+            horizon,
+            ttl,
+            leave,
+            keep,
+            want,
+            *kind,
+        )
+        assert call(keys, *arguments) == twin.exchange(*arguments)
+        sent[member] = cumulative
+        if what == "answer":
+            acked[member] = cumulative
+        elif what == "leave":
+            acked.pop(member, None)
+            sent.pop(member, None)
+    client.delete(*keys)
+
+
+# -- One member is exactly the in-process budget -------------------------
+
+
+def make(kind, clock, store=None):
+    if kind == "token_bucket":
+        return TokenBucket(max_tokens=4, token_ratio=0.5, store=store)
+    if kind == "retry_quota":
+        return RetryQuota(capacity=30, retry_cost=5, timeout_cost=10, success_refund=1, store=store)
+    return RetryBudget(ratio=0.5, min_per_second=2, window=1.5, clock=clock, store=store)
+
+
+@given(
+    kind=st.sampled_from(["token_bucket", "retry_quota", "retry_budget"]),
+    interval=st.sampled_from([0, 0.125, 0.5, 3.0]),
+    events=st.lists(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "call fails",
+                    "retry fails",
+                    "clean success",
+                    "recovered",
+                    "retry",
+                    "timeout retry",
+                ]
+            ),
+            st.sampled_from([0.0, 0.125, 0.25]),
+        ),
+        max_size=80,
+    ),
+)
+def test_one_member_decides_exactly_as_the_in_process_budget(kind, interval, events):
+    """A fleet of one (a _SharedState, any sync interval) answers every event as the same budget with store=None."""
+    if kind == "retry_budget":
+        interval = 0  # counts land in the window when they happen: no lag at all
+    clock = Clock(1000.0)
+    alone = make(kind, clock)
+    member = make(kind, clock, _SharedState(interval, clock=clock))
+    spent = 0.0
+    for event, step in events:
+        clock.now += step
+        for budget in (alone, member):
+            if event == "call fails":
+                budget.record_failure(True)
+            elif event == "retry fails":
+                budget.record_failure(False)
+            elif event == "clean success":
+                budget.record_success(True)
+            elif event == "recovered":
+                budget.record_success(False, spent)
+        if event.endswith("retry"):
+            outcome = TimeoutError() if event == "timeout retry" else None
+            answer = alone.try_retry(outcome)
+            assert member.try_retry(outcome) == answer
+            spent = float(answer)
+        if kind == "token_bucket":
+            assert member.tokens == alone.tokens
+        elif kind == "retry_quota":
+            assert member.available == alone.available
+
+
+# -- The shared arithmetic ------------------------------------------------
+
+NOW = 1_700_000_000_000_000
+TB = (100_000, 1_000_000, 10**9)  # interval, horizon, ttl
+
+
+def exchange(shared, member, cumulative=0, *, at=NOW, acked=0, keep=0, want=0, leave=0, kind=LEVEL):
+    return shared.exchange(member, acked, cumulative, at, *TB, leave, keep, want, *kind)
+
+
+def test_members_settle_on_equal_shares_of_the_room():
+    """Four members of a 10-token bucket (room 10,000 halves): after a second round each holds a quarter."""
+    shared = _SharedState()
+    first = [exchange(shared, m)[2] for m in "abcd"]
+    assert first == [10_000, 0, 0, 0]  # the first alone takes it all: no room is lent twice
+    second = [exchange(shared, m, at=NOW + 1)[2] for m in "abcd"]
+    assert second == [2_500, 2_500, 2_500, 2_500]
+
+
+def test_a_lease_is_held_until_its_member_next_exchanges():
+    """What a member holds is not lent to another; its next exchange gives it back."""
+    shared = _SharedState()
+    assert exchange(shared, "a")[2] == 10_000
+    assert exchange(shared, "b")[2] == 0
+    assert exchange(shared, "a", at=NOW + 1)[2] == 5_000
+    assert exchange(shared, "b", at=NOW + 2)[2] == 5_000
+
+
+def test_what_a_member_may_still_spend_while_exchanging_stays_held():
+    """keep: a member that may spend 8,000 more while its answer travels holds 8,000, its share being 5,000."""
+    shared = _SharedState()
+    exchange(shared, "a")
+    exchange(shared, "b")
+    assert exchange(shared, "a", at=NOW + 1, keep=8_000)[2] == 5_000  # its share...
+    assert exchange(shared, "b", at=NOW + 2)[2] == 2_000  # ...but 8,000 stay held for it
+
+
+def test_a_share_too_small_for_one_retry_goes_whole_to_members_with_failures():
+    """Ten members, room for 5 retries: shares of half a retry go to no one; a member that failed gets one retry's worth, while it lasts."""
+    shared = _SharedState()
+    for member in range(10):
+        exchange(shared, f"m{member}")
+    assert exchange(shared, "m0", at=NOW + 1)[2] == 0  # 1,000 of 10,000 halves: of no use
+    wanted = [exchange(shared, f"m{m}", at=NOW + 2, want=1)[2] for m in range(10)]
+    assert wanted == [2_001] * 4 + [1_996] + [0] * 5
+
+
+@pytest.mark.parametrize("kind", ["token_bucket", "retry_quota"])
+def test_a_large_fleet_on_a_small_budget_still_retries(kind):
+    """1,000 clients of one 100-token bucket (or 200-unit quota): shares of less than one retry, yet a client that fails retries."""
+    clock = Clock(1000.0)
+    fleet = _SharedState(0.1, clock=clock)
+    clients = [make_budget(kind, fleet, clock) for _ in range(1000)]
+    for _ in range(2):  # all heard from twice (the first alone took all), none failing
+        clock.now += 0.2
+        for client in clients:
+            client.record_success(True)
+    clock.now += 0.2
+    assert outage_call(clients[7]) >= 1  # its share alone (0.05 of a retry) would pay none
+
+
+def test_a_member_alone_keeps_its_whole_room_however_small():
+    """One member: its lease is all the room, even less than a retry's worth (exactly the in-process budget)."""
+    shared = _SharedState()
+    assert exchange(shared, "a", -4_500)[2] == 1_000
+
+
+def test_a_member_that_leaves_gives_its_lease_back_at_once():
+    """leave=1: the others share the whole room at their next exchange."""
+    shared = _SharedState()
+    exchange(shared, "a")
+    exchange(shared, "b")
+    exchange(shared, "a", at=NOW + 1, leave=1)
+    assert exchange(shared, "b", at=NOW + 2)[1:] == (1, 10_000)
+
+
+def test_a_member_not_heard_from_within_its_horizon_is_forgotten():
+    """After the horizon (1 s) the silent member's lease and count are gone; just before, not."""
+    shared = _SharedState()
+    exchange(shared, "a")
+    exchange(shared, "b")
+    assert exchange(shared, "b", at=NOW + 1_000_000)[1:] == (2, 0)  # at the horizon: still there
+    assert exchange(shared, "b", at=NOW + 1_000_001)[1:] == (1, 10_000)
+
+
+def test_counts_resent_after_a_lost_answer_land_once():
+    """A member that never heard back resends its cumulative count from the same acked: applied once."""
+    shared = _SharedState()
+    assert exchange(shared, "a", -3_000)[0] == 7_000
+    assert exchange(shared, "a", -3_000, at=NOW + 1)[0] == 7_000  # the answer was lost
+    assert exchange(shared, "a", -4_000, at=NOW + 2)[0] == 6_000
+    # forgotten after a long silence: its acked count is what it last heard
+    assert exchange(shared, "a", -5_000, at=NOW + 5_000_000, acked=-4_000)[0] == 5_000
+
+
+def test_the_level_stays_between_zero_and_its_cap():
+    """Counts below 0 or above the cap stop there."""
+    shared = _SharedState()
+    assert exchange(shared, "a", -50_000)[0] == 0
+    assert exchange(shared, "a", 90_000, at=NOW + 1, acked=-50_000)[0] == 10_000
+
+
+def test_window_counts_leave_after_the_window_and_deposits_about_to_leave_are_not_lent():
+    """2 slots of 0.75 s: a deposit lends nothing from the moment it leaves within one interval, and is gone a window later."""
+    shared = _SharedState()
+    slot = 750_000
+    start = (NOW // slot) * slot  # the start of a slot
+    value, _, lease = exchange(shared, "a", 5_000, at=start, kind=WINDOW)
+    assert (value, lease) == (5_000, 8_000)  # reserve 3,000 + 5,000
+    value, _, lease = exchange(shared, "a", 5_000, at=start + slot, acked=5_000, kind=WINDOW)
+    assert (value, lease) == (5_000, 8_000)
+    at = start + 2 * slot - 100_000  # the deposit leaves at 2 slots: within one interval
+    value, _, lease = exchange(shared, "a", 5_000, at=at, acked=5_000, kind=WINDOW)
+    assert (value, lease) == (5_000, 3_000)
+    value, _, lease = exchange(shared, "a", 5_000, at=start + 2 * slot, acked=5_000, kind=WINDOW)
+    assert (value, lease) == (0, 3_000)
+
+
+def test_withdrawals_about_to_leave_still_count_against_the_room():
+    """A negative slot is counted until it has left: lending never runs ahead of the window."""
+    shared = _SharedState()
+    slot = 750_000
+    start = (NOW // slot) * slot
+    exchange(shared, "a", -2_000, at=start, kind=WINDOW)
+    value, _, lease = exchange(
+        shared, "a", -2_000, at=start + 2 * slot - 1, acked=-2_000, kind=WINDOW
+    )
+    assert (value, lease) == (-2_000, 1_000)
+
+
+def test_keys_unused_for_their_ttl_are_forgotten():
+    """The twin forgets, as Redis expires the keys: a full bucket again after ttl."""
+    shared = _SharedState()
+    shared.exchange("a", 0, -6_000, NOW, 100_000, 1_000_000, 500, 0, 0, 0, *LEVEL)
+    assert (
+        shared.exchange(
+            "a", -6_000, -6_000, NOW + 499_999, 100_000, 1_000_000, 500, 0, 0, 0, *LEVEL
+        )[0]
+        == 4_000
+    )
+    assert (
+        shared.exchange("b", 0, 0, NOW + 999_999, 100_000, 1_000_000, 500, 0, 0, 0, *LEVEL)[0]
+        == 10_000
+    )
+
+
+@pytest.mark.parametrize("kind", ["token_bucket", "retry_quota"])
+def test_an_estimate_never_reads_above_full_after_an_answer(kind):
+    """A's successes while its exchange travels, B's refilling the fleet meanwhile: A's estimate stops at full."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (make(kind, clock, store) for _ in "ab")
+    joined(store, a, b)
+    for budget in (a, b):  # the fleet runs dry
+        for _ in range(6):
+            budget.record_failure(True)
+            budget.try_retry(TimeoutError())
+    joined(store, a, b, a, b)
+    sent = store.send(a)
+    for budget in (a, b):
+        for _ in range(40):
+            budget.record_success(True)
+    estimate = (lambda: a.tokens) if kind == "token_bucket" else (lambda: a.available)
+    full = {"token_bucket": 4.0, "retry_quota": 30.0}[kind]
+    assert estimate() == full  # a's own successes, as far as it knows
+    joined(store, b)  # b alone fills the fleet too
+    a._merge(sent[0], store.land(a, sent), sent[1])
+    assert estimate() == full  # not twice full
+
+
+def test_a_shared_state_clock_that_misbehaves_counts_as_no_time_passing():
+    """NaN first, then backwards, inf and absurdly late: exchanges never raise, time never goes back."""
+    readings = iter([math.nan, 5.0, 4.0, math.inf, 1e300, 6.0])
+    fleet = _SharedState(0, clock=lambda: next(readings))
+    assert [fleet._time() for _ in range(6)] == [0.0, 5.0, 5.0, 5.0, 5.0, 6.0]
+
+
+def test_a_fleet_class_given_directly_is_itself():
+    """The classes store= makes can be called directly with a store."""
+    from backoff_iter import fleet
+
+    bucket = fleet._FleetTokenBucket(max_tokens=2, store=_SharedState())
+    assert type(bucket) is fleet._FleetTokenBucket and isinstance(bucket, TokenBucket)
+    assert repr(bucket) == (
+        "TokenBucket(max_tokens=2.0, token_ratio=0.1) with 2.0 tokens shared through"
+        " _SharedState(sync_interval=0.1)"
+    )
+    window = RetryBudget(window=2, store=_SharedState())
+    assert repr(window).startswith("RetryBudget(ratio=0.2, min_per_second=10.0, window=2.0) shared")
+
+
+def test_timing_follows_the_sync_interval():
+    """stale, horizon, silence and ttl as the module docstring states them."""
+    fast, slow = _Timing(0.01, 0.0), _Timing(1.0, 10.0)
+    assert (fast.stale, fast.horizon, fast.silence, fast.ttl) == (0.25, 1.0, 1.0, 1.0)
+    assert (slow.stale, slow.horizon, slow.silence, slow.ttl) == (3.0, 12.0, 60.0, 60.0)
+    assert _Timing(0.1, 30.0).ttl == 90.0
+    assert fast.arguments == (10_000, 1_000_000, 1_000)
+
+
+# -- Bounds, with many members ---------------------------------------------
+
+
+class Manual(Store):
+    """A store whose exchanges the test makes by hand: the counts leave, the
+    script runs, the answer arrives (or is lost), each when the test says."""
+
+    def __init__(self, clock, interval=0.1):
+        self.shared = _SharedState()
+        self.clock = clock
+        self.interval = interval
+        self.members = count()
+
+    def _attach(self, view, kind, parameters, window):
+        view._timing = _Timing(self.interval, window)
+        view._stale = view._timing.stale
+        view._now = self.clock
+        view._active_at = self.clock()
+        view._member = f"m{next(self.members)}"
+        self.parameters = parameters
+
+    def send(self, view):
+        return view._snapshot(self.clock(), True), self.clock()
+
+    def land(self, view, sent):
+        (member, acked, cumulative, keep, wants), _ = sent
+        at = round(self.clock() * 1e6)
+        arguments = view._timing.arguments
+        return self.shared.exchange(
+            member, acked, cumulative, at, *arguments, 0, keep, wants, *self.parameters
+        )
+
+
+def outage_call(budget, retries=3):
+    """One call in a total outage: its failures, and the retries the budget allows."""
+    budget.record_failure(True)
+    granted = 0
+    for _ in range(retries):
+        if not budget.try_retry(ConnectionError()):
+            break
+        granted += 1
+        budget.record_failure(False)
+    return granted
+
+
+def joined(store, *budgets):
+    """Each budget's first exchange, sent, run and answered."""
+    for budget in budgets:
+        sent = store.send(budget)
+        budget._merge(sent[0], store.land(budget, sent), sent[1])
+
+
+def test_alone_a_retry_budget_spends_no_deposit_older_than_its_window():
+    """Exchanges failing for long: deposits made before the window no longer pay for retries."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=1.5, clock=clock, store=store)
+    joined(store, budget)
+    store.send(budget)  # never answered: Redis went away
+    for _ in range(5):
+        budget.record_failure(True)
+    clock.now += 10
+    assert not budget.try_retry(None)
+    budget.record_failure(True)
+    assert [budget.try_retry(None), budget.try_retry(None)] == [True, False]
+
+
+def test_what_a_process_spends_while_its_exchange_is_in_flight_is_not_lent_to_another():
+    """A spends its 10 retries while its exchange travels; the script lends B nothing of them."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (
+        RetryBudget(ratio=0, min_per_second=1, window=10, clock=clock, store=store) for _ in "ab"
+    )
+    joined(store, a, b)  # a holds all 10, b nothing
+    sent = store.send(a)
+    answer = store.land(a, sent)  # a's share is 5 now, but it may still spend 10
+    joined(store, b)
+    spent = sum(a.try_retry(None) for _ in range(12)) + sum(b.try_retry(None) for _ in range(12))
+    a._merge(sent[0], answer, sent[1])
+    spent += sum(a.try_retry(None) for _ in range(12))
+    assert spent == 10
+
+
+def test_a_token_bucket_never_reads_below_empty_after_an_answer():
+    """A's failures while its exchange travels, B's draining the fleet meanwhile: A's estimate stops at 0 tokens."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (TokenBucket(max_tokens=4, token_ratio=1, store=store) for _ in "ab")
+    joined(store, a, b)
+    sent = store.send(a)
+    for _ in range(3):
+        a.record_failure(True)
+        b.record_failure(True)
+    joined(store, b)  # the fleet's bucket: 4 - 3 = 1 token
+    a._merge(sent[0], store.land(a, sent), sent[1])
+    assert a.tokens == 0.0  # 1 token, less a's 3 failures since, is empty, not -2
+
+
+def test_a_quota_never_reads_below_empty_after_an_answer():
+    """A, alone while its first exchange hangs, spends a whole quota that B had spent: once answered, A reads 0, not less."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (make("retry_quota", clock, store) for _ in "ab")
+    joined(store, b)
+    while b.try_retry(TimeoutError()):
+        pass
+    joined(store, b)  # the fleet's quota: empty
+    sent = store.send(a)
+    clock.now += 1  # a never heard back: alone, with a whole quota of its own (keys still there)
+    taken = 0.0
+    while spent := a.try_retry(TimeoutError()):
+        taken += spent
+    assert taken == 30.0
+    a._merge(sent[0], store.land(a, sent), sent[1])
+    assert a.available == 0.0
+
+
+def test_counts_a_window_old_are_not_sent_after_an_outage():
+    """A RetryBudget that could not exchange for longer than its window sends only its last window's counts."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=1.5, clock=clock, store=store)
+    joined(store, budget)
+    budget.record_failure(True)  # deposits 1 at 1000 s: never sent
+    clock.now = 1002.0
+    budget.record_failure(True)  # and 1 at 1002 s
+    (_, acked, cumulative, _, _), _ = store.send(budget)
+    assert cumulative - acked == 1_000
+
+
+@given(
+    plan=st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.sampled_from(["call", "call", "call", "send", "land", "answer", "lose"]),
+            st.sampled_from([0.0, 0.01, 0.05, 0.2]),
+        ),
+        max_size=150,
+    )
+)
+def test_a_retry_budget_fleet_never_passes_ratio_times_calls_plus_reserve_however_exchanges_interleave(
+    plan,
+):
+    """4 members that joined, then exchanges sent, run by the script and answered (or lost) in any order: fleet retries <= ratio x calls + reserve."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budgets = [
+        RetryBudget(ratio=0.5, min_per_second=1, window=10, clock=clock, store=store)
+        for _ in range(4)
+    ]
+    joined(store, *budgets)  # before its first answer, a process would be alone
+    in_flight = [None] * 4
+    landed = [None] * 4
+    calls = retries = 0
+    for member, action, step in plan:
+        clock.now += step
+        budget = budgets[member]
+        if action == "call":
+            calls += 1
+            retries += outage_call(budget)
+        elif action == "send" and in_flight[member] is None:
+            in_flight[member] = store.send(budget)
+        elif action == "land" and in_flight[member] is not None and landed[member] is None:
+            landed[member] = store.land(budget, in_flight[member])
+        elif action in ("answer", "lose") and landed[member] is not None:
+            if action == "answer":  # else it never arrives, as when Redis times out
+                budget._merge(in_flight[member][0], landed[member], in_flight[member][1])
+            in_flight[member] = landed[member] = None
+    assert clock.now - 1000.0 < 10  # all within one window
+    assert retries <= 0.5 * calls + 10, (retries, calls)
+
+
+@given(
+    members=st.integers(1, 12),
+    interval=st.sampled_from([0, 0.01, 0.1, 0.5]),
+    order=st.lists(
+        st.tuples(st.integers(0, 11), st.sampled_from([0.0, 0.001, 0.02])), max_size=300
+    ),
+)
+def test_in_a_total_outage_fleets_stay_within_one_shared_budget(members, interval, order):
+    """n members, any order and lag: a RetryBudget within ratio x calls + reserve, a RetryQuota within capacity, a TokenBucket within one bucket's retries plus one per member."""
+    clock = Clock(1000.0)
+    for kind in ("retry_budget", "retry_quota", "token_bucket"):
+        fleet = _SharedState(interval, clock=clock)
+        budgets = [make_budget(kind, fleet, clock) for _ in range(members)]
+        single = make_budget(kind, None, clock)
+        calls = retries = alone = 0
+        clock.now = 1000.0
+        for member, step in order:
+            clock.now += step
+            calls += 1
+            retries += outage_call(budgets[member % members])
+            alone += outage_call(single)
+        arguments = BUDGETS[kind]
+        if kind == "retry_budget":
+            assert (
+                retries
+                <= arguments["ratio"] * calls + arguments["min_per_second"] * arguments["window"]
+            )
+        elif kind == "retry_quota":
+            assert retries * arguments["retry_cost"] <= arguments["capacity"]
+        else:
+            assert retries <= alone + members, (retries, alone)
+
+
+# -- A fleet of processes on a real Redis ----------------------------------
+
+PROCESSES, THREADS, SECONDS = 4, 3, 0.6
+
+
+@pytest.fixture(scope="module")
+def fleet(server):
+    """4 spawned processes, started once for the module's fleet tests."""
+    processes = Fleet(PROCESSES, server.port)
+    yield processes
+    processes.close()
+
+
+def test_four_processes_share_one_retry_budget_in_a_total_outage(fleet):
+    """4 processes x 3 threads of failing calls: retries within ratio x calls + one reserve; per-process budgets allow four reserves."""
+    results = fleet.run("retry_budget", next(names), 0.05, THREADS, SECONDS)
+    calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
+    arguments = BUDGETS["retry_budget"]
+    reserve = arguments["min_per_second"] * arguments["window"]
+    shared = arguments["ratio"] * calls + reserve
+    per_process = sum(min(3 * c, arguments["ratio"] * c + reserve) for c, _ in results)
+    print(
+        f"{calls} calls: {retries} retries; one shared budget allows {shared:.0f}, per-process budgets {per_process:.0f}"
+    )
+    assert arguments["ratio"] * calls + reserve / 2 <= retries <= shared, (retries, shared)
+    assert per_process - shared >= 2.9 * reserve  # what sharing saves: three reserves
+
+
+def test_four_processes_share_one_token_bucket_in_a_total_outage(fleet):
+    """The same with a TokenBucket: within one in-process bucket's retries (fed the same calls) plus one per process."""
+    results = fleet.run("token_bucket", next(names), 0.05, THREADS, SECONDS)
+    calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
+    single = make_budget("token_bucket", None)
+    alone = sum(outage_call(single) for _ in range(calls))
+    per_process = 0
+    for process_calls, _ in results:
+        bucket = make_budget("token_bucket", None)
+        per_process += sum(outage_call(bucket) for _ in range(process_calls))
+    print(
+        f"{calls} calls: {retries} retries; one bucket allows {alone}, per-process buckets {per_process}"
+    )
+    assert 0 < retries <= alone + PROCESSES
+    assert per_process == PROCESSES * alone
+
+
+def test_four_processes_share_one_retry_quota_in_a_total_outage(fleet):
+    """The same with a RetryQuota: its capacity pays for capacity / retry_cost retries, fleet-wide."""
+    results = fleet.run("retry_quota", next(names), 0.05, THREADS, SECONDS)
+    retries = sum(r for _, r in results)
+    arguments = BUDGETS["retry_quota"]
+    assert retries == arguments["capacity"] / arguments["retry_cost"]
+
+
+# -- Redis slow, paused, gone ------------------------------------------------
+
+
+class Timed:
+    """A budget that times every call to the one it wraps (the drivers take any Budget)."""
+
+    def __init__(self, budget):
+        self.budget, self.times = budget, []
+
+    def timed(self, method, *arguments):
+        began = time.perf_counter()
+        answer = method(*arguments)
+        self.times.append(time.perf_counter() - began)
+        return answer
+
+    def record_success(self, first_attempt, spent=0.0):
+        return self.timed(self.budget.record_success, first_attempt, spent)
+
+    def record_failure(self, first_attempt):
+        return self.timed(self.budget.record_failure, first_attempt)
+
+    def try_retry(self, outcome):
+        return self.timed(self.budget.try_retry, outcome)
+
+
+def test_redis_paused_killed_and_back_never_holds_a_decision(own_server, caplog):
+    """SIGSTOP, then SIGKILL, then a new redis-server on the port: every budget call under 50 ms, an aretrying caller's event loop never stalls, one warning, and the counts reach Redis again."""
+    caplog.set_level(logging.INFO, logger="backoff_iter.fleet")
+    client = own_server.client(socket_timeout=None)  # a client that would wait forever
+    name = next(names)
+    key = f"backoff_iter:{{{name}}}:token_bucket:counts"
+    store = RedisStore(client, name, sync_interval=0.02)
+    budget = Timed(TokenBucket(max_tokens=1000, token_ratio=1, store=store))
+    wait_for_first_exchange(budget.budget)
+    gaps = []
+    done = threading.Event()
+
+    def calls():  # a thread of calls beside the event loop
+        while not done.is_set():
+            budget.record_failure(True)
+            budget.try_retry(None)
+            budget.record_success(False)
+            time.sleep(0.001)
+
+    async def ticker():
+        while not done.is_set():
+            began = time.perf_counter()
+            await asyncio.sleep(0.002)
+            gaps.append(time.perf_counter() - began)
+
+    async def caller():  # aretrying with the store's budget, all along
+        while not done.is_set():
+            with contextlib.suppress(ConnectionError):
+                async for attempt in aretrying([0.001] * 2, budget=budget, sleep=asyncio.sleep):
+                    async with attempt:
+                        raise ConnectionError
+            await asyncio.sleep(0.001)  # a refused retry ends the call without awaiting
+
+    async def off_loop(function, *arguments):  # the test's own blocking calls
+        return await asyncio.get_running_loop().run_in_executor(None, function, *arguments)
+
+    async def until(condition, what):
+        deadline = time.monotonic() + 10
+        while not await off_loop(condition):
+            assert time.monotonic() < deadline, f"waited 10 s for {what}"
+            await asyncio.sleep(0.01)
+
+    def logged(level):
+        return [r for r in caplog.records if r.name == "backoff_iter.fleet" and r.levelno == level]
+
+    def level():
+        return int(client.hget(key, "level") or -1)
+
+    async def main():
+        tasks = [asyncio.ensure_future(ticker()), asyncio.ensure_future(caller())]
+        await until(lambda: client.exists(key), "the first counts")
+        own_server.pause()
+        await until(lambda: logged(logging.WARNING), "the warning")
+        await off_loop(own_server.kill)
+        await asyncio.sleep(0.2)  # calls go on with Redis gone
+        await off_loop(own_server.start)  # the same port, empty
+        await until(lambda: logged(logging.INFO), "the store to reconnect")
+        await until(lambda: level() >= 0, "the counts made meanwhile")
+        first = level()
+        await until(lambda: level() != first, "counts to go on")
+        done.set()
+        await asyncio.gather(*tasks)
+
+    worker = threading.Thread(target=calls)
+    worker.start()
+    try:
+        asyncio.run(main())
+    finally:
+        done.set()
+        worker.join()
+        store.close()
+    assert len(logged(logging.WARNING)) == 1
+    assert len(budget.times) > 1000 and max(budget.times) < 0.05, max(budget.times)
+    assert max(gaps) < 0.05, max(gaps)
+
+
+def test_a_flushed_script_is_loaded_again_without_a_warning(client, caplog):
+    """SCRIPT FLUSH (a restarted or failed-over Redis): the next exchange reloads it (NOSCRIPT) and counts go on."""
+    caplog.set_level(logging.WARNING, logger="backoff_iter.fleet")
+    with RedisStore(client, next(names), sync_interval=0.01) as store:
+        budget = RetryQuota(store=store)
+        wait_for_first_exchange(budget)
+        client.script_flush()
+        budget.try_retry(OSError())
+        RedisServer.wait_until(
+            lambda: budget.available == 495.0 and budget._cum == budget._acked, "the exchange"
+        )
+        assert budget._value == 495_000
+    assert not caplog.records
+
+
+def test_the_fleet_window_follows_the_redis_server_clock(client):
+    """A RetryBudget's slot in Redis is numbered by the server's TIME, whatever the process's clock says."""
+    name = next(names)
+    with RedisStore(client, name, sync_interval=0.01) as store:
+        budget = RetryBudget(window=1.5, clock=Clock(5.0), store=store)
+        budget.record_failure(True)
+        key = f"backoff_iter:{{{name}}}:retry_budget:counts"
+        RedisServer.wait_until(lambda: client.hgetall(key), "the deposit")
+        seconds, micros = client.time()
+        [slot] = (int(field) for field in client.hgetall(key))
+        assert abs(slot - (seconds * 1_000_000 + micros) // 750_000) <= 1
+
+
+# -- Keys, threads and lifecycle ---------------------------------------------
+
+
+def test_an_idle_fleet_leaves_no_keys_behind(client):
+    """A token bucket and a 1-second RetryBudget used, then idle (stores still open): Redis expires all their keys."""
+    name = next(names)
+    pattern = f"backoff_iter:{{{name}-*"
+    bucket_store = RedisStore(client, f"{name}-a", sync_interval=0.01)
+    window_store = RedisStore(client, f"{name}-b", sync_interval=0.01)
+    bucket = TokenBucket(store=bucket_store)
+    window = RetryBudget(window=1, store=window_store)
+    for budget in (bucket, window):
+        budget.record_failure(True)
+        budget.try_retry(None)
+    RedisServer.wait_until(lambda: len(client.keys(pattern)) == 6, "the six keys")
+    RedisServer.wait_until(lambda: not client.keys(pattern), "the keys to expire", timeout=15)
+    assert bucket_store._worker._thread.is_alive() and window_store._worker._thread.is_alive()
+    bucket_store.close()
+    window_store.close()
+
+
+def test_close_sends_the_last_counts_leaves_the_fleet_and_ends_the_thread(client):
+    """After close(): the last failure reached Redis, the member left, the thread ended."""
+    name = next(names)
+    store = RedisStore(client, name, sync_interval=30)  # no exchange but the first and the last
+    bucket = TokenBucket(store=store)
+    wait_for_first_exchange(bucket)
+    bucket.record_failure(True)
+    store.close()
+    prefix = f"backoff_iter:{{{name}}}:token_bucket"
+    assert int(client.hget(f"{prefix}:counts", "level")) == 9_000
+    assert client.zcard(f"{prefix}:members") == 0
+    assert not store._worker._thread.is_alive()
+    assert store._worker._thread.daemon
+
+
+def test_a_store_and_its_budget_collected_end_the_thread(client):
+    """Dropping the last reference to the budget and store ends the daemon thread: nothing keeps it alive."""
+    store = RedisStore(client, next(names), sync_interval=0.01)
+    RetryBudget(store=store)  # the budget is garbage at once
+    thread = store._worker._thread
+    del store
+    gc.collect()
+    RedisServer.wait_until(lambda: not thread.is_alive(), "the thread to end")
+
+
+def test_the_stores_connection_has_a_timeout_of_its_own(client, server):
+    """A client with no socket timeout: the store's own connection waits at most max(0.5, 5 x sync_interval)."""
+    patient = server.client(socket_timeout=None, socket_connect_timeout=None)
+    with RedisStore(patient, next(names), sync_interval=0.2) as store:
+        TokenBucket(store=store)
+        settings = store._worker._client.connection_pool.connection_kwargs
+        assert (settings["socket_timeout"], settings["socket_connect_timeout"]) == (1.0, 1.0)
+        assert store._worker._client is not patient
+    with RedisStore(server.client(socket_timeout=0.3), next(names)) as store:
+        TokenBucket(store=store)
+        assert store._worker._client.connection_pool.connection_kwargs["socket_timeout"] == 0.3
+
+
+def test_a_process_that_cannot_reach_redis_spends_its_deposits_then_a_whole_budget_alone(caplog):
+    """Nothing listening: first only its own deposits, then (exchanges failing for max(3 x sync_interval, 0.25 s)) a budget of its own; one warning."""
+    import redis
+
+    caplog.set_level(logging.WARNING, logger="backoff_iter.fleet")
+    nobody = redis.Redis(host="127.0.0.1", port=free_port())
+    with RedisStore(nobody, next(names), sync_interval=2) as store:  # 6 s before it is alone
+        budget = RetryBudget(ratio=1.0, min_per_second=2, window=5, store=store)
+        assert not budget.try_retry(None)
+        budget.record_failure(True)
+        assert [budget.try_retry(None), budget.try_retry(None)] == [True, False]
+        RedisServer.wait_until(lambda: caplog.records, "the warning")
+        budget._trying -= 6  # as if 6 s went by, Redis still away
+        assert [budget.try_retry(None) for _ in range(11)] == [True] * 10 + [False]
+    assert len(caplog.records) == 1
+    assert "Redis did not answer" in caplog.records[0].getMessage()
+
+
+def test_a_token_bucket_that_cannot_reach_redis_waits_then_is_a_whole_bucket_alone():
+    """Nothing listening: a TokenBucket's own counts never lift it above half, so no retry; then alone, a full bucket."""
+    import redis
+
+    nobody = redis.Redis(host="127.0.0.1", port=free_port())
+    with RedisStore(nobody, next(names), sync_interval=2) as store:
+        bucket = TokenBucket(max_tokens=10, token_ratio=1, store=store)
+        bucket.record_failure(True)
+        assert not bucket.try_retry(None)  # 9 tokens, as far as it knows: not its to spend
+        bucket._trying -= 6  # as if 6 s went by, Redis still away
+        answers = []
+        for _ in range(5):
+            bucket.record_failure(False)
+            answers.append(bucket.try_retry(None))
+        assert answers == [True, True, True, False, False]  # 8, 7, 6 > 5; 5 is not
+
+
+def test_a_pool_the_store_cannot_copy_is_used_as_it_is(server):
+    """A client on a pool of its own kind (Sentinel's, say): the store talks through the client itself."""
+    import redis
+
+    class Pool(redis.ConnectionPool):
+        pass
+
+    client = redis.Redis(connection_pool=Pool(host="127.0.0.1", port=server.port))
+    with RedisStore(client, next(names), sync_interval=0.01) as store:
+        budget = TokenBucket(store=store)
+        wait_for_first_exchange(budget)
+        assert store._worker._client is client
+    assert client.ping()  # closing the store left the user's client alone
+
+
+def test_closing_a_store_that_served_no_budget_does_nothing(client):
+    """close() before any budget: nothing to stop, and a budget can no longer join."""
+    store = RedisStore(client, next(names))
+    store.close()
+    rejects(lambda: RetryBudget(store=store), ValueError, "store", "closed")
+
+
+def test_a_budget_collected_while_its_store_lives_ends_the_thread(client):
+    """The thread holds its budget weakly: once the budget is gone it stops, the store still open."""
+    with RedisStore(client, next(names), sync_interval=0.01) as store:
+        RetryQuota(store=store)  # garbage at once
+        gc.collect()
+        RedisServer.wait_until(lambda: not store._worker._thread.is_alive(), "the thread to end")
+
+
+def test_a_bug_in_an_exchange_is_logged_and_exchanges_go_on(client, caplog, monkeypatch):
+    """An exception in the store's own code is logged (with its traceback) and the next exchange is made."""
+    caplog.set_level(logging.ERROR, logger="backoff_iter.fleet")
+    from backoff_iter import fleet
+
+    snapshot, calls = fleet._View._snapshot, []
+
+    def flaky(view, now, always):
+        calls.append(now)
+        if len(calls) == 2:
+            raise RuntimeError("a bug")
+        return snapshot(view, now, always)
+
+    monkeypatch.setattr(fleet._View, "_snapshot", flaky)
+    with RedisStore(client, next(names), sync_interval=0.01) as store:
+        budget = TokenBucket(store=store)
+        RedisServer.wait_until(lambda: len(calls) >= 4, "exchanges after the bug")
+        assert budget._ok_at > calls[2] - 1  # answered after it
+    assert [r.exc_info[0] for r in caplog.records] == [RuntimeError]
+
+
+def test_repr_says_where_a_budget_is_shared(client):
+    """A store budget's repr is the budget's, then the store's."""
+    with RedisStore(client, "where", sync_interval=0.5) as store:
+        budget = RetryQuota(capacity=10, store=store)
+        port = client.connection_pool.connection_kwargs["port"]
+        assert repr(budget) == (
+            "RetryQuota(capacity=10.0, retry_cost=5.0, timeout_cost=10.0, success_refund=1.0)"
+            f" with 10.0 available shared through RedisStore(<redis.Redis 127.0.0.1:{port}/0>,"
+            " 'where', sync_interval=0.5)"
+        )
+
+
+FORK = """
+import os, sys, time, redis
+from fleet_workers import wait_for_first_exchange
+from backoff_iter import TokenBucket
+from backoff_iter.fleet import RedisStore
+client = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+store = RedisStore(client, sys.argv[2], sync_interval=0.01)
+bucket = TokenBucket(store=store)
+wait_for_first_exchange(bucket)
+parent = bucket._member
+if os.fork() == 0:  # the child: a member of its own, with a thread of its own
+    bucket.record_failure(True)
+    deadline = time.monotonic() + 10
+    while bucket._acked != -1000 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print(bucket._member != parent, bucket._acked, bucket._n, flush=True)
+    sys.exit(0)
+os.wait()
+print(bucket._member == parent, store._worker._thread.is_alive(), flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
+def test_a_forked_child_is_a_new_member_with_its_own_thread(server):
+    """After fork, the child counts as a member of its own (a new id, a running thread); the parent goes on."""
+    result = subprocess.run(
+        [sys.executable, "-c", FORK, str(server.port), next(names)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "tests",
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # coverage's settings too
+        timeout=60,
+    )
+    assert result.stdout.split() == ["True", "-1000", "2", "True", "True"], result.stderr
