@@ -57,20 +57,20 @@ Delays = Union[Callable[[], Iterable[float]], Sequence[float], Iterable[float]]
 _END: Any = object()  # no further hedge
 
 
-def _delay(value: object) -> float:
-    """One delay, checked as the drivers check theirs (``inf`` when it is too
-    long to wait: no further hedge), as one of our argument errors."""
+def _seconds(value: object, name: str = "delays") -> float:
+    """A delay or a server's hint, checked as the drivers check delays (``inf``
+    when it is too long to wait), failing with one of our argument errors."""
     try:
-        delay = _sleeping.seconds(value, "delays")
+        seconds = _sleeping.seconds(value, name)
     except TypeError as error:
-        raise _checks.ArgumentTypeError("delays", str(error)) from None
+        raise _checks.ArgumentTypeError(name, str(error)) from None
     except ValueError as error:
-        raise _checks.ArgumentValueError("delays", str(error)) from None
-    if delay == -math.inf:  # an integer below -1e308: negative all the same
+        raise _checks.ArgumentValueError(name, str(error)) from None
+    if seconds == -math.inf:  # an integer below -1e308: negative all the same
         raise _checks.ArgumentValueError(
-            "delays", f"delays must be non-negative numbers, got a negative integer of {value:.3g}"
+            name, f"{name} must be non-negative numbers, got a negative integer below -1e308"
         )
-    return delay
+    return seconds
 
 
 def _name(value: object) -> str:
@@ -105,7 +105,7 @@ class _Hedging:
         self._checked: tuple[float, ...] | None = None
         self._factory: Callable[[], Iterable[object]] | None = None
         if delays.__class__ is list or delays.__class__ is tuple:
-            self._checked = tuple(map(_delay, cast(Sequence[object], delays)))
+            self._checked = tuple(map(_seconds, cast(Sequence[object], delays)))
         elif callable(delays):
             self._factory = delays
         else:  # an iterator serves one call; other iterables each call afresh
@@ -126,7 +126,7 @@ class _Hedging:
         """This call's delays, each checked; ``inf`` ends them."""
         if self._checked is not None:
             return iter(self._checked)
-        return map(_delay, _checks.fresh_delays("delays", cast(Any, self._factory)))
+        return map(_seconds, _checks.fresh_delays("delays", cast(Any, self._factory)))
 
     def _matches(self, exc: BaseException) -> bool:
         """Whether *exc* is a failure that ``on`` matches (never a BaseException
@@ -163,10 +163,7 @@ class _Hedging:
                                 continue
                             spent += allowed
                         gap = next(gaps, _END)
-                        if gap is _END or gap == math.inf:
-                            due = None
-                        else:
-                            due = max(now + gap, not_before)
+                        due = None if gap is _END or gap == math.inf else now + gap
                         number += 1
                         trigger = None
                         running[_start(loop, call, name, number)] = number
@@ -204,7 +201,7 @@ class _Hedging:
                         if self._hook is not None:
                             hint = self._hook(last)
                             if hint is not None:
-                                hint = _checks.seconds("retry_after", hint, infinite=True)
+                                hint = _seconds(hint, "retry_after")
                                 not_before = max(not_before, now + min(hint, RETRY_AFTER_MAX))
                         due = max(now, not_before)
                         trigger = last
