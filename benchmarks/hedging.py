@@ -142,6 +142,12 @@ async def measure(draws: list[tuple[float, float]], delays: list[float]) -> list
     return await asyncio.gather(*tasks)
 
 
+def both_slow(draws: list[tuple[float, float]]) -> int:
+    """Calls that one hedge cannot save: the attempt and its hedge both slow (above
+    100 ms, the geometric middle between the two kinds of attempt)."""
+    return sum(1 for first, second in draws if min(first, second) > math.sqrt(FAST * SLOW))
+
+
 def figures(runs: list[tuple[float, int]]) -> tuple[float, float, float, float]:
     """p50, p99, p99.9 (ms) and extra attempts (% of calls)."""
     latencies = [latency for latency, _ in runs]
@@ -184,7 +190,7 @@ def draw(path: str, plain: list[float], hedge: list[float], delay: float, seed: 
         counts.hist(
             latencies, bins=bins, histtype="step", linewidth=width, color=colour, label=label
         )
-        shares = [(n - i) / n for i in range(n)]
+        shares = [(n - 1 - i) / n for i in range(n)]  # from each latency on, the share above it
         tail.step(latencies, shares, where="post", linewidth=width, color=colour, label=label)
     for axes in (counts, tail):
         axes.set_xscale("log")
@@ -261,6 +267,8 @@ def main(argv: list[str] | None = None) -> None:
         f" {platform.python_implementation()} {platform.python_version()}.",
         "",
         *table(["run", "p50 ms", "p99 ms", "p99.9 ms", "extra attempts"], rows),
+        "",
+        f"Calls whose attempt and hedge both met a slow replica: {both_slow(draws)}.",
     ]
     print("\n".join(lines))
     os.makedirs(options.out, exist_ok=True)
