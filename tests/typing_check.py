@@ -19,6 +19,8 @@ from backoff_iter import (
     exponential,
     fibonacci,
     full_jitter,
+    hedge,
+    hedged,
     jittered,
     linear,
     plan,
@@ -135,3 +137,13 @@ async def use_alookup() -> int:
 
 with no_sleep() as slept_delays:
     recorded: list[float] = slept_delays
+
+
+@hedge(lambda: islice(constant(0.05), 2), on=ConnectionError, name="replica")
+async def replica(key: str) -> bytes:
+    return key.encode()
+
+
+async def read() -> bytes:
+    first: bytes = await replica("k")
+    return first + await hedged(lambda: replica("k"), [0.05], budget=TokenBucket())
