@@ -771,6 +771,16 @@ def test_a_bad_first_delay_from_a_factory_fails_before_any_attempt():
     assert script.started == []
 
 
+def test_a_call_may_return_any_awaitable():
+    """Not only coroutines: an object with __await__ is awaited in a task too, and its answer wins."""
+
+    class Reply:
+        def __await__(self):
+            return asyncio.sleep(0.01, result="awaited").__await__()
+
+    assert run(hedged(Reply, [0])) == "awaited"
+
+
 def test_a_call_that_returns_no_awaitable_is_refused():
     """call() must return an awaitable: a plain value is an ArgumentTypeError naming call."""
     with pytest.raises(ArgumentTypeError, match="call"):
