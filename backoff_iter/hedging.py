@@ -63,14 +63,16 @@ def _seconds(value: object, name: str = "delays") -> float:
     try:
         seconds = _sleeping.seconds(value, name)
     except TypeError as error:
-        raise _checks.ArgumentTypeError(name, str(error)) from None
+        problem: Exception = _checks.ArgumentTypeError(name, str(error))
     except ValueError as error:
-        raise _checks.ArgumentValueError(name, str(error)) from None
-    if seconds == -math.inf:  # an integer below -1e308: negative all the same
-        raise _checks.ArgumentValueError(
+        problem = _checks.ArgumentValueError(name, str(error))
+    else:
+        if seconds != -math.inf:
+            return seconds
+        problem = _checks.ArgumentValueError(  # an integer below -1e308: negative all the same
             name, f"{name} must be non-negative numbers, got a negative integer below -1e308"
         )
-    return seconds
+    raise problem  # outside the except blocks: the failure being handled stays the context
 
 
 def _name(value: object) -> str:
@@ -138,6 +140,17 @@ class _Hedging:
             isinstance(exc, on) if on.__class__ is tuple else on(exc)  # type: ignore[operator]
         )
 
+    def _hint(self, outcome: Any, failed: bool) -> float | None:
+        """The retry_after hook's hint for *outcome*, checked.  An error of the
+        hook, or a bad hint, keeps the attempt's failure as its ``__context__``."""
+        try:
+            hint = self._hook(outcome)  # type: ignore[misc]
+            return None if hint is None else _seconds(hint, "retry_after")
+        except BaseException as error:
+            if failed and error.__context__ is None:
+                error.__context__ = outcome
+            raise
+
     async def run(self, call: Callable[[], Awaitable[R]], name: str) -> R:
         """Run one hedged call of *call*: its attempts, in tasks named after *name*."""
         loop = asyncio.get_running_loop()
@@ -199,9 +212,8 @@ class _Hedging:
                     if due is not None:  # the next hedge goes at once, or when the server says
                         now = loop.time()
                         if self._hook is not None:
-                            hint = self._hook(last)
+                            hint = self._hint(last, failed)
                             if hint is not None:
-                                hint = _seconds(hint, "retry_after")
                                 not_before = max(not_before, now + min(hint, RETRY_AFTER_MAX))
                         due = max(now, not_before)
                         trigger = last

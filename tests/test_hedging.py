@@ -503,11 +503,12 @@ def test_a_bad_hint_is_the_callers_bug_and_cancels_the_attempts():
     script = Script(forever, fail(ConnectionError(), after=0.01))
 
     async def main():
-        with pytest.raises(ArgumentValueError, match="retry_after"):
+        with pytest.raises(ArgumentValueError, match="retry_after") as raised:
             await hedged(script, [0, 3600], retry_after=lambda _: -1)
         assert not others()
+        return raised.value
 
-    run(main())
+    assert isinstance(run(main()).__context__, ConnectionError)  # the failure it was asked about
     assert script.cancelled == [1]
 
 
