@@ -39,6 +39,7 @@ from .strategies import (
 from .throttles import AdaptiveThrottle, Throttle, ThrottledError
 
 if _typing.TYPE_CHECKING:
+    from .hedging import hedge, hedged
     from .overload import simulate_overload
     from .planning import (
         Plan,
@@ -52,8 +53,11 @@ if _typing.TYPE_CHECKING:
     from .simulation import simulate
 
 # The planning functions and the simulators are imported on first use: a
-# service that only retries does not pay for them when it imports us.
+# service that only retries does not pay for them when it imports us.  So is
+# hedging, which imports asyncio.
 _LAZY = {
+    "hedge": "hedging",
+    "hedged": "hedging",
     "simulate_overload": "overload",
     "simulate": "simulation",
     **dict.fromkeys(
@@ -114,6 +118,8 @@ __all__ = [
     "factor_for_ratio",
     "fibonacci",
     "full_jitter",
+    "hedge",
+    "hedged",
     "jittered",
     "linear",
     "log_retries",

@@ -192,6 +192,13 @@ def function(name: str, value: object | None) -> None:
 F = TypeVar("F")
 
 
+def text(name: str, value: object) -> str:
+    """*value* if it is a string; a TypeError naming *name* otherwise."""
+    if not isinstance(value, str):
+        raise ArgumentTypeError(name, f"{name} must be a string, got {value!r}")
+    return value
+
+
 def optional_function(name: str, value: F) -> F:
     """*value* if it is None or callable; a TypeError naming *name* otherwise."""
     if value is not None and not callable(value):

@@ -125,6 +125,24 @@ def _exception_filter(on: object) -> tuple[Filter, bool]:
     return checked
 
 
+def matches(on: Filter, only_exceptions: bool, exc: BaseException) -> bool:
+    """Is *exc* a failure that ``on`` retries?  Never a BaseException that is
+    no Exception (KeyboardInterrupt, cancellation), whatever a predicate says."""
+    if only_exceptions:  # classes that are all Exceptions: one isinstance
+        return isinstance(exc, on)  # type: ignore[arg-type]
+    return isinstance(exc, Exception) and bool(
+        isinstance(exc, on) if on.__class__ is tuple else on(exc)  # type: ignore[operator]
+    )
+
+
+def is_async(func: object) -> bool:
+    """An async function, a partial of one, or an object whose __call__ is one."""
+    import inspect  # on first use: it is slow to import
+
+    method = getattr(type(func), "__call__", None)  # noqa: B004 - the method itself is asked
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(method)
+
+
 def _check_budget(budget: object) -> None:
     """A budget of the protocol: its three methods, record_success taking *spent*."""
     for method in ("record_success", "record_failure", "try_retry"):
@@ -256,9 +274,7 @@ class Policy:
             _check_budget(budget)
             self.budget = budget
         if name != "call":
-            if not isinstance(name, str):
-                raise _checks.ArgumentTypeError("name", f"name must be a string, got {name!r}")
-            self.name = name
+            self.name = _checks.text("name", name)
         self.observe = instrument.hooks(observe)
         if attempt_timeout is not None:
             if _checks.is_real(attempt_timeout) or attempt_timeout.__class__ is int:
@@ -715,14 +731,7 @@ class Call:
         budget = policy.budget
         self.state = _DONE  # unless a retry follows
         if exc is not None:
-            on = policy.on
-            if policy.only_exceptions:  # classes that are all Exceptions: one isinstance
-                retried = isinstance(exc, on)  # type: ignore[arg-type]
-            else:  # never KeyboardInterrupt and the like, whatever the predicate says
-                retried = isinstance(exc, Exception) and bool(
-                    isinstance(exc, on) if on.__class__ is tuple else on(exc)  # type: ignore[operator]
-                )
-            if not retried:
+            if not matches(policy.on, policy.only_exceptions, exc):
                 if policy.told:
                     self._tell(exc, failed=False)
                 if self._hooks:

@@ -32,6 +32,7 @@ from ._core import (
     GiveUp,
     Policy,
     _cancelling,
+    is_async,
 )
 from .hints import RETRY_AFTER_MAX
 from .instrument import Observe
@@ -253,7 +254,7 @@ def retry(
     if _decorated_bare(delays):  # @retry without parentheses: delays is the function
         func = delays
         decorated = _decorate(None, options, func)
-        if _is_async(func) or not _takes_no_arguments(func):
+        if is_async(func) or not _takes_no_arguments(func):
             return decorated
         # A function of no arguments may also be the delays of `@retry(func)`
         # over another function: serve both.
@@ -285,7 +286,7 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
         _check_accepts(func, timeout_arg)
     options.setdefault("name", _qualified_name(func))
     policy = Policy(delays, **options)
-    if _is_async(func):
+    if is_async(func):
         coroutine_function = cast("Callable[P, Awaitable[R]]", func)
         return cast("Callable[P, R]", _async_wrapper(policy, coroutine_function, timeout_arg))
     return _sync_wrapper(policy, func, timeout_arg)
@@ -318,14 +319,6 @@ def _qualified_name(func: object) -> str:
     name = getattr(func, "__qualname__", None) or getattr(type(func), "__qualname__", "call")
     module = getattr(func, "__module__", None)
     return f"{module}.{name}" if module and module != "__main__" else str(name)
-
-
-def _is_async(func: object) -> bool:
-    """An async function, a partial of one, or an object whose __call__ is one."""
-    import inspect
-
-    method = getattr(type(func), "__call__", None)  # noqa: B004 - the method itself is asked
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(method)
 
 
 def _takes_no_arguments(func: object) -> bool:

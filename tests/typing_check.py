@@ -19,6 +19,8 @@ from backoff_iter import (
     exponential,
     fibonacci,
     full_jitter,
+    hedge,
+    hedged,
     jittered,
     linear,
     plan,
@@ -192,3 +194,13 @@ async def aguarded() -> float:
 
 state: str = breakers[0].state
 fast: bool = CubicRateLimiter().try_acquire()
+
+
+@hedge(lambda: islice(constant(0.05), 2), on=ConnectionError, name="replica")
+async def replica(key: str) -> bytes:
+    return key.encode()
+
+
+async def read() -> bytes:
+    first: bytes = await replica("k")
+    return first + await hedged(lambda: replica("k"), [0.05], budget=TokenBucket())

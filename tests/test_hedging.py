@@ -1,0 +1,934 @@
+"""hedged() and @hedge: when hedges start, which outcome wins, and that nothing is left running."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib.util
+import logging
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from checks import rejects
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from backoff_iter import (
+    RETRY_AFTER_MAX,
+    ArgumentTypeError,
+    ArgumentValueError,
+    TokenBucket,
+    constant,
+    hedge,
+    hedged,
+)
+
+GUARD = 10.0  # seconds: only a broken hedging ever waits this long
+# A hedge is started no sooner than its delay; but Script notes the time a few
+# microseconds after hedged() read it, and a busy machine may pause us there.
+SLACK = 0.005
+
+
+def run(coroutine):
+    """Run *coroutine* in a fresh loop, in one task, cancelled (not hanging) if it outlives GUARD."""
+
+    async def guarded():
+        timer = asyncio.get_running_loop().call_later(GUARD, asyncio.current_task().cancel)
+        try:
+            return await coroutine
+        finally:
+            timer.cancel()
+
+    return asyncio.run(guarded())
+
+
+def others():
+    """The tasks of the running loop other than the current one: what we left behind."""
+    return asyncio.all_tasks() - {asyncio.current_task()}
+
+
+async def forever():
+    """An attempt that never answers (until it is cancelled)."""
+    await asyncio.get_running_loop().create_future()
+
+
+class Script:
+    """A call whose attempts each do what the test says, in order, and a record
+    of what happened to them: when each started, which were cancelled."""
+
+    def __init__(self, *plans):
+        self.plans = plans
+        self.started = []  # loop time at which hedged() started each attempt
+        self.cancelled = []  # numbers of the attempts cancelled
+        self.names = []  # the name of each attempt's task
+
+    def __call__(self):
+        # Noted when hedged() calls it, not when its task first runs: a busy
+        # machine may run a task late, but hedged() decided when to start it.
+        self.started.append(asyncio.get_running_loop().time())
+        return self._attempt(len(self.started))
+
+    async def _attempt(self, number):
+        self.names.append(asyncio.current_task().get_name())
+        try:
+            return await self.plans[number - 1]()
+        except asyncio.CancelledError:
+            self.cancelled.append(number)
+            raise
+
+
+def answer(value, after=0.0):
+    async def plan():
+        await asyncio.sleep(after)
+        return value
+
+    return plan
+
+
+def fail(error, after=0.0):
+    async def plan():
+        await asyncio.sleep(after)
+        raise error
+
+    return plan
+
+
+class Failures:
+    """An ``on=`` predicate matching every failure and keeping those hedged() has seen,
+    so that an attempt can wait until the call has dealt with the others' failures."""
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, exc):
+        self.seen.append(exc)
+        return True
+
+    def after(self, count, plan):
+        """*plan*, started once *count* failures have been seen."""
+
+        async def waiting():
+            while len(self.seen) < count:
+                await asyncio.sleep(0)
+            return await plan()
+
+        return waiting
+
+
+class Recorder:
+    """A budget of the extended protocol (``record_success(first_attempt, spent)``),
+    allowing *room* hedges and recording every call made to it."""
+
+    def __init__(self, room=math.inf):
+        self.room = room
+        self.calls = []
+
+    def record_success(self, first_attempt, spent=0.0):
+        self.calls.append(("success", first_attempt, spent))
+
+    def record_failure(self, first_attempt):
+        self.calls.append(("failure", first_attempt))
+
+    def try_retry(self, outcome):
+        self.calls.append(("try", outcome))
+        if self.room < 1:
+            return 0.0
+        self.room -= 1
+        return 1.5  # what a hedge takes: the sum comes back in record_success
+
+
+# --- Tail latency -----------------------------------------------------------
+
+
+def test_a_hundred_concurrent_calls_finish_near_the_fast_latency_though_every_twentieth_is_slow():
+    """Every twentieth call's first attempt takes 10 s, the others 5 ms: with a hedge after 200 ms,
+    all 100 concurrent calls finish within a second, each slow attempt cancelled by its hedge."""
+    cancelled = []
+
+    async def timed(index, loop):
+        attempts = []
+
+        async def replica():
+            attempts.append(1)
+            if index % 20 == 19 and len(attempts) == 1:
+                try:
+                    await asyncio.sleep(10)
+                except asyncio.CancelledError:
+                    cancelled.append(index)
+                    raise
+            await asyncio.sleep(0.005)
+            return "ok"
+
+        start = loop.time()
+        result = await hedged(replica, [0.2])
+        return result, len(attempts), loop.time() - start
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        outcomes = await asyncio.gather(*(timed(index, loop) for index in range(100)))
+        assert not others()
+        return outcomes
+
+    outcomes = run(main())
+    assert [result for result, _, _ in outcomes] == ["ok"] * 100
+    assert cancelled == [19, 39, 59, 79, 99]
+    slow = [outcomes[index] for index in cancelled]
+    fast = [outcome for index, outcome in enumerate(outcomes) if index not in cancelled]
+    assert all(attempts == 2 and 0.2 <= latency < 1.2 for _, attempts, latency in slow), slow
+    assert max(latency for _, _, latency in fast) < 1.2
+    assert sum(attempts for _, attempts, _ in fast) < 2 * 95  # hedged only if slow: not at once
+
+
+def test_a_hedge_waits_for_its_delay():
+    """The second attempt starts its delay after the first, not before; and not at all
+    when the first answers within the delay."""
+    script = Script(forever, answer("second"))
+    assert run(hedged(script, [0.05])) == "second"
+    assert script.started[1] - script.started[0] >= 0.05 - SLACK
+    quick = Script(answer("first", after=0.01), answer("second"))
+    assert run(hedged(quick, [3600])) == "first"
+    assert len(quick.started) == 1
+
+
+def test_each_hedge_waits_its_own_delay_after_the_previous_attempt_started():
+    """Delays [0.05, 0.05]: attempt 3 starts 50 ms after attempt 2, so 100 ms after attempt 1."""
+    script = Script(forever, forever, answer("third"))
+    assert run(hedged(script, [0.05, 0.05])) == "third"
+    first, second, third = script.started
+    assert second - first >= 0.05 - SLACK
+    assert third - first >= 0.1 - SLACK
+    assert script.cancelled == [1, 2]
+
+
+# --- Failures -----------------------------------------------------------------
+
+
+def test_a_fatal_failure_cancels_the_other_attempts_and_propagates_as_itself():
+    """A failure that on= does not match cancels every outstanding attempt (they see it) and is raised."""
+    fatal = ValueError("bad request")
+    script = Script(forever, forever, fail(fatal, after=0.01))
+
+    async def main():
+        with pytest.raises(ValueError) as raised:
+            await hedged(script, [0, 0], on=ConnectionError)
+        assert not others()
+        return raised.value
+
+    assert run(main()) is fatal
+    assert script.cancelled == [1, 2]
+
+
+def test_a_matched_failure_sends_the_next_hedge_at_once():
+    """A failure on= matches starts the next attempt at once, not after the hour-long delay."""
+    script = Script(fail(ConnectionError("replica down")), answer("second"))
+    assert run(hedged(script, [3600], on=ConnectionError)) == "second"
+    assert len(script.started) == 2
+    assert script.started[1] - script.started[0] < 60  # far from the hour of its delay
+
+
+def test_the_hedge_after_one_sent_at_once_waits_its_own_delay_again():
+    """After a failure brought a hedge forward, the following hedge waits its delay after that one."""
+    script = Script(fail(ConnectionError()), forever, answer("third"))
+    assert run(hedged(script, [3600, 0.05, 0], on=ConnectionError)) == "third"
+    assert script.started[2] - script.started[1] >= 0.05 - SLACK
+    assert script.cancelled == [2]
+
+
+def test_the_first_result_wins_even_when_a_failure_finished_first():
+    """A matched failure never ends the call while an attempt may still answer: the later answer wins."""
+    on = Failures()
+    script = Script(on.after(1, answer("slow but right")), fail(ConnectionError()))
+    assert run(hedged(script, [0], on=on)) == "slow but right"
+    assert len(on.seen) == 1
+
+
+def test_when_every_attempt_fails_the_last_failure_propagates_as_itself():
+    """Three matched failures: the last one hedged() sees (attempt 1's) is raised, the same object."""
+    on = Failures()
+    errors = [ConnectionError(n) for n in range(3)]
+    script = Script(on.after(2, fail(errors[0])), fail(errors[1]), fail(errors[2]))
+
+    async def main():
+        with pytest.raises(ConnectionError) as raised:
+            await hedged(script, [0, 0], on=on)
+        assert not others()
+        return raised.value
+
+    assert run(main()) is errors[0]
+    assert on.seen[-1] is errors[0] and len(script.started) == 3
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 4])
+def test_n_delays_allow_at_most_n_plus_one_attempts(n):
+    """Every attempt failing at once: exactly n + 1 attempts, and the last one's failure is raised."""
+    errors = [ConnectionError(k) for k in range(n + 2)]
+    script = Script(*(fail(error) for error in errors))
+    with pytest.raises(ConnectionError) as raised:
+        run(hedged(script, [0.01] * n))
+    assert len(script.started) == n + 1
+    assert raised.value is errors[n]
+
+
+@pytest.mark.parametrize("endless", [math.inf, 10**400, 1e300], ids=["inf", "10**400", "1e300"])
+def test_an_infinite_delay_sends_no_further_hedge(endless):
+    """Delays [0, inf, 0]: two attempts, then no more, even after both failed."""
+    script = Script(*(fail(ConnectionError(k)) for k in range(4)))
+    with pytest.raises(ConnectionError):
+        run(hedged(script, [0, endless, 0]))
+    assert len(script.started) == 2
+
+
+def test_a_strategy_gives_the_delays_and_its_end_limits_the_hedges():
+    """A factory of a finite strategy: each call draws fresh delays, and two delays mean three attempts."""
+    from itertools import islice
+
+    made = []
+
+    def delays():
+        made.append(1)
+        return islice(constant(0.001), 2)
+
+    script = Script(*(fail(ConnectionError(k)) for k in range(6)))
+    for _ in range(2):
+        with pytest.raises(ConnectionError):
+            run(hedged(script, delays))
+    assert len(script.started) == 6 and len(made) == 2
+
+
+class Halt(BaseException):
+    """No Exception: never a failure to hedge on."""
+
+
+def test_a_predicate_never_sees_what_is_no_exception():
+    """on=predicate is asked about Exceptions only: a BaseException ends the call at once."""
+    asked = []
+    halt = Halt()
+    script = Script(forever, fail(halt, after=0.01))
+
+    async def main():
+        with pytest.raises(Halt) as raised:
+            await hedged(script, [0], on=lambda exc: asked.append(exc) or True)
+        assert not others()
+        return raised.value
+
+    assert run(main()) is halt
+    assert asked == [] and script.cancelled == [1]
+
+
+def test_an_attempt_cancelled_by_someone_else_propagates_as_cancellation():
+    """An attempt's own CancelledError is no failure to hedge on: it ends the call, the others cancelled."""
+
+    async def main():
+        victim = []
+
+        async def cancelled_from_outside():
+            victim.append(asyncio.current_task())
+            return await forever()
+
+        async def cancel_it():
+            await asyncio.sleep(0.01)
+            victim[0].cancel()
+            return await forever()
+
+        script = Script(cancelled_from_outside, cancel_it)
+        with pytest.raises(asyncio.CancelledError):
+            await hedged(script, [0])
+        assert script.cancelled == [1, 2]
+        assert not others()
+
+    run(main())
+
+
+# --- Results ----------------------------------------------------------------
+
+
+def test_a_rejected_result_sends_the_next_hedge_at_once_and_the_accepted_one_wins():
+    """on_result rejects "busy": the next attempt goes at once and its "ok" is returned."""
+    script = Script(answer("busy"), answer("ok"))
+    assert run(hedged(script, [3600], on_result=lambda result: result == "busy")) == "ok"
+    assert len(script.started) == 2
+
+
+def test_when_every_result_is_rejected_the_last_one_is_returned():
+    """As the retry drivers do: the last rejected result stands when nothing is left to try."""
+    script = Script(answer("busy 1"), answer("busy 2"))
+    assert run(hedged(script, [0], on_result=lambda result: result.startswith("busy"))) == "busy 2"
+
+
+def test_a_failure_after_a_rejected_result_is_what_propagates():
+    """The latest outcome stands: a rejected result, then a matched failure, raises the failure."""
+    error = ConnectionError("last")
+    script = Script(answer("busy"), fail(error, after=0.01))
+    with pytest.raises(ConnectionError) as raised:
+        run(hedged(script, [0], on_result=lambda result: result == "busy"))
+    assert raised.value is error
+
+
+# --- Budgets ------------------------------------------------------------------
+
+
+def drained():
+    """A TokenBucket at its threshold: failures took half its tokens."""
+    bucket = TokenBucket(max_tokens=10, token_ratio=0.1)
+    for _ in range(5):
+        bucket.record_failure(True)
+    assert not bucket.try_retry(None)
+    return bucket
+
+
+def test_a_drained_token_bucket_sends_no_hedge():
+    """With the bucket at half, the hedge due at once is not sent; the first attempt still answers."""
+    script = Script(answer("first", after=0.02), answer("second"))
+    assert run(hedged(script, [0], budget=drained())) == "first"
+    assert len(script.started) == 1
+
+
+def test_a_drained_token_bucket_stops_the_hedges_a_failure_would_send():
+    """A matched failure with no budget left ends the call with that failure: no hedge waits for tokens."""
+    error = ConnectionError("down")
+    script = Script(fail(error), answer("never"))
+    with pytest.raises(ConnectionError) as raised:
+        run(hedged(script, [0.01], budget=drained()))
+    assert raised.value is error and len(script.started) == 1
+
+
+def test_a_token_bucket_with_room_sends_hedges_and_counts_their_failures():
+    """A full bucket allows both hedges; each failed attempt, hedges included, takes a token (A6)."""
+    bucket = TokenBucket(max_tokens=10, token_ratio=0.1)
+    script = Script(*(fail(ConnectionError(k)) for k in range(3)))
+    with pytest.raises(ConnectionError):
+        run(hedged(script, [0, 0], budget=bucket))
+    assert len(script.started) == 3
+    assert bucket.tokens == 7.0
+
+
+def test_the_budget_is_asked_for_each_hedge_and_told_each_outcome_as_gRPC_A6_does():
+    """try_retry before each hedge (with the failure that brought it forward, or None), a failure per
+    matched failure, and one success for the winner with the sum of what try_retry returned."""
+    first, second = ConnectionError("down"), ConnectionError("still down")
+    budget = Recorder()
+    script = Script(fail(first), fail(second), forever, answer("fourth"))
+    assert run(hedged(script, [3600, 3600, 0.01], budget=budget)) == "fourth"
+    assert budget.calls == [
+        ("failure", True),
+        ("try", first),
+        ("failure", False),  # a hedge's failure counts as a failure too
+        ("try", second),
+        ("try", None),  # attempt 4: attempt 3's delay passed
+        ("success", False, 4.5),
+    ]
+    assert script.cancelled == [3]
+
+
+def test_a_first_attempt_that_wins_is_recorded_as_such_without_spending():
+    """No hedge sent: one success for the first attempt, nothing asked of try_retry."""
+    budget = Recorder()
+    assert run(hedged(Script(answer("ok")), [3600], budget=budget)) == "ok"
+    assert budget.calls == [("success", True, 0.0)]
+
+
+def test_a_fatal_failure_and_cancelled_attempts_are_not_recorded():
+    """A6 counts only non-fatal failures; attempts cancelled by the call count as nothing."""
+    budget = Recorder()
+    script = Script(forever, fail(ValueError("fatal"), after=0.01))
+    with pytest.raises(ValueError):
+        run(hedged(script, [0], on=ConnectionError, budget=budget))
+    assert budget.calls == [("try", None)]
+
+
+def test_a_budget_refusal_ends_the_hedges_but_not_the_attempts_already_sent():
+    """Room for one hedge: attempt 2 is sent, attempt 3 is refused, and attempt 2's answer wins."""
+    budget = Recorder(room=1)
+    script = Script(forever, answer("second", after=0.05), answer("third"))
+    assert run(hedged(script, [0, 0], budget=budget)) == "second"
+    assert len(script.started) == 2
+    assert budget.calls == [("try", None), ("try", None), ("success", False, 1.5)]
+
+
+# --- Server hints -------------------------------------------------------------
+
+
+def test_a_server_hint_pushes_the_next_hedge_back():
+    """A failure whose hint says 50 ms: the next attempt starts no sooner, though it was due at once."""
+    script = Script(fail(ConnectionError("slow down")), answer("second"))
+    hints = []
+
+    def retry_after(outcome):
+        hints.append(outcome)
+        return 0.05
+
+    assert run(hedged(script, [3600], retry_after=retry_after)) == "second"
+    assert script.started[1] - script.started[0] >= 0.05 - SLACK
+    assert [str(outcome) for outcome in hints] == ["slow down"]
+
+
+def test_a_hint_holds_even_when_a_later_failure_has_none():
+    """Attempt 1 fails with a hint of 80 ms, attempt 2 then without one: attempt 3 still waits for the hint."""
+    script = Script(fail(ConnectionError()), fail(ConnectionError(), after=0.01), answer("third"))
+    asked = iter([0.08, None])
+    assert run(hedged(script, [0, 3600], retry_after=lambda _: next(asked))) == "third"
+    assert script.started[2] - script.started[0] >= 0.08 - SLACK
+
+
+def test_a_huge_hint_is_clamped_to_six_hours(monkeypatch):
+    """A hint of inf (or 10**400) waits RETRY_AFTER_MAX, as the drivers clamp it, and never overflows."""
+    waits = []
+
+    class Stop(Exception):
+        pass
+
+    real_sleep = asyncio.sleep
+
+    async def recorded(seconds, *args):
+        if seconds > 1:  # the wait for the hinted hedge: note it and end the call
+            waits.append(seconds)
+            raise Stop
+        return await real_sleep(seconds, *args)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded)
+    for hint in (math.inf, 10**400):
+        script = Script(fail(ConnectionError()), answer("never"))
+        with pytest.raises(Stop):
+            run(hedged(script, [3600], retry_after=lambda _, hint=hint: hint))
+        assert len(script.started) == 1
+    assert all(RETRY_AFTER_MAX - 1 <= wait <= RETRY_AFTER_MAX for wait in waits), waits
+    assert len(waits) == 2
+
+
+def test_a_bad_hint_is_the_callers_bug_and_cancels_the_attempts():
+    """A negative hint raises ArgumentValueError naming retry_after; the other attempt is cancelled."""
+    script = Script(forever, fail(ConnectionError(), after=0.01))
+
+    async def main():
+        with pytest.raises(ArgumentValueError, match="retry_after") as raised:
+            await hedged(script, [0, 3600], retry_after=lambda _: -1)
+        assert not others()
+        return raised.value
+
+    assert isinstance(run(main()).__context__, ConnectionError)  # the failure it was asked about
+    assert script.cancelled == [1]
+
+
+# --- Nothing left running -----------------------------------------------------
+
+
+def scenarios():
+    """(name, script, options, what the call ends with): every way a hedged call ends."""
+    error = ConnectionError("down")
+    return {
+        "success": (Script(forever, answer("ok", after=0.01)), {}, "ok"),
+        "fatal": (Script(forever, fail(ValueError(), after=0.01)), {"on": OSError}, ValueError),
+        "all failed": (Script(fail(error), fail(error, after=0.01)), {}, ConnectionError),
+        "rejected": (Script(forever, answer(0, after=0.01)), {"on_result": lambda r: r > 1}, 0),
+        "refused": (Script(answer("ok", after=0.01)), {"budget": drained()}, "ok"),
+    }
+
+
+@pytest.mark.parametrize("scenario", list(scenarios()))
+def test_no_task_of_ours_is_left_when_the_call_ends(scenario):
+    """Success, fatal failure, every attempt failed, a result returned unaccepted, a refused hedge:
+    when hedged() is done, asyncio.all_tasks() holds nothing of it."""
+    script, options, expected = scenarios()[scenario]
+
+    async def main():
+        if isinstance(expected, type):
+            with pytest.raises(expected):
+                await hedged(script, [0], **options)
+        else:
+            assert await hedged(script, [0], **options) == expected
+        assert not others()
+
+    run(main())
+
+
+def test_cancelling_the_caller_cancels_every_attempt_and_waits_for_them():
+    """Cancelled while two attempts run: both see the cancellation and have finished when the
+    caller's CancelledError arrives; no task is left."""
+    finished = []
+
+    async def slow_to_stop():
+        try:
+            await forever()
+        finally:
+            await asyncio.sleep(0.01)  # its cleanup takes a while: hedged waits for it
+            finished.append(1)
+
+    async def main():
+        script = Script(slow_to_stop, slow_to_stop)
+        caller = asyncio.ensure_future(hedged(script, [0]))
+        while len(script.started) < 2:
+            await asyncio.sleep(0)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert script.cancelled == [1, 2]
+        assert finished == [1, 1]
+        assert not others()
+
+    run(main())
+
+
+def test_a_caller_cancelled_again_during_the_cleanup_still_waits_for_every_attempt():
+    """A second cancellation while the attempts wind down is raised only once they have finished."""
+    release = []
+
+    async def stubborn():
+        try:
+            await forever()
+        finally:
+            gate = asyncio.get_running_loop().create_future()
+            release.append(gate)
+            await asyncio.shield(gate)
+
+    async def main():
+        script = Script(stubborn)
+        caller = asyncio.ensure_future(hedged(script, []))
+        await asyncio.sleep(0.01)
+        caller.cancel()
+        await asyncio.sleep(0.01)
+        caller.cancel()  # again, while hedged waits for the attempt to stop
+        await asyncio.sleep(0.01)
+        assert not caller.done()
+        release[0].set_result(None)
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert not others()
+
+    run(main())
+
+
+def test_cancelling_the_caller_while_a_hint_holds_the_next_hedge_back():
+    """Nothing running, a hedge waiting on a server hint: cancellation ends the call at once."""
+
+    async def main():
+        script = Script(fail(ConnectionError()), answer("never"))
+        caller = asyncio.ensure_future(hedged(script, [3600], retry_after=lambda _: 3600))
+        await asyncio.sleep(0.01)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert len(script.started) == 1
+        assert not others()
+
+    run(main())
+
+
+def test_a_loser_failing_as_it_is_cancelled_leaves_no_unretrieved_error(caplog):
+    """A loser whose cleanup raises: its error is seen, so asyncio logs no "exception was never retrieved"."""
+
+    async def breaks_when_cancelled():
+        try:
+            await forever()
+        finally:
+            raise RuntimeError("cleanup failed")
+
+    async def main():
+        script = Script(breaks_when_cancelled, answer("ok", after=0.01))
+        assert await hedged(script, [0]) == "ok"
+        assert not others()
+        gc.collect()
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        run(main())
+        gc.collect()
+    assert "never retrieved" not in caplog.text
+
+
+def test_a_caller_cancelled_while_the_losers_stop_is_cancelled_not_answered():
+    """The winner is in, a loser takes its time to stop, the caller is cancelled meanwhile:
+    hedged() waits for the loser, then raises CancelledError instead of returning."""
+    gates = []
+
+    async def slow_to_stop():
+        try:
+            await forever()
+        finally:
+            gate = asyncio.get_running_loop().create_future()
+            gates.append(gate)
+            await asyncio.shield(gate)
+
+    async def main():
+        script = Script(slow_to_stop, answer("ok"))
+        caller = asyncio.ensure_future(hedged(script, [0]))
+        while not gates:  # the answer is in, attempt 1 is stopping
+            await asyncio.sleep(0)
+        caller.cancel()
+        await asyncio.sleep(0.01)
+        assert not caller.done()
+        gates[0].set_result(None)
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert not others()
+
+    run(main())
+
+
+def test_attempts_that_answer_in_the_same_loop_turn_go_to_the_earliest():
+    """Attempts 1 and 2 answer in the same turn: attempt 1's answer wins, every time."""
+
+    async def main():
+        results = []
+        for _ in range(20):
+            script = Script(answer(1), answer(2))
+            results.append(await hedged(script, [0]))
+        return results
+
+    assert run(main()) == [1] * 20
+
+
+# --- The decorator and the call -------------------------------------------------
+
+
+def test_hedge_calls_the_function_with_the_callers_arguments_on_every_attempt():
+    """@hedge: each attempt gets the same arguments; the wrapper keeps the function's name."""
+    seen = []
+
+    @hedge([0], on=ConnectionError)
+    async def lookup(key, *, replica_count=2):
+        seen.append((key, replica_count))
+        if len(seen) == 1:
+            raise ConnectionError
+        return key.upper()
+
+    assert run(lookup("k", replica_count=3)) == "K"
+    assert seen == [("k", 3), ("k", 3)]
+    assert lookup.__name__ == "lookup"
+
+
+def test_hedge_draws_fresh_delays_from_its_factory_for_every_call():
+    """A factory is called once per call, so a decorated function hedges every time."""
+    made = []
+
+    def delays():
+        made.append(1)
+        return iter([0])
+
+    calls = []
+
+    @hedge(delays)
+    async def flaky():
+        calls.append(1)
+        if len(calls) % 2:
+            raise ConnectionError
+        return "ok"
+
+    assert run(flaky()) == "ok" and run(flaky()) == "ok"
+    assert len(calls) == 4 and len(made) == 2
+
+
+def test_attempt_tasks_are_named_after_the_call():
+    """name= names each attempt's task; @hedge defaults to the function's qualified name."""
+    script = Script(fail(ConnectionError()), answer("ok"))
+    run(hedged(script, [0], name="inventory.get"))
+    assert script.names == ["inventory.get attempt 1", "inventory.get attempt 2"]
+    names = []
+
+    class Client:
+        @hedge([])
+        async def fetch(self):
+            names.append(asyncio.current_task().get_name())
+
+    run(Client().fetch())
+    assert names == ["test_attempt_tasks_are_named_after_the_call.<locals>.Client.fetch attempt 1"]
+
+
+def test_hedge_takes_an_object_with_an_async_call_method():
+    """An instance whose __call__ is async is an async function for @hedge."""
+
+    class Replica:
+        async def __call__(self, key):
+            return key * 2
+
+    assert run(hedge([0.1])(Replica())("ab")) == "abab"
+
+
+def test_a_one_shot_iterator_serves_a_hedged_call():
+    """hedged() uses its delays once, so any iterable does, a strategy included."""
+    script = Script(fail(ConnectionError()), fail(ConnectionError()), answer("third"))
+    assert run(hedged(script, constant(0.001))) == "third"
+
+
+def test_a_bad_delay_drawn_during_the_call_cancels_the_attempts_already_sent():
+    """A factory whose second delay is negative: attempt 1 is cancelled and the error names delays."""
+    script = Script(forever, forever)
+
+    async def main():
+        with pytest.raises(ArgumentValueError, match="delays"):
+            await hedged(script, lambda: iter([0.01, -1]))
+        assert not others()
+
+    run(main())
+    assert script.cancelled == [1]
+
+
+def test_a_bad_first_delay_from_a_factory_fails_before_any_attempt():
+    """The first delay is drawn and checked before attempt 1 starts."""
+    script = Script(answer("never"))
+    with pytest.raises(ArgumentTypeError, match="delays"):
+        run(hedged(script, lambda: ["soon"]))
+    assert script.started == []
+
+
+def test_a_call_may_return_any_awaitable():
+    """Not only coroutines: an object with __await__ is awaited in a task too, and its answer wins."""
+
+    class Reply:
+        def __await__(self):
+            return asyncio.sleep(0.01, result="awaited").__await__()
+
+    assert run(hedged(Reply, [0])) == "awaited"
+
+
+def test_a_call_that_returns_no_awaitable_is_refused():
+    """call() must return an awaitable: a plain value is an ArgumentTypeError naming call."""
+    with pytest.raises(ArgumentTypeError, match="call"):
+        run(hedged(lambda: 42, []))
+
+
+def test_hedge_refuses_a_one_shot_iterator_and_sync_functions_at_decoration():
+    """Decoration checks what it can: delays that would serve one call, a function that is not async."""
+    rejects(lambda: hedge(iter([0.1])), ArgumentTypeError, "delays", "iterator")
+    rejects(lambda: hedge(constant(0.1)), ArgumentTypeError, "delays", "iterator")
+    rejects(lambda: hedge([0.1])(lambda: 1), ArgumentTypeError, "function", "async")
+    rejects(lambda: hedge([0.1])(None), ArgumentTypeError, "function")
+
+
+async def coroutine_function():
+    return 1
+
+
+BAD = [
+    ({"call": None}, ArgumentTypeError, "call"),
+    ({"delays": 5}, ArgumentTypeError, "delays", "iterable"),
+    ({"delays": [-1]}, ArgumentValueError, "delays", "-1"),
+    ({"delays": [0.1, -(10**400)]}, ArgumentValueError, "delays"),
+    ({"delays": [math.nan]}, ArgumentValueError, "delays", "nan"),
+    ({"delays": [True]}, ArgumentTypeError, "delays", "True"),
+    ({"delays": ("1",)}, ArgumentTypeError, "delays", "'1'"),
+    ({"on": "ConnectionError"}, ArgumentTypeError, "on"),
+    ({"on": (ConnectionError, 3)}, ArgumentTypeError, "on"),
+    ({"on_result": 5}, ArgumentTypeError, "on_result"),
+    ({"budget": object()}, ArgumentTypeError, "budget", "try_retry"),
+    ({"retry_after": 5}, ArgumentTypeError, "retry_after"),
+    ({"name": 5}, ArgumentTypeError, "name", "string"),
+]
+
+
+@pytest.mark.parametrize("row", BAD, ids=[str(row[0])[:40] for row in BAD])
+def test_bad_arguments_are_rejected_at_once(row):
+    """hedged() checks every argument when called, before anything is awaited; @hedge when made."""
+    bad, error, parameter, *words = row
+    arguments = {"call": coroutine_function, "delays": [0.1], **bad}
+    call, delays = arguments.pop("call"), arguments.pop("delays")
+    rejects(lambda: hedged(call, delays, **arguments), error, parameter, *words)
+    if parameter != "call":
+        rejects(lambda: hedge(delays, **arguments), error, parameter, *words)
+
+
+# --- In simulated time: every timing decision, exactly ----------------------------
+
+BENCHMARK = Path(__file__).resolve().parent.parent / "benchmarks" / "hedging.py"
+
+
+def benchmark():
+    """benchmarks/hedging.py as a module: its simulated-time event loop and its model."""
+    spec = importlib.util.spec_from_file_location("hedging_benchmark", BENCHMARK)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def expected(plans, delays):
+    """What hedged() must do, worked out by hand: attempt k + 1 starts *delays[k]* after
+    attempt k (never after an infinite delay), or at once when an attempt fails after
+    attempt k started; the call ends with the earliest success, else with the last
+    failure.  Returns (the attempt that decides the outcome, when, attempts started,
+    whether two times compared on the way were too close to call)."""
+    starts = [0.0]
+    compared = []  # pairs of times whose order decided something
+
+    while True:
+        ends = [(start + plans[k][0], k) for k, start in enumerate(starts)]
+        success = min(((end, k) for end, k in ends if plans[k][1]), default=(math.inf, None))
+        compared += [(a, b) for (a, _), (b, _) in zip(ends, ends[1:])]
+        if len(starts) > len(delays):
+            break
+        timer = starts[-1] + delays[len(starts) - 1]
+        if timer == math.inf:  # no further hedge, not even after a failure
+            break
+        failures = [end for end, k in ends if not plans[k][1]]
+        compared += [(end, starts[-1]) for end in failures]
+        following = min([timer, *(end for end in failures if end > starts[-1])])
+        compared.append((following, success[0]))
+        if following >= success[0]:
+            break
+        starts.append(following)
+    close = any(abs(a - b) < 1e-6 for a, b in compared if math.inf not in (a, b))
+    if success[1] is not None:
+        return success[1], success[0], len(starts), close
+    end, k = max(ends)
+    return k, end, len(starts), close
+
+
+@given(
+    plans=st.lists(st.tuples(st.floats(0.001, 2.0), st.booleans()), min_size=4, max_size=4),
+    delays=st.lists(st.one_of(st.floats(0.0, 1.0), st.just(math.inf)), max_size=3),
+)
+def test_in_simulated_time_every_call_ends_when_and_how_the_rules_say(plans, delays):
+    """On an event loop whose clock jumps from timer to timer, hedged() starts each attempt and
+    ends each call (winner, time, attempts) exactly as the rules worked out by hand say."""
+    k, end, attempts, close = expected(plans, delays)
+    assume(not close)  # a tie is decided by the order of callbacks, not by the rules
+    started = []
+
+    async def attempt():
+        number = len(started)
+        started.append(asyncio.get_running_loop().time())
+        latency, ok = plans[number]
+        await asyncio.sleep(latency)
+        if not ok:
+            raise ConnectionError(number)
+        return number
+
+    async def call():
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        try:
+            outcome = await hedged(attempt, delays, on=ConnectionError)
+        except ConnectionError as error:
+            outcome = error.args[0]
+        assert not others()
+        return outcome, loop.time() - start
+
+    outcome, took = SIMULATE(call())
+    assert (outcome, len(started)) == (k, attempts)
+    assert took == pytest.approx(end, abs=1e-9)
+
+
+SIMULATE = benchmark().simulate
+
+
+def test_the_benchmark_prints_both_rows_and_draws_its_picture(tmp_path):
+    """benchmarks/hedging.py --quick: a row without hedging and one with, the hedge cutting p99.9
+    more than tenfold for at most 10% more attempts, and the picture written."""
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = {
+        line.split("  ")[0]: line.split()[-4:]
+        for line in result.stdout.splitlines()
+        if line.startswith(("no hedging", "one hedge after"))
+    }
+    assert len(rows) == 2, result.stdout
+    plain, hedge = rows.pop("no hedging"), rows.popitem()[1]
+    number = lambda cell: float(cell.replace(",", "").rstrip("%"))
+    assert number(hedge[2]) * 10 < number(plain[2])  # p99.9
+    assert number(plain[3]) == 0.0 and 0.0 < number(hedge[3]) <= 10.0  # extra attempts, %
+    assert (tmp_path / "hedging.png").stat().st_size > 10_000
