@@ -542,6 +542,41 @@ def test_calls_left_open_are_ended_oldest_first_beyond_a_bound():
     assert "retry.abandoned" not in spans[-1].attributes
 
 
+def test_threads_leaving_calls_open_end_exactly_those_beyond_the_bound(
+    switching_often, monkeypatch
+):
+    """8 threads leave 600 calls each open, beyond a bound of 16: all but 16 end, each once."""
+    monkeypatch.setattr(instrument, "_OPEN_SPANS_MAX", 16)  # every call past it ends one
+    backend = OpenTelemetry()
+    barrier = threading.Barrier(8)
+    errors = []
+
+    def work(thread):
+        barrier.wait()
+        try:
+            for _ in range(600):
+                policy = retrying(
+                    [0.0], name=f"t{thread}", observe=backend.hook, sleep=lambda s: None
+                )
+                for attempt in policy:
+                    with attempt:
+                        raise OSError
+                    break
+        except Exception as error:  # a hook that raised
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    spans = backend.spans()
+    assert len(spans) == 8 * 600 - 16
+    assert len({span.context.span_id for span in spans}) == len(spans)
+    assert all(span.attributes["retry.abandoned"] is True for span in spans)
+
+
 def test_the_global_providers_serve_when_none_are_given(monkeypatch):
     """opentelemetry() with no provider asks the global ones, at the time it is called."""
     asked = []
