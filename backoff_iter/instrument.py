@@ -255,37 +255,54 @@ def _register(client: Any, registry: CollectorRegistry) -> tuple[Any, Any, Any, 
 class _Prometheus:
     """The hook :func:`prometheus` returns: counts each event into the collectors."""
 
-    __slots__ = ("attempts", "retries", "give_ups", "sleep", "_children")
+    __slots__ = (
+        "attempts",
+        "retries",
+        "give_ups",
+        "sleep",
+        "_attempts",
+        "_retries",
+        "_give_ups",
+        "_sleeps",
+    )
 
     def __init__(self, attempts: Any, retries: Any, give_ups: Any, sleep: Any) -> None:
         self.attempts = attempts
         self.retries = retries
         self.give_ups = give_ups
         self.sleep = sleep
-        # Each labelled child, looked up once: labels() takes a lock and builds a key.
-        self._children: dict[tuple[str, ...], Any] = {}
-
-    def _child(self, key: tuple[str, ...]) -> Any:
-        child = self._children.get(key)
-        if child is None:  # two threads may both get here: labels() hands both the same child
-            collector = getattr(self, key[0])
-            child = self._children[key] = collector.labels(*key[1:])
-        return child
+        # The labelled children, each looked up once (labels() takes a lock and
+        # builds a key): by name, the attempts' and the sleep's; by (name, error
+        # type) the retries', by (name, reason) the give-ups'.  Two threads may
+        # both look one up: labels() hands both the same child.
+        self._attempts: dict[str, Any] = {}
+        self._retries: dict[tuple[str, str], Any] = {}
+        self._give_ups: dict[tuple[str, str], Any] = {}
+        self._sleeps: dict[str, Any] = {}
 
     def __call__(self, event: RetryEvent) -> None:
-        children = self._children
         name = event.name
+        child = self._attempts.get(name)
+        if child is None:
+            child = self._attempts[name] = self.attempts.labels(name)
+        child.inc()
         kind = event.kind
-        key: tuple[str, ...] = ("attempts", name)
-        (children.get(key) or self._child(key)).inc()
         if kind == "retry":
-            key = ("retries", name, _error_type(event.outcome))
-            (children.get(key) or self._child(key)).inc()
-            key = ("sleep", name)
-            (children.get(key) or self._child(key)).observe(event.delay)
+            key = (name, _error_type(event.outcome))
+            child = self._retries.get(key)
+            if child is None:
+                child = self._retries[key] = self.retries.labels(*key)
+            child.inc()
+            child = self._sleeps.get(name)
+            if child is None:
+                child = self._sleeps[name] = self.sleep.labels(name)
+            child.observe(event.delay)
         elif kind == "give_up":
-            key = ("give_ups", name, str(event.reason))
-            (children.get(key) or self._child(key)).inc()
+            key = (name, str(event.reason))
+            child = self._give_ups.get(key)
+            if child is None:
+                child = self._give_ups[key] = self.give_ups.labels(*key)
+            child.inc()
 
     def __repr__(self) -> str:
         return f"<backoff_iter.instrument.prometheus hook at {id(self):#x}>"

@@ -238,6 +238,21 @@ def test_each_give_up_is_counted_once_with_its_reason(backend, reason, run):
 
 
 @each_backend
+def test_one_name_keeps_each_reason_apart(backend):
+    """Calls of one name giving up for each reason, twice over: three series of two."""
+    backend = backend()
+    bucket = TokenBucket(max_tokens=2)
+    bucket.record_failure(True)  # at half: no retry
+    for _ in range(2):
+        for options in ({}, {"deadline": 0.5}, {"budget": bucket}):
+            error = outcome_of(run_decorator, backend, [OSError()] * 3, [1.0], **options)
+            assert isinstance(error, OSError)
+    assert backend.series("give_ups") == {
+        labels(name="fetch", reason=reason): 2 for reason in ("exhausted", "deadline", "budget")
+    }
+
+
+@each_backend
 @each_driver
 def test_a_retried_result_counts_as_error_type_result(backend, run):
     """A result on_result retries is error_type "result"; the last one given up on as well."""
@@ -626,3 +641,32 @@ def test_bad_providers_and_registries_are_rejected_by_name():
     rejects(lambda: instrument.prometheus(3), TypeError, "registry", "3")
     rejects(lambda: instrument.opentelemetry("meters"), TypeError, "meter_provider", "'meters'")
     rejects(lambda: instrument.opentelemetry(tracer_provider=5), TypeError, "tracer_provider", "5")
+
+
+def test_the_cost_benchmark_measures_every_contender_and_hook():
+    """benchmarks/instrument.py: a row per contender and per hook, each a finite time (none asserted)."""
+    from pathlib import Path
+
+    benchmarks = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    sys.path.insert(0, benchmarks)
+    try:
+        import instrument as bench
+    finally:
+        sys.path.remove(benchmarks)
+    costs = {name: (success, retry) for name, success, retry in bench.costs(20, 1)}
+    assert list(costs) == [
+        bench.BARE,
+        bench.NO_HOOK,
+        bench.NO_OP,
+        bench.ENABLED,
+        "@retry, prometheus hook",
+        "@retry, opentelemetry hook",
+    ]
+    assert all(success > 0 for success, _ in costs.values())
+    assert all(retry == retry for name, (_, retry) in costs.items() if name != bench.BARE)
+    assert [name for name, _, _ in bench.hook_costs(20, 1)] == [
+        "no-op hook",
+        "prometheus hook",
+        "opentelemetry hook",
+    ]
+    assert instrument.enabled == []  # the enabled row gave its hook back
