@@ -28,6 +28,12 @@ A hook is a plain function of the event, called in the retried call's
 thread or task; keep it fast and let it not raise (its error would end the
 call).  With no hook at all, the drivers make no event: the success path
 costs nothing more.
+
+Two hooks are ready-made: :func:`prometheus` counts attempts, retries,
+give-ups and sleeps into prometheus-client, and :func:`opentelemetry`
+records the same as OpenTelemetry metrics, with a span per call.  Their
+libraries are imported only when these are called (``pip install
+'backoff_iter[prometheus]'``, ``'backoff_iter[otel]'``).
 """
 
 from __future__ import annotations
@@ -134,10 +140,13 @@ Observe = Union[Hook, Iterable[Hook], None]
 
 # -- ready-made hooks: Prometheus and OpenTelemetry ------------------------------------------------
 
-#: The sleep histograms' bucket bounds, in seconds: 1-2.5-5 steps from 10 ms
-#: (the shortest base delays in use) through the default schedule's 0.1-5 s
-#: and the caps of common policies (20 s, 32 s, gRPC's 120 s), to the
-#: minutes a ``Retry-After`` asks for (300 s; longer waits land in +Inf).
+#: The sleep histograms' bucket bounds, in seconds: 1-2.5-5 per decade from
+#: 10 ms to 10 s, then 30 s, 1, 2 and 5 minutes.  The default schedule's
+#: 0.1-5 s, the usual caps (AWS SDKs' 20 s, Google clients' 60 s, gRPC's
+#: reconnect 120 s) and a server's ``Retry-After`` of minutes each fall in a
+#: bucket of their own; longer waits land in +Inf, and one bucket holds all
+#: below 10 ms (full jitter's near-zero draws).  Prometheus' default buckets
+#: stop at 10 s; OpenTelemetry's default ones are meant for milliseconds.
 SLEEP_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 

@@ -10,9 +10,11 @@ import sys
 import threading
 import time
 from bisect import bisect_left
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import islice
 from random import Random
 
+import httpx
 import pytest
 from checks import rejects
 from opentelemetry import trace
@@ -25,6 +27,7 @@ from opentelemetry.trace import StatusCode
 from prometheus_client import CollectorRegistry, Counter
 
 from backoff_iter import TokenBucket, aretrying, constant, full_jitter, instrument, retry, retrying
+from backoff_iter.interop import RetryTransport
 
 
 def labels(**values):
@@ -458,6 +461,43 @@ def test_a_registry_holding_one_of_the_names_gets_none_of_the_collectors():
     with pytest.raises(ValueError, match="Duplicated"):
         instrument.prometheus(registry)
     Counter("backoff_iter_attempts", "free again", registry=registry)  # would fail if left
+
+
+def test_an_httpx_transport_reports_a_retried_response_as_a_result():
+    """RetryTransport against a local server answering 503 twice: error_type "result", one span."""
+    statuses = [503, 503, 200]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(statuses.pop(0))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    prometheus, otel = Prometheus(), OpenTelemetry()
+    try:
+        transport = RetryTransport(
+            delays=[0.25, 0.5, 1.0],
+            name="stock-api",
+            observe=[prometheus.hook, otel.hook],
+            sleep=lambda s: None,
+        )
+        with httpx.Client(transport=transport) as client:
+            assert client.get(f"http://127.0.0.1:{server.server_address[1]}/").status_code == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    for backend in (prometheus, otel):
+        assert backend.series("attempts") == {labels(name="stock-api"): 3}
+        assert backend.series("retries") == {labels(name="stock-api", error_type="result"): 2}
+        assert backend.series("sleep") == {labels(name="stock-api"): (0.75, 2)}
+    [span] = otel.spans()
+    assert span.name == "stock-api" and [e.name for e in span.events] == ["retry", "retry"]
 
 
 # -- spans ---------------------------------------------------------------------------------------
