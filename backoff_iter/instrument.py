@@ -42,13 +42,13 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union, cast
 
 from . import _checks
 
 if TYPE_CHECKING:
-    from opentelemetry.metrics import MeterProvider
-    from opentelemetry.trace import Span, TracerProvider
+    from opentelemetry.metrics import Counter, Histogram, MeterProvider
+    from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
     from prometheus_client import CollectorRegistry
 
 __all__ = [
@@ -445,13 +445,13 @@ class _OpenTelemetry:
 
     def __init__(
         self,
-        attempts: Any,
-        retries: Any,
-        give_ups: Any,
-        sleep: Any,
-        tracer: Any,
-        status: Any,
-        error: Any,
+        attempts: Counter,
+        retries: Counter,
+        give_ups: Counter,
+        sleep: Histogram,
+        tracer: Tracer,
+        status: type[Status],
+        error: StatusCode,
     ) -> None:
         self.attempts = attempts
         self.retries = retries
@@ -470,17 +470,14 @@ class _OpenTelemetry:
         by_name = {"name": name}
         self.attempts.add(1, by_name)
         if kind == "retry":
+            delay = cast(float, event.delay)  # a retry's is a number
             error_type = _error_type(event.outcome)
             self.retries.add(1, {"name": name, "error_type": error_type})
-            self.sleep.record(event.delay, by_name)
+            self.sleep.record(delay, by_name)
             retrying, oldest = self._opened(event)
             retrying.add_event(
                 "retry",
-                {
-                    "retry.attempt": event.number,
-                    "retry.delay": event.delay,
-                    "exception.type": error_type,
-                },
+                {"retry.attempt": event.number, "retry.delay": delay, "exception.type": error_type},
             )
             if oldest is not None:
                 oldest.set_attribute("retry.abandoned", True)
@@ -506,7 +503,7 @@ class _OpenTelemetry:
     def _start(self, event: RetryEvent) -> Span:
         """A span for *event*'s call, begun when its first attempt began."""
         start = time.time_ns() - int(event.elapsed * 1e9)
-        return self.tracer.start_span(event.name, start_time=max(start, 0))  # type: ignore[no-any-return]
+        return self.tracer.start_span(event.name, start_time=max(start, 0))
 
     def _opened(self, event: RetryEvent) -> tuple[Span, Span | None]:
         """The open span of *event*'s call (started now if it has none), and the
