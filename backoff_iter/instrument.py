@@ -349,10 +349,10 @@ def opentelemetry(
 
     The span is started once the first attempt has ended, backdated to its
     start: the attempts' own spans are its siblings, not its children.  At
-    most 4096 calls have a span open at once; beyond
-    that the oldest (a loop left by ``break``) is ended with
-    ``retry.abandoned``.  The hook is thread-safe.  Needs ``pip install
-    'backoff_iter[otel]'`` (opentelemetry-api; the SDK exports).
+    most 4096 calls have a span open at once; beyond that the oldest (a
+    loop left by ``break`` after a retry never ends) is ended with the
+    attribute ``retry.abandoned``.  The hook is thread-safe.  Needs ``pip
+    install 'backoff_iter[otel]'`` (opentelemetry-api; an SDK exports).
 
     >>> from opentelemetry.sdk.trace import TracerProvider
     >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -405,7 +405,7 @@ def opentelemetry(
             description=description,
             explicit_bucket_boundaries_advisory=SLEEP_BUCKETS,
         )
-    except TypeError:  # opentelemetry-api before 1.23 takes no advice
+    except TypeError:  # an older opentelemetry-api takes no advice
         sleep = meter.create_histogram("backoff_iter.sleep", unit="s", description=description)
     return _OpenTelemetry(
         meter.create_counter(
