@@ -27,6 +27,7 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]  # these modules, then this checkou
 import delays
 import drivers
 import fleet
+import instrument
 import overload
 
 GOAL_TO_REFERENCE = 1.3  # each strategy within 1.3x of its hand-written generator
@@ -44,6 +45,34 @@ ASYNC_GOALS = {
     "backoff_iter aretrying() loop": (600.0, 2.0),
 }
 WITHOUT_BUDGET = {"backoff_iter @retry, TokenBucket": "backoff_iter @retry"}
+HOOK_RETRY_GOAL = 1000.0  # a trivial hook adds at most 1 us per retry (issue 18)
+
+
+def instrument_table(results: list[tuple[str, float, float]]) -> list[str]:
+    """Rows of (contender, per call, over bare, per retry, over no hook, goal)."""
+    by_name = {name: (success, retry) for name, success, retry in results}
+    bare = by_name[instrument.BARE][0]
+    no_hook = by_name[instrument.NO_HOOK][1]
+    rows = []
+    for name, success, retry in results:
+        goal = ""
+        if name in (instrument.NO_OP, instrument.ENABLED):
+            more = retry - no_hook
+            verdict = "ok" if more <= HOOK_RETRY_GOAL else "MISSED"
+            goal = f"{verdict}: {ns(more)} <= {HOOK_RETRY_GOAL:,.0f}"
+        rows.append(
+            [
+                name,
+                ns(success),
+                ns(success - bare),
+                ns(retry),
+                "—" if name in (instrument.BARE, instrument.NO_HOOK) else ns(retry - no_hook),
+                goal,
+            ]
+        )
+    return table(
+        ["contender", "per call", "over bare", "per retry", "over no hook", "retry goal"], rows
+    )
 
 
 def driver_table(
@@ -223,6 +252,24 @@ def report(quick: bool) -> list[str]:
     out += driver_table(drivers.overhead(calls, repeats), SYNC_GOALS)
     out += ["", "The same for ``async def`` functions, in one event loop:", ""]
     out += driver_table(drivers.async_overhead(calls, repeats), ASYNC_GOALS)
+    out += [
+        "",
+        "**Seeing retries** (``backoff_iter.instrument``): the same ``@retry`` with no hook,"
+        " a no-op hook, and the Prometheus and OpenTelemetry hooks (on the SDK, spans made"
+        " and dropped); *over no hook* is the extra ns per retry. Goal: a trivial hook adds"
+        f" at most {HOOK_RETRY_GOAL:,.0f} ns per retry. With any hook a success leaves the"
+        " bare-call shortcut for the full loop.",
+        "",
+    ]
+    out += instrument_table(instrument.costs(calls // 10, repeats))
+    out += ["", "Each hook alone, called on events made in advance (ns per event):", ""]
+    out += table(
+        ["hook", "success event", "retry event"],
+        [
+            [name, ns(once), ns(retry)]
+            for name, once, retry in instrument.hook_costs(calls, repeats)
+        ],
+    )
     out += [
         "",
         f"**Overload simulator**: simulated attempts per second of wall time ({storm_seconds:g} s of"

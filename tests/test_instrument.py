@@ -1,0 +1,712 @@
+"""instrument.prometheus() and instrument.opentelemetry(), against prometheus-client's
+CollectorRegistry and opentelemetry-sdk's in-memory reader and exporter; never sleeping."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+import threading
+import time
+from bisect import bisect_left
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import islice
+from random import Random
+
+import httpx
+import pytest
+from checks import rejects
+from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from prometheus_client import CollectorRegistry, Counter
+
+from backoff_iter import TokenBucket, aretrying, constant, full_jitter, instrument, retry, retrying
+from backoff_iter.interop import RetryTransport
+
+
+def labels(**values):
+    """A series' labels (attributes) in one comparable form for both backends."""
+    return tuple(sorted(values.items()))
+
+
+class Prometheus:
+    """A prometheus() hook counting into a registry of its own, and its series read back."""
+
+    name = "prometheus"
+
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        self.hook = instrument.prometheus(self.registry)
+
+    def series(self, metric):
+        """{labels: value} of a counter ("attempts", "retries", "give_ups"), or
+        {labels: (sum, count)} of "sleep"."""
+        found = {}
+        suffixes = ("_sum", "_count") if metric == "sleep" else ("_total",)
+        stem = "backoff_iter_sleep_seconds" if metric == "sleep" else f"backoff_iter_{metric}"
+        for family in self.registry.collect():
+            for sample in family.samples:
+                for i, suffix in enumerate(suffixes):
+                    if sample.name == stem + suffix:
+                        found.setdefault(labels(**sample.labels), [None] * len(suffixes))[i] = (
+                            sample.value
+                        )
+        return {key: tuple(v) if metric == "sleep" else v[0] for key, v in found.items()}
+
+
+class OpenTelemetry:
+    """An opentelemetry() hook with its own meter and tracer providers, read back in memory."""
+
+    name = "opentelemetry"
+
+    def __init__(self):
+        self.reader = InMemoryMetricReader()
+        self.meters = MeterProvider(metric_readers=[self.reader])
+        self.exporter = InMemorySpanExporter()
+        self.tracers = TracerProvider()
+        self.tracers.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.hook = instrument.opentelemetry(self.meters, self.tracers)
+
+    def metric(self, metric):
+        data = self.reader.get_metrics_data()
+        for resource in data.resource_metrics if data else ():
+            for scope in resource.scope_metrics:
+                for found in scope.metrics:
+                    if found.name == f"backoff_iter.{metric}":
+                        return found
+        return None
+
+    def series(self, metric):
+        """As Prometheus.series, from the data points of the metric ``backoff_iter.<metric>``."""
+        found = self.metric(metric)
+        if found is None:
+            return {}
+        return {
+            labels(**p.attributes): (p.sum, p.count) if metric == "sleep" else p.value
+            for p in found.data.data_points
+        }
+
+    def spans(self):
+        return self.exporter.get_finished_spans()
+
+
+BACKENDS = [Prometheus, OpenTelemetry]
+each_backend = pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.name)
+
+
+class FakeTime:
+    """A clock that moves only when slept on, or when an attempt takes its time."""
+
+    def __init__(self):
+        self.now = 50.0
+        self.slept = []
+
+    def clock(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+class Operation:
+    """Raises or returns the scripted outcomes in turn, then returns "ok"; each takes *duration*."""
+
+    def __init__(self, outcomes, time=None, duration=0.0):
+        self.outcomes = list(outcomes)
+        self.time = time
+        self.duration = duration
+        self.ends = []  # time.time_ns() as each attempt ended
+
+    def __call__(self):
+        if self.time is not None:
+            self.time.now += self.duration
+        outcome = self.outcomes.pop(0) if self.outcomes else "ok"
+        self.ends.append(time.time_ns())
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+
+def run_loop(operation, **options):
+    result = None
+    for attempt in retrying(**options):
+        with attempt:
+            result = attempt.set_result(operation())
+    return result
+
+
+def run_async_loop(operation, **options):
+    async def main():
+        result = None
+        async for attempt in aretrying(**options):
+            async with attempt:
+                result = attempt.set_result(operation())
+        return result
+
+    return asyncio.run(main())
+
+
+def run_decorator(operation, **options):
+    return retry(**options)(operation)()
+
+
+def run_async_decorator(operation, **options):
+    async def call():
+        return operation()
+
+    return asyncio.run(retry(**options)(call)())
+
+
+each_driver = pytest.mark.parametrize(
+    "run",
+    [run_loop, run_async_loop, run_decorator, run_async_decorator],
+    ids=["retrying", "aretrying", "retry", "async retry"],
+)
+
+
+def outcome_of(run, backend, outcomes, delays, time=None, **options):
+    """Run one call named "fetch" through *run*, observed by *backend*; its result or exception."""
+    time = time or FakeTime()
+    try:
+        return run(
+            Operation(outcomes, time, 1.0),
+            delays=delays,
+            name="fetch",
+            observe=backend.hook,
+            sleep=time.sleep,
+            clock=time.clock,
+            **options,
+        )
+    except Exception as error:
+        return error
+
+
+def sequential_sum(values):
+    """The values added one by one from 0.0, as a counter adds them (sum() may compensate)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
+
+
+# -- what is counted -----------------------------------------------------------------------------
+
+
+@each_backend
+@each_driver
+def test_three_failures_then_a_success_count_three_retries_and_four_attempts(backend, run):
+    """Three retries, four attempts, no give-up; the sleep histogram sums exactly the delays slept."""
+    backend = backend()
+    delays = list(islice(full_jitter(0.1, cap=5.0, rng=Random(18)), 5))
+    time = FakeTime()
+    assert outcome_of(run, backend, [OSError(), OSError(), TimeoutError()], delays, time) == "ok"
+    assert time.slept == delays[:3]
+    assert backend.series("attempts") == {labels(name="fetch"): 4}
+    assert backend.series("retries") == {
+        labels(name="fetch", error_type="OSError"): 2,
+        labels(name="fetch", error_type="TimeoutError"): 1,
+    }
+    assert backend.series("give_ups") == {}
+    assert backend.series("sleep") == {labels(name="fetch"): (sequential_sum(time.slept), 3)}
+
+
+@each_backend
+@pytest.mark.parametrize("reason", ["exhausted", "deadline", "budget"])
+@each_driver
+def test_each_give_up_is_counted_once_with_its_reason(backend, reason, run):
+    """Delays run out, the deadline or a drained TokenBucket: one give-up labelled with that reason."""
+    backend = backend()
+    options, retries = {}, 1
+    delays = [0.5]
+    if reason == "deadline":  # 3 s shortened to the 1 s left, then no room: one retry
+        delays, options["deadline"] = (lambda: constant(3.0)), 2.0
+    elif reason == "budget":
+        bucket = options["budget"] = TokenBucket(max_tokens=4)
+        for _ in range(2):
+            bucket.record_failure(True)  # at half: the next failure leaves no retry
+        delays, retries = [0.5] * 5, 0
+    error = outcome_of(run, backend, [ConnectionError()] * 9, delays, **options)
+    assert isinstance(error, ConnectionError)
+    assert backend.series("give_ups") == {labels(name="fetch", reason=reason): 1}
+    assert backend.series("attempts") == {labels(name="fetch"): retries + 1}
+    expected = {labels(name="fetch", error_type="ConnectionError"): retries} if retries else {}
+    assert backend.series("retries") == expected
+
+
+@each_backend
+def test_one_name_keeps_each_reason_apart(backend):
+    """Calls of one name giving up for each reason, twice over: three series of two."""
+    backend = backend()
+    bucket = TokenBucket(max_tokens=2)
+    bucket.record_failure(True)  # at half: no retry
+    for _ in range(2):
+        for options in ({}, {"deadline": 0.5}, {"budget": bucket}):
+            error = outcome_of(run_decorator, backend, [OSError()] * 3, [1.0], **options)
+            assert isinstance(error, OSError)
+    assert backend.series("give_ups") == {
+        labels(name="fetch", reason=reason): 2 for reason in ("exhausted", "deadline", "budget")
+    }
+
+
+@each_backend
+@each_driver
+def test_a_retried_result_counts_as_error_type_result(backend, run):
+    """A result on_result retries is error_type "result"; the last one given up on as well."""
+    backend = backend()
+    result = outcome_of(
+        run, backend, [None, None, None], [0.25, 0.25], on_result=lambda r: r is None
+    )
+    assert result is None
+    assert backend.series("retries") == {labels(name="fetch", error_type="result"): 2}
+    assert backend.series("give_ups") == {labels(name="fetch", reason="exhausted"): 1}
+    assert backend.series("sleep") == {labels(name="fetch"): (0.5, 2)}
+
+
+@each_backend
+def test_a_failure_not_retried_is_an_attempt_and_nothing_else(backend):
+    """An error outside on= counts one attempt, no retry, no give-up, no sleep."""
+    backend = backend()
+    error = outcome_of(run_decorator, backend, [KeyError("k")], [0.5], on=OSError)
+    assert isinstance(error, KeyError)
+    assert backend.series("attempts") == {labels(name="fetch"): 1}
+    assert backend.series("retries") == backend.series("give_ups") == {}
+    assert backend.series("sleep") == {}
+
+
+@each_backend
+def test_sleeps_land_in_buckets_from_ten_milliseconds_to_five_minutes(backend):
+    """Each delay is in the first bucket at least as large: 0.01 in le=0.01, 400 s only in +Inf."""
+    backend = backend()
+    delays = [0.0, 0.01, 0.3, 7.0, 300.0, 400.0]
+    outcome_of(run_decorator, backend, [OSError()] * len(delays), delays)
+    if isinstance(backend, Prometheus):
+        counts = {}
+        for family in backend.registry.collect():
+            for sample in family.samples:
+                if sample.name == "backoff_iter_sleep_seconds_bucket":
+                    counts[float(sample.labels["le"])] = sample.value
+        bounds = [*instrument.SLEEP_BUCKETS, float("inf")]
+        cumulative = [sum(d <= bound for d in delays) for bound in bounds]
+        assert [counts[bound] for bound in bounds] == cumulative
+    else:
+        [point] = backend.metric("sleep").data.data_points
+        assert tuple(point.explicit_bounds) == instrument.SLEEP_BUCKETS
+        per_bucket = [0] * (len(instrument.SLEEP_BUCKETS) + 1)
+        for delay in delays:
+            per_bucket[bisect_left(instrument.SLEEP_BUCKETS, delay)] += 1
+        assert list(point.bucket_counts) == per_bucket
+    assert instrument.SLEEP_BUCKETS[0] == 0.01 and instrument.SLEEP_BUCKETS[-1] == 300.0
+
+
+@each_backend
+def test_threads_count_exactly_with_no_cross_talk_between_names(backend, switching_often):
+    """8 threads x 50 calls over 8 shared policies: every name's counts are its own calls' sums."""
+    backend = backend()
+    names = [f"service{i}" for i in range(8)]
+    policies = {
+        name: retry([0.25, 0.5], name=name, observe=backend.hook, sleep=lambda s: None)
+        for name in names
+    }
+
+    def script(thread, call):
+        """(name, failures, error class) of one call: 3 failures give up, 0-2 succeed."""
+        number = thread * 50 + call
+        error = OSError if number % 2 else TimeoutError
+        return names[(thread + call) % 8], number % 4 + (thread % 2), error
+
+    barrier = threading.Barrier(8)
+
+    def work(thread):
+        barrier.wait()
+        for call in range(50):
+            name, failures, error = script(thread, call)
+            with contextlib.suppress(OSError, TimeoutError):
+                policies[name](Operation([error()] * failures))()
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    attempts, retries, give_ups, sleep = {}, {}, {}, {}
+    for thread in range(8):
+        for call in range(50):
+            name, failures, error = script(thread, call)
+            tried = min(failures, 2)  # two delays: at most two retries
+            key = labels(name=name)
+            attempts[key] = attempts.get(key, 0) + tried + 1
+            if tried:
+                key = labels(name=name, error_type=error.__name__)
+                retries[key] = retries.get(key, 0) + tried
+                total, count = sleep.get(labels(name=name), (0.0, 0))
+                sleep[labels(name=name)] = (total + [0, 0.25, 0.75][tried], count + tried)
+            if failures > 2:
+                key = labels(name=name, reason="exhausted")
+                give_ups[key] = give_ups.get(key, 0) + 1
+    assert backend.series("attempts") == attempts
+    assert backend.series("retries") == retries
+    assert backend.series("give_ups") == give_ups
+    assert backend.series("sleep") == sleep  # quarter seconds: exact in any order
+    if isinstance(backend, OpenTelemetry):
+        spans = backend.spans()
+        assert len(spans) == 400
+        for name in names:
+            mine = [span for span in spans if span.name == name]
+            assert len(mine) == attempts[labels(name=name)] - sum(
+                count for key, count in retries.items() if dict(key)["name"] == name
+            )  # one span per call: attempts - retries = calls
+            assert sum(len(span.events) for span in mine) == sum(
+                count for key, count in retries.items() if dict(key)["name"] == name
+            ) + sum(
+                count for key, count in give_ups.items() if dict(key)["name"] == name
+            )  # a "retry" per retry, an "exception" per give-up
+
+
+@each_backend
+def test_interleaved_async_tasks_count_and_trace_each_call_apart(backend):
+    """8 names x 50 tasks retrying at once in one loop: exact counts, one span per call."""
+    backend = backend()
+    names = [f"task{i}" for i in range(8)]
+
+    async def nap(seconds):
+        await asyncio.sleep(0)  # lets the other tasks run between attempts, sleeps nothing
+
+    policies = {
+        name: retry([0.25] * 3, name=name, observe=backend.hook, sleep=nap) for name in names
+    }
+
+    async def one(number):
+        flaky = Operation([ConnectionError()] * (number % 3))
+
+        async def attempt():
+            await asyncio.sleep(0)
+            return flaky()
+
+        return await policies[names[number % 8]](attempt)()
+
+    async def main():
+        return await asyncio.gather(*(one(number) for number in range(400)))
+
+    assert asyncio.run(main()) == ["ok"] * 400
+    retried = {name: sum(n % 3 for n in range(400) if n % 8 == i) for i, name in enumerate(names)}
+    assert backend.series("attempts") == {labels(name=n): 50 + retried[n] for n in names}
+    assert backend.series("retries") == {
+        labels(name=n, error_type="ConnectionError"): retried[n] for n in names
+    }
+    assert backend.series("sleep") == {
+        labels(name=n): (0.25 * retried[n], retried[n]) for n in names
+    }
+    if isinstance(backend, OpenTelemetry):
+        spans = backend.spans()
+        assert len(spans) == 400
+        assert sorted(len(span.events) for span in spans) == sorted(n % 3 for n in range(400))
+
+
+@each_backend
+def test_enable_instruments_a_policy_made_before_it_until_disable(backend):
+    """A decorator made before enable() is counted while enabled, and no longer after disable()."""
+    backend = backend()
+    flaky = retry([0.0], name="early", sleep=lambda s: None)(Operation([OSError()]))
+    flaky()  # not yet counted
+    instrument.enable(backend.hook)
+    try:
+        flaky()
+        flaky.__wrapped__.outcomes.append(OSError())
+        flaky()
+    finally:
+        instrument.disable()
+    flaky.__wrapped__.outcomes.append(OSError())
+    flaky()
+    assert backend.series("attempts") == {labels(name="early"): 3}
+    assert backend.series("retries") == {labels(name="early", error_type="OSError"): 1}
+
+
+def test_two_prometheus_hooks_on_one_registry_share_its_collectors():
+    """prometheus(registry) twice: no "Duplicated timeseries", both hooks count into one series."""
+    registry = CollectorRegistry()
+    first, second = instrument.prometheus(registry), instrument.prometheus(registry)
+    retry([0.0], name="a", observe=first)(Operation([]))()
+    retry([0.0], name="a", observe=second)(Operation([]))()
+    assert registry.get_sample_value("backoff_iter_attempts_total", {"name": "a"}) == 2.0
+    other = CollectorRegistry()
+    retry([0.0], name="a", observe=instrument.prometheus(other))(Operation([]))()
+    assert other.get_sample_value("backoff_iter_attempts_total", {"name": "a"}) == 1.0
+    assert registry.get_sample_value("backoff_iter_attempts_total", {"name": "a"}) == 2.0
+
+
+def test_prometheus_without_a_registry_counts_into_the_default_one():
+    """registry=None is prometheus_client's REGISTRY, which start_http_server serves."""
+    from prometheus_client import REGISTRY
+
+    before = REGISTRY.get_sample_value("backoff_iter_attempts_total", {"name": "default"}) or 0.0
+    retry([0.0], name="default", observe=instrument.prometheus())(Operation([]))()
+    retry([0.0], name="default", observe=instrument.prometheus())(Operation([]))()
+    assert REGISTRY.get_sample_value("backoff_iter_attempts_total", {"name": "default"}) == (
+        before + 2.0
+    )
+
+
+def test_a_registry_holding_one_of_the_names_gets_none_of_the_collectors():
+    """A foreign backoff_iter_give_ups in the registry: ValueError, and nothing half-registered."""
+    registry = CollectorRegistry()
+    Counter("backoff_iter_give_ups", "someone else's", registry=registry)
+    with pytest.raises(ValueError, match="Duplicated"):
+        instrument.prometheus(registry)
+    Counter("backoff_iter_attempts", "free again", registry=registry)  # would fail if left
+
+
+def test_an_httpx_transport_reports_a_retried_response_as_a_result():
+    """RetryTransport against a local server answering 503 twice: error_type "result", one span."""
+    statuses = [503, 503, 200]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(statuses.pop(0))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    prometheus, otel = Prometheus(), OpenTelemetry()
+    try:
+        transport = RetryTransport(
+            delays=[0.25, 0.5, 1.0],
+            name="stock-api",
+            observe=[prometheus.hook, otel.hook],
+            sleep=lambda s: None,
+        )
+        with httpx.Client(transport=transport) as client:
+            assert client.get(f"http://127.0.0.1:{server.server_address[1]}/").status_code == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    for backend in (prometheus, otel):
+        assert backend.series("attempts") == {labels(name="stock-api"): 3}
+        assert backend.series("retries") == {labels(name="stock-api", error_type="result"): 2}
+        assert backend.series("sleep") == {labels(name="stock-api"): (0.75, 2)}
+    [span] = otel.spans()
+    assert span.name == "stock-api" and [e.name for e in span.events] == ["retry", "retry"]
+
+
+# -- spans ---------------------------------------------------------------------------------------
+
+
+def traced(outcomes, delays, **options):
+    """Run one @retry call named "fetch" whose attempts each take 2 s of its clock; the
+    OpenTelemetry backend, the operation, and the wall time in ns after the call."""
+    backend = OpenTelemetry()
+    time_ = FakeTime()
+    operation = Operation(outcomes, time_, 2.0)
+    decorated = retry(
+        delays, name="fetch", observe=backend.hook, sleep=time_.sleep, clock=time_.clock, **options
+    )(operation)
+    with contextlib.suppress(Exception):
+        decorated()
+    return backend, operation, time.time_ns()
+
+
+def test_a_call_is_one_span_from_its_first_attempt_with_an_event_per_retry():
+    """One span "fetch": begun 2 s (the first attempt) before the first event, a "retry"
+    event per retry with its attempt, delay and exception type, ended after the last attempt."""
+    backend, operation, after = traced([OSError(), TimeoutError()], [0.5, 1.5, 3.0])
+    [span] = backend.spans()
+    assert span.name == "fetch"
+    assert [(e.name, dict(e.attributes)) for e in span.events] == [
+        ("retry", {"retry.attempt": 1, "retry.delay": 0.5, "exception.type": "OSError"}),
+        ("retry", {"retry.attempt": 2, "retry.delay": 1.5, "exception.type": "TimeoutError"}),
+    ]
+    # Backdated by the first event's elapsed time (2 s): between the first attempt's end
+    # and the end of the call, less 2 s.
+    first_end = operation.ends[0]
+    assert first_end - 2_000_000_000 <= span.start_time <= after - 2_000_000_000
+    assert span.start_time < first_end
+    assert operation.ends[-1] <= span.end_time <= after
+    assert span.status.status_code == StatusCode.UNSET
+    assert span.attributes["retry.attempts"] == 3
+
+
+def test_a_span_that_gives_up_ends_in_error_with_the_reason():
+    """Exhausted: status ERROR "gave up (exhausted): OSError", and the exception recorded."""
+    backend, _, _ = traced([OSError("down")] * 3, [0.5])
+    [span] = backend.spans()
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.status.description == "gave up (exhausted): OSError"
+    assert [e.name for e in span.events] == ["retry", "exception"]
+    assert span.events[-1].attributes["exception.type"] == "OSError"
+    backend, _, _ = traced([OSError("down")] * 3, lambda: constant(5.0), deadline=1.0)
+    [span] = backend.spans()
+    assert span.status.description == "gave up (deadline): OSError"
+
+
+def test_a_call_that_never_retries_is_one_span_too():
+    """A success at once, and an error not retried (status ERROR, its type), are one span each."""
+    backend, operation, after = traced([], [0.5])
+    [span] = backend.spans()
+    assert span.events == () and span.status.status_code == StatusCode.UNSET
+    assert operation.ends[0] - 2_000_000_000 <= span.start_time <= after - 2_000_000_000
+    backend, _, _ = traced([KeyError("k")], [0.5], on=OSError)
+    [span] = backend.spans()
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.status.description == "KeyError"
+
+
+def test_the_span_is_a_child_of_the_span_current_at_the_call():
+    """The call's span has the caller's current span as parent, in the same trace."""
+    backend = OpenTelemetry()
+    tracer = backend.tracers.get_tracer("test")
+    with tracer.start_as_current_span("request") as parent:
+        retry([0.0], name="fetch", observe=backend.hook, sleep=lambda s: None)(
+            Operation([OSError()])
+        )()
+    fetch, request = backend.spans()
+    assert (fetch.name, request.name) == ("fetch", "request")
+    assert fetch.parent.span_id == parent.get_span_context().span_id
+    assert fetch.context.trace_id == request.context.trace_id
+
+
+def test_calls_left_open_are_ended_oldest_first_beyond_a_bound():
+    """Loops left by break after a retry never end; beyond 4096 open, the oldest end as abandoned."""
+    backend = OpenTelemetry()
+    extra = 10
+    for number in range(4096 + extra):
+        for attempt in retrying(
+            [0.0], name=f"left{number}", observe=backend.hook, sleep=lambda s: None
+        ):
+            with attempt:
+                raise OSError
+            break
+    spans = backend.spans()
+    assert [span.name for span in spans] == [f"left{n}" for n in range(extra)]
+    assert all(span.attributes["retry.abandoned"] is True for span in spans)
+    # A call that retries and ends makes room for itself (left10 goes), then ends its own span.
+    retry([0.0], name="done", observe=backend.hook, sleep=lambda s: None)(Operation([OSError()]))()
+    spans = backend.spans()
+    assert [span.name for span in spans[extra:]] == [f"left{extra}", "done"]
+    assert "retry.abandoned" not in spans[-1].attributes
+
+
+def test_threads_leaving_calls_open_end_exactly_those_beyond_the_bound(
+    switching_often, monkeypatch
+):
+    """8 threads leave 600 calls each open, beyond a bound of 16: all but 16 end, each once."""
+    monkeypatch.setattr(instrument, "_OPEN_SPANS_MAX", 16)  # every call past it ends one
+    backend = OpenTelemetry()
+    barrier = threading.Barrier(8)
+    errors = []
+
+    def work(thread):
+        barrier.wait()
+        try:
+            for _ in range(600):
+                policy = retrying(
+                    [0.0], name=f"t{thread}", observe=backend.hook, sleep=lambda s: None
+                )
+                for attempt in policy:
+                    with attempt:
+                        raise OSError
+                    break
+        except Exception as error:  # a hook that raised
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    spans = backend.spans()
+    assert len(spans) == 8 * 600 - 16
+    assert len({span.context.span_id for span in spans}) == len(spans)
+    assert all(span.attributes["retry.abandoned"] is True for span in spans)
+
+
+def test_the_global_providers_serve_when_none_are_given(monkeypatch):
+    """opentelemetry() with no provider asks the global ones, at the time it is called."""
+    asked = []
+    local = OpenTelemetry()
+    monkeypatch.setattr(
+        "opentelemetry.metrics.get_meter_provider", lambda: asked.append("m") or local.meters
+    )
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: asked.append("t") or local.tracers)
+    hook = instrument.opentelemetry()
+    assert asked == ["m", "t"]
+    retry([0.0], name="global", observe=hook)(Operation([]))()
+    assert local.series("attempts") == {labels(name="global"): 1}
+    assert [span.name for span in local.spans()] == ["global"]
+
+
+# -- optional, and cheap to import ---------------------------------------------------------------
+
+
+def test_importing_backoff_iter_imports_neither_library():
+    """`import backoff_iter` (and its instrument module) leaves both out of sys.modules."""
+    code = (
+        "import sys, backoff_iter, backoff_iter.instrument; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in"
+        " ('prometheus_client', 'opentelemetry')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("make", "module", "extra"),
+    [
+        (instrument.prometheus, "prometheus_client", "prometheus"),
+        (instrument.opentelemetry, "opentelemetry", "otel"),
+    ],
+)
+def test_without_the_library_the_error_says_what_to_install(monkeypatch, make, module, extra):
+    """The library missing: ModuleNotFoundError naming pip install 'backoff_iter[extra]'."""
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ModuleNotFoundError, match=rf"pip install 'backoff_iter\[{extra}\]'"):
+        make()
+
+
+def test_bad_providers_and_registries_are_rejected_by_name():
+    """Something that is not a registry or a provider: TypeError naming the parameter."""
+    rejects(lambda: instrument.prometheus(3), TypeError, "registry", "3")
+    rejects(lambda: instrument.opentelemetry("meters"), TypeError, "meter_provider", "'meters'")
+    rejects(lambda: instrument.opentelemetry(tracer_provider=5), TypeError, "tracer_provider", "5")
+
+
+def test_the_cost_benchmark_measures_every_contender_and_hook():
+    """benchmarks/instrument.py: a row per contender and per hook, each a finite time (none asserted)."""
+    from pathlib import Path
+
+    benchmarks = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    sys.path.insert(0, benchmarks)
+    try:
+        import instrument as bench
+    finally:
+        sys.path.remove(benchmarks)
+    costs = {name: (success, retry) for name, success, retry in bench.costs(20, 1)}
+    assert list(costs) == [
+        bench.BARE,
+        bench.NO_HOOK,
+        bench.NO_OP,
+        bench.ENABLED,
+        "@retry, prometheus hook",
+        "@retry, opentelemetry hook",
+    ]
+    assert all(success > 0 for success, _ in costs.values())
+    assert all(retry == retry for name, (_, retry) in costs.items() if name != bench.BARE)
+    assert [name for name, _, _ in bench.hook_costs(20, 1)] == [
+        "no-op hook",
+        "prometheus hook",
+        "opentelemetry hook",
+    ]
+    assert instrument.enabled == []  # the enabled row gave its hook back
