@@ -186,20 +186,20 @@ class Policy:
 
     factory: Callable[[], Iterable[float]] = staticmethod(default_delays)
     """Fresh delays for a call."""
-    one_shot = False  # made from a one-shot iterable: one loop only
-    used = False  # ... which a loop has used
+    one_shot: bool = False  # made from a one-shot iterable: one loop only
+    used: bool = False  # ... which a loop has used
     on: Filter = (Exception,)
-    only_exceptions = True  # `on` is classes, each a subclass of Exception
+    only_exceptions: bool = True  # `on` is classes, each a subclass of Exception
     on_result: Callable[[Any], object] | None = None
     retry_after: Callable[[Any], float | None] | None = None
-    retry_after_max = RETRY_AFTER_MAX
+    retry_after_max: float = RETRY_AFTER_MAX
     deadline: float | None = None
     clock: Callable[[], float] = time.monotonic  # a builtin: no method binding
     sleep: Callable[[float], Any] | None = None
     before_sleep: BeforeSleep | None = None
     give_up: GiveUp | None = None
     budget: Budget | None = None
-    name = "call"
+    name: str = "call"
     observe: tuple[instrument.Hook, ...] = ()
     timeouts: Callable[[], Iterable[float]] | None = None
     rate_limiter: RateLimiter | None = None
@@ -310,8 +310,12 @@ class Policy:
         self.observed = self.before_sleep is not None or self.give_up is not None
 
     # What the defaults mean, as _derive() finds them (a test checks it).
-    told = guarded = timed = observed = False
-    fast = simple = True
+    told: bool = False
+    guarded: bool = False
+    timed: bool = False
+    observed: bool = False
+    fast: bool = True
+    simple: bool = True
 
     def claim(self) -> None:
         """Refuse a second loop over a policy made from a one-shot iterator."""
@@ -464,6 +468,7 @@ def _cancelling() -> int:
 
 
 _ids = itertools.count(1).__next__  # call ids for the hooks' events
+_tuple_new = tuple.__new__
 
 
 class Call:
@@ -471,19 +476,24 @@ class Call:
 
     # A call that succeeds at once only sets what __init__ sets: the rest
     # starts from these class defaults.
-    number = 1  # of the current attempt, or the next one to run
-    delay = 0.0  # slept before the current attempt
-    slept = 0.0  # slept in all, so far
+    number: int = 1  # of the current attempt, or the next one to run
+    delay: float = 0.0  # slept before the current attempt
+    slept: float = 0.0  # slept in all, so far
     hint: float | None = None  # from attempt.retry_after()
-    in_async = False  # an async loop
+    in_async: bool = False  # an async loop
     _delays: Iterator[float] | None = None  # made at the first failure
-    _last = False  # the deadline shortened the last sleep
-    _spent = 0.0  # what the budget's try_retry took for this call
-    _cancelling = 0  # the task's pending cancellations when an async call began
-    _id = 0  # for the hooks' events, given at the first one
+    _last: bool = False  # the deadline shortened the last sleep
+    _spent: float = 0.0  # what the budget's try_retry took for this call
+    _cancelling: int = 0  # the task's pending cancellations when an async call began
+    _id: int = 0  # for the hooks' events, given at the first one
     _timeouts: Iterator[float] | None = None  # made before the first attempt
-    _timeout_last = math.inf  # once the timeouts run out, the last one again
-    _stamp = False  # attempts tell their elapsed time (0.0 when nobody reads it)
+    _timeout_last: float = math.inf  # once the timeouts run out, the last one again
+    _stamp: bool = False  # attempts tell their elapsed time (0.0 when nobody reads it)
+    policy: Policy
+    start: float  # the clock when the first attempt began (-inf: no finite reading yet)
+    state: int
+    _time: float  # the latest good reading of the clock
+    _hooks: tuple[instrument.Hook, ...]
 
     def __init__(
         self,
@@ -700,16 +710,20 @@ class Call:
         """Tell every hook of the call what happened to attempt *number*."""
         if not self._id:
             self._id = _ids()
-        event = RetryEvent(
-            kind,
-            self.policy.name,
-            number,
-            outcome,
-            delay,
-            self.slept,
-            self.elapsed(),
-            reason,
-            self._id,
+        # Made as the tuple it is: a NamedTuple's own __new__ is Python code, twice as slow.
+        event: RetryEvent = _tuple_new(
+            RetryEvent,
+            (
+                kind,
+                self.policy.name,
+                number,
+                outcome,
+                delay,
+                self.slept,
+                self.elapsed(),
+                reason,
+                self._id,
+            ),
         )
         for hook in self._hooks:
             hook(event)
