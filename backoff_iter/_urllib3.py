@@ -3,13 +3,16 @@ of this library (imported from :mod:`backoff_iter.interop`)."""
 
 from __future__ import annotations
 
+import itertools
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
+from urllib3.exceptions import MaxRetryError
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
-from . import _checks, _sleeping
+from . import _checks, _sleeping, instrument
 from ._schedule import Schedule
 from .hints import RETRY_AFTER_MAX, parse_retry_after, server_wait
 
@@ -32,6 +35,13 @@ class Urllib3Retry(Retry):
     out, or yields ``inf``, the retries are exhausted, as when ``total`` is.
     *sleep* defaults to ``time.sleep``, and
     :func:`backoff_iter.testing.no_sleep` switches it off.
+
+    *name* and *observe* are the drivers': the hooks (and those of
+    :func:`backoff_iter.instrument.enable`) hear a ``"retry"`` event before
+    each sleep and a ``"give_up"`` (reason ``"exhausted"``) when urllib3
+    runs out of retries.  urllib3 tells a ``Retry`` nothing of a request's
+    success, nor when it began: there is no ``"success"`` event, and an
+    event's ``elapsed`` counts from the request's first failure.
     """
 
     def __init__(
@@ -41,6 +51,8 @@ class Urllib3Retry(Retry):
         delays: Callable[[], Iterable[float]] | Iterable[float] | None = None,
         sleep: Callable[[float], Any] | None = None,
         retry_after_max: float = RETRY_AFTER_MAX,
+        name: str = "call",
+        observe: instrument.Observe = None,
         **kwargs: Any,
     ) -> None:
         if delays is None:
@@ -54,18 +66,73 @@ class Urllib3Retry(Retry):
         )
         """What sleeps between attempts (None: ``time.sleep``)."""
         retry_after_max = _checks.seconds("retry_after_max", retry_after_max, infinite=True)
+        self.name: str = _checks.text("name", name)
+        """What the events call the request's retries."""
+        self.observe: tuple[instrument.Hook, ...] = instrument.hooks(observe)
+        """This policy's own hooks."""
         # urllib3 annotates retry_after_max as int; any number of seconds works.
         super().__init__(total, retry_after_max=cast(int, retry_after_max), **kwargs)
         self._schedule: Schedule | None = None  # a request's, once it retried
+        self._request: _Request | None = None  # ... and what its events tell
+        self._outcome: Any = None  # the failure this link retries
 
     def new(self, **kw: Any) -> Urllib3Retry:
         """The next link of a request's chain; the first retry starts a fresh schedule."""
         kw.setdefault("delays", self.delays)
         kw.setdefault("sleep", self.sleep_function)
+        kw.setdefault("name", self.name)
+        kw.setdefault("observe", self.observe)
         retry = super().new(**kw)
         if retry.history:  # a request under way: one schedule for all its retries
             retry._schedule = self._schedule or Schedule("delays", self.delays)
+            retry._request = self._request or _Request()
         return retry
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: Any = None,
+        _stacktrace: Any = None,
+    ) -> Urllib3Retry:
+        """urllib3's increment; a give-up (``MaxRetryError``) is told to the hooks."""
+        outcome = error if error is not None else response
+        try:
+            retry = super().increment(method, url, response, error, _pool, _stacktrace)
+        except MaxRetryError:
+            request = self._request or _Request()
+            self._tell(request, "give_up", outcome, self._retries() + 1, None, "exhausted")
+            raise
+        retry._outcome = outcome
+        return retry
+
+    def _tell(
+        self,
+        request: _Request,
+        kind: str,
+        outcome: Any,
+        number: int,
+        delay: float | None,
+        reason: str | None,
+    ) -> None:
+        """Give every hook the event of one retry or give-up of this request."""
+        hooks = self.observe + tuple(instrument.enabled)
+        if hooks:
+            event = instrument.RetryEvent(
+                kind,
+                self.name,
+                number,
+                outcome,
+                delay,
+                request.slept,
+                time.monotonic() - request.since,
+                reason,
+                request.call_id,
+            )
+            for hook in hooks:
+                hook(event)
 
     def _retries(self) -> int:
         """Retries so far in this request (redirects are not retries)."""
@@ -97,5 +164,23 @@ class Urllib3Retry(Retry):
             hint = self.get_retry_after(response)
             if hint is not None and hint > delay:
                 delay = hint
+        request = self._request
+        if request is not None:
+            self._tell(request, "retry", self._outcome, self._retries(), delay, None)
+            request.slept += delay
         if delay > 0:
             _sleeping.sleep(self.sleep_function, delay)
+
+
+_ids = itertools.count(1).__next__
+
+
+class _Request:
+    """One request's retries, for its events: an id, and the time slept and passed."""
+
+    __slots__ = ("call_id", "slept", "since")
+
+    def __init__(self) -> None:
+        self.call_id = -_ids()  # negative: never the id of a driver's call
+        self.slept = 0.0
+        self.since = time.monotonic()

@@ -697,3 +697,29 @@ def test_urllib3_an_infinite_delay_exhausts_the_retries():
             delays=[0.1, float("inf")], total=5, status_forcelist=[503], raise_on_status=False
         ).get(script.url)
     assert response.status_code == 503 and len(script.seen) == 2 and slept == [0.1]
+
+
+def test_urllib3_retry_tells_hooks_each_retry_and_the_give_up():
+    """name= and observe=: a retry event before each sleep, a give-up when urllib3 runs out."""
+    seen = []
+    with Script([BUSY, BUSY]) as script, no_sleep():
+        response = session(
+            delays=[0.25, 0.5], total=3, status_forcelist=[503], name="api", observe=seen.append
+        ).get(script.url)
+    assert response.status_code == 200
+    assert [(e.kind, e.name, e.number, e.delay, e.slept) for e in seen] == [
+        ("retry", "api", 1, 0.25, 0.0),
+        ("retry", "api", 2, 0.5, 0.25),
+    ]
+    assert seen[0].call_id == seen[1].call_id and seen[0].outcome.status == 503
+    seen.clear()
+    with Script([BUSY] * 5) as script, no_sleep():
+        with pytest.raises(requests.exceptions.RetryError):
+            session(delays=[0.1] * 5, total=1, status_forcelist=[503], observe=seen.append).get(
+                script.url
+            )
+    assert [(e.kind, e.number, e.reason) for e in seen] == [
+        ("retry", 1, None),
+        ("give_up", 2, "exhausted"),
+    ]
+    assert seen[0].call_id == seen[1].call_id and seen[1].name == "call"
