@@ -295,11 +295,12 @@ class Policy:
         self.told = (self.rate_limiter, self.throttle, self.breaker) != (None, None, None)
         # Something to do before each attempt: ask those parts, set its timeout.
         self.guarded = self.told or self.timeouts is not None
-        # A success needs no bookkeeping: nothing judges results or counts them.
-        # (Hooks enabled for the whole process are checked at each call.)
-        self.fast = (
-            self.on_result is None and self.budget is None and not self.observe and not self.guarded
-        )
+        # The first try may run bare: nothing judges its result, sees it or
+        # guards it; a success is at most told to the budget.  (Hooks enabled
+        # for the whole process are checked at each call.)
+        self.fast = self.on_result is None and not self.observe and not self.guarded
+        # ... and not even told to a budget: a success is the end, nothing more.
+        self.quiet = self.fast and self.budget is None
         # A retry is just the next delay: no hint, deadline or budget to apply.
         self.simple = self.retry_after is None and self.deadline is None and self.budget is None
         # Someone reads the call's start time: a deadline, or a hook's attempt.elapsed.
@@ -315,6 +316,7 @@ class Policy:
     timed: bool = False
     observed: bool = False
     fast: bool = True
+    quiet: bool = True
     simple: bool = True
 
     def claim(self) -> None:
@@ -412,6 +414,9 @@ class Attempt:
         call = self._call
         if call.state != _RUNNING or call.number != self.number:
             call.misuse(self, "with")
+        if exc is None and call.quiet:  # a success nobody needs told of
+            call.state = _DONE
+            return False
         if exc is not None and exc is self._bug:
             return call.stop(exc)
         return call.settle(self, exc, self._result)
@@ -435,6 +440,9 @@ class Attempt:
         call = self._call
         if call.state != _RUNNING or call.number != self.number:
             call.misuse(self, "async with")
+        if exc is None and call.quiet:  # a success nobody needs told of (and no timeout)
+            call.state = _DONE
+            return False
         expired = None
         if self._scope is not None:  # the attempt's timeout: its expiry is a TimeoutError
             expired = await self._scope.__aexit__(exc_type, exc, traceback)
@@ -453,18 +461,23 @@ class Attempt:
         return f"<Attempt number={self.number} delay={self.delay!r} elapsed={self.elapsed!r}>"
 
 
-def _cancelling() -> int:
-    """How many cancellation requests the current task has pending (0 outside
-    an asyncio task, or before Python 3.11)."""
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return 0
+_current_task: Callable[[], Any] | None = None  # asyncio.current_task, once asyncio is loaded
+
+
+def cancellations() -> tuple[Any, int]:
+    """The asyncio task running now and its pending cancellation requests, or
+    (None, 0): outside a task, and before Python 3.11, which does not count them."""
+    global _current_task
+    if _current_task is None:
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is None or sys.version_info < (3, 11):
+            return None, 0
+        _current_task = asyncio.current_task
     try:
-        task = asyncio.current_task()
+        task = _current_task()
     except RuntimeError:  # no asyncio loop running: trio, or a coroutine driven by hand
-        return 0
-    cancelling = getattr(task, "cancelling", None)
-    return 0 if cancelling is None else cast(int, cancelling())
+        return None, 0
+    return (None, 0) if task is None else (task, task.cancelling())
 
 
 _ids = itertools.count(1).__next__  # call ids for the hooks' events
@@ -484,11 +497,13 @@ class Call:
     _delays: Iterator[float] | None = None  # made at the first failure
     _last: bool = False  # the deadline shortened the last sleep
     _spent: float = 0.0  # what the budget's try_retry took for this call
-    _cancelling: int = 0  # the task's pending cancellations when an async call began
+    _task: Any = None  # the asyncio task of an async call (3.11+) ...
+    _cancelling: int = 0  # ... and its pending cancellations when the call began
     _id: int = 0  # for the hooks' events, given at the first one
     _timeouts: Iterator[float] | None = None  # made before the first attempt
     _timeout_last: float = math.inf  # once the timeouts run out, the last one again
     _stamp: bool = False  # attempts tell their elapsed time (0.0 when nobody reads it)
+    quiet: bool = False  # a success is the end: no budget, hook or part to tell
     policy: Policy
     start: float  # the clock when the first attempt began (-inf: no finite reading yet)
     state: int
@@ -500,7 +515,7 @@ class Call:
         policy: Policy,
         start: float,
         in_async: bool = False,
-        cancelling: int | None = None,
+        cancelling: tuple[Any, int] | None = None,
         shown: bool = False,
     ) -> None:
         self.policy = policy
@@ -516,10 +531,14 @@ class Call:
             # A retry is refused only once the task's count of pending
             # cancellations has grown since the call began (on 3.11 and 3.12 a
             # task that handled a TaskGroup's error keeps it at 1 for good).
-            self._cancelling = _cancelling() if cancelling is None else cancelling
+            self._task, self._cancelling = cancelling or cancellations()
         # The hooks that see this call's events: its policy's and the process's.
         enabled = instrument.enabled
-        self._hooks = policy.observe + tuple(enabled) if enabled else policy.observe
+        if enabled:
+            self._hooks = policy.observe + tuple(enabled)
+        else:
+            self._hooks = policy.observe
+            self.quiet = policy.quiet
         # Someone reads each attempt's elapsed time: the loop's body, a hook,
         # or the deadline shortening a timeout (else no clock is read for it).
         if shown or policy.observed or policy.deadline is not None:
@@ -652,8 +671,9 @@ class Call:
         self, attempt: Attempt | None, exc: BaseException | None, result: Any
     ) -> bool:
         """The async loop's step: :meth:`settle`, awaiting an async hook and sleep."""
-        if exc is not None:
-            self._stop_if_cancelling()
+        task = self._task
+        if exc is not None and task is not None and task.cancelling() > self._cancelling:
+            self._refuse()
         if attempt is None and self.policy.observed:  # @retry's first try, for the hooks
             attempt = Attempt(self, 1, 0.0, 0.0)
         delay = self.decide(attempt, exc, result)
@@ -678,16 +698,16 @@ class Call:
             self.emit("error", exc, self.number)
         return False
 
-    def _stop_if_cancelling(self) -> None:
-        """Raise CancelledError if the task was asked to cancel since the call began.
+    def _refuse(self) -> None:
+        """The task was asked to cancel since the call began: no retry.
 
         A TaskGroup can turn the task's own cancellation (from ``asyncio.timeout``,
         say) into an ordinary failure: retrying it would run on past the timeout.
         """
-        if _cancelling() > self._cancelling:
-            import asyncio
+        self.state = _DONE
+        import asyncio
 
-            raise asyncio.CancelledError("the task is being cancelled: no retry")
+        raise asyncio.CancelledError("the task is being cancelled: no retry")
 
     def _fit(self, delay: float) -> float:
         """*delay*, shortened so the sleep still ends by the deadline after a

@@ -10,8 +10,9 @@ same loop around the decorated function::
             result = attempt.set_result(func(*args, **kwargs))
     return result
 
-with one shortcut: when a success needs no bookkeeping (no ``on_result``,
-no budget), the first try runs bare, and the loop starts only if it fails.
+with one shortcut: when nothing judges, sees or guards the first try (no
+``on_result``, hooks, parts or timeout), it runs bare - a success is at most
+told to the budget - and the loop starts only if it fails.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ._core import (
     ExceptionFilter,
     GiveUp,
     Policy,
-    _cancelling,
+    cancellations,
     is_async,
 )
 from .hints import RETRY_AFTER_MAX
@@ -359,17 +360,22 @@ def _sync_wrapper(
     policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
 ) -> Callable[P, R]:
     fast, timed, clock, hooks = policy.fast, policy.timed, policy.clock, instrument.enabled
+    budget = policy.budget
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and not hooks:  # a success needs no bookkeeping: the first try runs bare
+        if fast and not hooks:  # the first try runs bare
             start = clock() if timed else 0.0
             try:
-                return func(*args, **kwargs)
+                result = func(*args, **kwargs)
             except Exception as error:
                 call = Call(policy, start)
                 if not call.settle(None, error, _NO_RESULT):
                     raise
+            else:
+                if budget is not None:  # all a success at once needs told
+                    budget.record_success(True, 0.0)
+                return result
         else:
             call = policy.call(shown=False)
         for attempt in call:
@@ -386,18 +392,23 @@ def _async_wrapper(
     policy: Policy, func: Callable[P, Awaitable[R]], timeout_arg: str | None = None
 ) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, hooks = policy.fast, policy.timed, policy.clock, instrument.enabled
+    budget = policy.budget
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and not hooks:  # a success needs no bookkeeping: the first try runs bare
+        if fast and not hooks:  # the first try runs bare
             start = clock() if timed else 0.0
-            cancelling = _cancelling()
+            cancelling = cancellations()
             try:
-                return await func(*args, **kwargs)
+                result = await func(*args, **kwargs)
             except Exception as error:
                 call = Call(policy, start, True, cancelling)
                 if not await call.asettle(None, error, _NO_RESULT):
                     raise
+            else:
+                if budget is not None:  # all a success at once needs told
+                    budget.record_success(True, 0.0)
+                return result
         else:
             call = policy.call(in_async=True, shown=False)
         async for attempt in call:

@@ -1667,5 +1667,5 @@ def test_what_the_defaults_mean_is_what_derive_finds():
 
     policy = Policy()
     policy._derive()
-    flags = ("told", "guarded", "timed", "observed", "fast", "simple")
+    flags = ("told", "guarded", "timed", "observed", "fast", "quiet", "simple")
     assert [getattr(policy, f) for f in flags] == [getattr(Policy, f) for f in flags]
