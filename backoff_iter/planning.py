@@ -215,11 +215,9 @@ def _elapsed(a: float, r: float, n: int) -> float:
 
 
 def _sleep(a: float, r: float, n: int) -> float:
-    """Sleep number *n* (from 0): ``a r**n``, inf beyond floats."""
+    """Sleep number *n* (from 0, below 2**64): ``a r**n``, inf beyond floats."""
     if r == 1.0 or n == 0:
         return a
-    if n >= _MANY:
-        return math.inf
     y = n * math.log(r)
     if math.log(a) + y > _LOG_MAX + 1.0:
         return math.inf

@@ -24,11 +24,13 @@ import pytest
 
 from backoff_iter import ArgumentValueError, decorrelated, strategies
 from backoff_iter.cli import main
+from backoff_iter.cli._show import DRAWN_AT_MOST, UNTIL_AT_MOST
 from backoff_iter.overload import simulate_overload
 from backoff_iter.planning import plan
 from backoff_iter.simulation import RUNS_PER_TASK, simulate
 
 COMMAND = [sys.executable, "-m", "backoff_iter"]
+PLAN = ["--base", "1", "--factor", "2", "--elapsed", "20"]
 PNG = b"\x89PNG\r\n\x1a\n"
 
 Ran = namedtuple("Ran", "status out err")
@@ -131,8 +133,6 @@ def test_show_until_elapsed_stops_once_the_time_slept_reaches_it(cli):
 def test_a_time_never_reached_ends_after_a_bounded_count_with_a_note(cli, strategy):
     """--until-elapsed that the time slept cannot reach (or not soon) stops after the rows
     the help names, with one note on stderr naming the option; -n sets that bound."""
-    from backoff_iter.cli._show import UNTIL_AT_MOST
-
     result = cli("show", *strategy, "--until-elapsed", "5", "--json")
     assert result.status == 0
     assert len(strict_json(result.out)) == UNTIL_AT_MOST
@@ -188,11 +188,10 @@ def test_a_reader_that_goes_away_ends_it_quietly():
     assert result.stderr == "status 0\n"
 
 
-def with_stdout_closed(*args):
-    """python -m backoff_iter with file descriptor 1 closed, as `>&-` leaves it."""
-    script = 'exec >&-; exec "$@"'
+def with_fds(redirections, *args):
+    """python -m backoff_iter with its file descriptors redirected as in a shell: `>&-`."""
     return subprocess.run(
-        ["/bin/bash", "-c", script, "bash", *COMMAND, *args],
+        ["/bin/bash", "-c", f'exec {redirections}; exec "$@"', "bash", *COMMAND, *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -200,25 +199,57 @@ def with_stdout_closed(*args):
 
 
 def test_an_output_that_cannot_be_written_is_one_line_and_status_1(tmp_path):
-    """A closed stdout (`>&-`) and a full disk (/dev/full): status 1, one line saying why;
-    a picture needs no stdout, so `--plot` with stdout closed still works."""
-    closed = with_stdout_closed("plan", "--base", "1", "--factor", "2", "--elapsed", "20")
+    """A closed stdout (`>&-`) and a full disk (/dev/full), whether the rows fail as they
+    are written or at the last flush: status 1, one line saying why."""
+    closed = with_fds(">&-", "show", "exponential")
     assert closed.returncode == 1
     assert "stdout is closed" in one_error_line(closed.stderr)
-    with open("/dev/full", "w") as full:
-        result = subprocess.run(
-            [*COMMAND, "show", "exponential", "-n", "100000"],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-        )
-    assert result.returncode == 1
-    assert "No space left" in one_error_line(result.stderr)
+    for args in (["show", "exponential", "-n", "100000"], ["plan", *PLAN]):
+        full = with_fds(">/dev/full", *args)
+        assert full.returncode == 1
+        assert "No space left" in one_error_line(full.stderr)
+
+
+def test_a_picture_needs_no_stdout_and_a_lost_stderr_changes_no_status(tmp_path):
+    """--plot works with stdout closed; with stderr closed or full, bad usage is still 2 and
+    a note or progress fails nothing."""
     target = tmp_path / "closed.png"
-    drawn = with_stdout_closed("show", "exponential", "-n", "3", "--plot", str(target))
+    drawn = with_fds(">&-", "show", "exponential", "-n", "3", "--plot", str(target))
     assert drawn.returncode == 0, drawn.stderr
     assert target.read_bytes()[:8] == PNG
+    for lost in ("2>&-", "2>/dev/full"):
+        assert with_fds(lost, "show", "exponential", "--base", "-1").returncode == 2
+        noted = with_fds(lost, "show", "constant", "--base", "0", "--until-elapsed", "1")
+        assert noted.returncode == 0 and noted.stdout.count("\n") == 1 + UNTIL_AT_MOST
+
+
+@pytest.mark.parametrize(
+    "args", [["show", "exponential"], ["plan", *PLAN], ["simulate"], ["overload"]]
+)
+def test_each_command_with_stdout_closed_fails_before_any_work(cli, monkeypatch, args):
+    """With no stdout (`>&-` leaves sys.stdout None) a command that prints ends at once, 1."""
+    from backoff_iter import overload, simulation
+
+    for module, name in ((simulation, "simulate"), (overload, "simulate_overload")):
+
+        @wraps(getattr(module, name))  # the same signature: the command line reads its defaults
+        def never(*args, **options):
+            raise AssertionError("worked for nothing")
+
+        monkeypatch.setattr(module, name, never)
+    monkeypatch.setattr(sys, "stdout", None)
+    result = cli(*args)
+    assert result.status == 1
+    assert "stdout is closed" in one_error_line(result.err)
+
+
+def test_writing_without_a_stdout_is_an_output_error(monkeypatch):
+    """The writer itself refuses a closed stdout, whichever command forgets to say it prints."""
+    from backoff_iter.cli._common import OutputError, write
+
+    monkeypatch.setattr(sys, "stdout", None)
+    with pytest.raises(OutputError, match="stdout is closed"):
+        write("row\n")
 
 
 def test_show_plot_says_where_it_wrote_and_draws_a_png(cli, tmp_path):
@@ -253,6 +284,15 @@ def test_a_plot_path_that_cannot_be_written_is_bad_usage_before_any_work(cli, tm
         result = cli("show", "full_jitter", "--plot", str(tmp_path / bad))
         assert result.status == 2
         assert "--plot" in one_error_line(result.err)
+
+
+def test_a_plot_without_matplotlib_is_bad_usage_saying_what_to_install(cli, monkeypatch):
+    """No matplotlib: --plot is refused before any work, naming the extra to install."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    result = cli("show", "exponential", "--plot", "x.png")
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert "--plot" in line and "backoff_iter[plot]" in line
 
 
 def test_a_picture_that_cannot_be_written_is_one_line_and_status_1(cli, tmp_path):
@@ -316,8 +356,6 @@ def test_the_picture_names_its_seed_and_compares_with_the_strategys_own_exponent
 def test_a_picture_of_more_attempts_than_it_can_draw_is_bad_usage(cli, tmp_path):
     """--plot draws at most DRAWN_AT_MOST attempts: more, asked by -n or needed by
     --until-elapsed, is status 2 naming the option."""
-    from backoff_iter.cli._show import DRAWN_AT_MOST
-
     target = str(tmp_path / "x.png")
     many = cli("show", "exponential", "-n", str(DRAWN_AT_MOST + 1), "--plot", target)
     assert many.status == 2 and "-n" in one_error_line(many.err)
@@ -385,6 +423,8 @@ def test_plan_ratio_solves_the_factor_and_compare_gives_both_counts(cli):
     linear = strict_json(cli(*args, "--compare", "1").out)["compare"]
     assert linear["retries"] == plan(1, 1, 1057.19).retries == 1057
     assert linear["ratio"] is None
+    text = cli(*args[:-1], "--compare", "1").out.splitlines()[-1]
+    assert text == "factor 1 over the same time: 1057 retries (exactly 1057.190)"
 
 
 @pytest.mark.parametrize(
@@ -401,6 +441,9 @@ def test_plan_gives_the_librarys_exact_count_for_extreme_inputs(cli, base, facto
 
 
 # -- simulate ---------------------------------------------------------------------------
+# The studies here run on one process (--jobs 1) or are interrupted: a pool that ends
+# normally is terminated (SIGTERM) by simulation.py while its workers write their
+# coverage data, which leaves corrupt .coverage.* files behind.
 
 
 def test_simulate_json_matches_the_python_api_and_shows_progress(cli):
@@ -460,6 +503,16 @@ def study(monkeypatch):
     return calls
 
 
+@pytest.mark.parametrize(
+    "values, listed", [((10, 20, 30, 40, 50), "10,20,...,50"), ((1, 2, 4), "1,2,4"), ((3,), "3")]
+)
+def test_default_client_counts_are_listed_short_when_evenly_spaced(values, listed):
+    """simulate --help lists an even run of counts by its ends, any other by every count."""
+    from backoff_iter.cli._simulate import _listed
+
+    assert _listed(values) == listed
+
+
 def test_simulate_starts_no_more_processes_than_it_has_tasks(cli, study, monkeypatch):
     """--jobs 256 for 5 tasks runs on 5 processes; by default one per core, as bounded."""
     args = ["simulate", "--clients", "5", "--runs", str(RUNS_PER_TASK), "--json"]
@@ -478,7 +531,18 @@ def test_simulate_plot_writes_a_png_even_for_one_client_count(cli, tmp_path):
     """--plot draws markers, so a single --clients value is a visible point; --json stays JSON."""
     target = tmp_path / "study.png"
     result = cli(
-        "simulate", "--clients", "4", "--runs", "2", "--seed", "1", "--json", "--plot", str(target)
+        "simulate",
+        "--clients",
+        "4",
+        "--runs",
+        "2",
+        "--seed",
+        "1",
+        "--jobs",
+        "1",
+        "--json",
+        "--plot",
+        str(target),
     )
     assert result.status == 0, result.err
     assert len(strict_json(result.out)) == 5

@@ -273,6 +273,7 @@ def test_sums_and_sleeps_beyond_floats_are_inf_never_an_error():
     huge = plan(1e300, 10, 1.7e308)  # (r - 1) T / a fits, its sleep after does not
     assert (huge.retries, huge.sleep_after) == (9, math.inf)
     assert next_sleep(1, 3, sys.float_info.max) == math.inf
+    assert retries_by(1, 2, math.inf) == retries_by(1, 1, math.inf) == math.inf
 
 
 @pytest.mark.parametrize(

@@ -144,8 +144,7 @@ def write(text: str) -> None:
     except BrokenPipeError:
         raise
     except OSError as error:
-        silence_stdout()
-        raise OutputError(f"cannot write the output: {error.strerror or error}") from None
+        raise _cannot_write(error) from None
 
 
 def flush() -> None:
@@ -157,8 +156,12 @@ def flush() -> None:
     except BrokenPipeError:
         raise
     except OSError as error:
-        silence_stdout()
-        raise OutputError(f"cannot write the output: {error.strerror or error}") from None
+        raise _cannot_write(error) from None
+
+
+def _cannot_write(error: OSError) -> OutputError:
+    silence_stdout()
+    return OutputError(f"cannot write the output: {error.strerror or error}")
 
 
 def silence_stdout() -> None:

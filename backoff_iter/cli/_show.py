@@ -6,6 +6,7 @@ import argparse
 import inspect
 from collections import Counter
 from collections.abc import Iterator
+from functools import cache
 from itertools import islice
 from random import Random
 from typing import Any
@@ -43,6 +44,7 @@ _MEANINGS = {
 }
 
 
+@cache
 def _signature_defaults() -> dict[str, dict[str, Any]]:
     """Each parameter of show, and its default in each strategy taking it."""
     defaults: dict[str, dict[str, Any]] = {}
@@ -226,16 +228,9 @@ def _picture(
 def _reference(name: str, options: dict[str, Any], n: int) -> tuple[str, list[float]]:
     """The plain exponential a jittered strategy is compared with: the strategy's own
     base, factor and cap (given or its defaults) where it has them, exponential's otherwise."""
-    own = {
-        spelled: parameter.default
-        for parameter, spelled in zip(
-            inspect.signature(strategies.STRATEGIES[name]).parameters.values(),
-            strategies.parameters(name),
-        )
-    }
-    own.update(options)
-    values = {
-        key: own[key] for key in strategies.parameters("exponential") if own.get(key) is not None
-    }
+    values = {}
+    for parameter in strategies.parameters("exponential"):
+        defaults = _signature_defaults()[parameter]
+        values[parameter] = options.get(parameter, defaults.get(name, defaults["exponential"]))
     label = "exponential(" + ", ".join(f"{key}={value:g}" for key, value in values.items()) + ")"
     return label, list(islice(strategies.make("exponential", **values), n))
