@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 from collections import namedtuple
+from contextlib import suppress
 from functools import wraps
 from itertools import accumulate, islice
 from random import Random
@@ -243,6 +244,18 @@ def test_each_command_with_stdout_closed_fails_before_any_work(cli, monkeypatch,
     assert "stdout is closed" in one_error_line(result.err)
 
 
+def test_an_output_that_fails_at_the_last_flush_is_status_1(cli, monkeypatch):
+    """Buffered rows that reach a full disk only when flushed: status 1, one line."""
+    full = open("/dev/full", "w")  # noqa: SIM115 - closed below, where it fails once more
+    monkeypatch.setattr(sys, "stdout", full)
+    result = cli("plan", *PLAN)
+    monkeypatch.undo()
+    with suppress(OSError):  # the rows are still buffered: closing flushes them again
+        full.close()
+    assert result.status == 1
+    assert "No space left" in one_error_line(result.err)
+
+
 def test_writing_without_a_stdout_is_an_output_error(monkeypatch):
     """The writer itself refuses a closed stdout, whichever command forgets to say it prints."""
     from backoff_iter.cli._common import OutputError, write
@@ -284,6 +297,13 @@ def test_a_plot_path_that_cannot_be_written_is_bad_usage_before_any_work(cli, tm
         result = cli("show", "full_jitter", "--plot", str(tmp_path / bad))
         assert result.status == 2
         assert "--plot" in one_error_line(result.err)
+
+
+def test_a_plot_path_may_say_png_in_capitals(cli, tmp_path, drawn):
+    """CHART.PNG is a PNG file name too."""
+    result = cli("show", "exponential", "--plot", str(tmp_path / "CHART.PNG"))
+    assert result.status == 0, result.err
+    assert len(drawn) == 1
 
 
 def test_a_plot_without_matplotlib_is_bad_usage_saying_what_to_install(cli, monkeypatch):
@@ -504,7 +524,13 @@ def study(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "values, listed", [((10, 20, 30, 40, 50), "10,20,...,50"), ((1, 2, 4), "1,2,4"), ((3,), "3")]
+    "values, listed",
+    [
+        ((10, 20, 30, 40, 50), "10,20,...,50"),
+        ((1, 2, 4), "1,2,4"),
+        ((1, 2, 3), "1,2,3"),
+        ((3,), "3"),
+    ],
 )
 def test_default_client_counts_are_listed_short_when_evenly_spaced(values, listed):
     """simulate --help lists an even run of counts by its ends, any other by every count."""
@@ -552,7 +578,8 @@ def test_simulate_plot_writes_a_png_even_for_one_client_count(cli, tmp_path):
 
 def test_ctrl_c_during_simulate_exits_130_with_one_line():
     """Ctrl-C once the study runs (its first progress line is the sign): status 130, one
-    line, no traceback, the worker processes stopped."""
+    line, no traceback, the workers stopped.  The signal goes to the command alone: how
+    workers still starting take a terminal's SIGINT to the group is simulation.py's."""
     child = subprocess.Popen(
         [*COMMAND, "simulate", "--clients", "150", "--runs", "100000", "--jobs", "2"],
         stdout=subprocess.PIPE,
@@ -568,6 +595,29 @@ def test_ctrl_c_during_simulate_exits_130_with_one_line():
     assert child.returncode == 130
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == "python -m backoff_iter: interrupted"
+
+
+def test_progress_is_shown_every_2_seconds_and_on_a_terminal_every_tenth(capsys, monkeypatch):
+    """Progress lines are spaced by the clock: 2 s apart in a log, 0.1 s on a terminal."""
+    from backoff_iter.cli import _common
+
+    now = [100.0]
+    monkeypatch.setattr(_common.time, "perf_counter", lambda: now[0])
+    progress = _common.Progress("simulate")
+    for moment in (100.0, 101.0, 101.99, 102.0, 102.05, 104.5):
+        now[0] = moment
+        progress(f"at {moment}")
+    shown = capsys.readouterr().err.splitlines()
+    assert [line.split(" (")[0] for line in shown] == [
+        "simulate: at 100.0",
+        "simulate: at 102.0",
+        "simulate: at 104.5",
+    ]
+    progress.terminal = True
+    for moment in (200.0, 200.05, 200.15):
+        now[0] = moment
+        progress(f"at {moment}")
+    assert capsys.readouterr().err.count("\rsimulate: at") == 2  # 200.0 and 200.15
 
 
 def test_progress_is_one_line_on_a_terminal(cli, monkeypatch):
@@ -682,6 +732,7 @@ def test_version(cli):
         (["show", "full_jitter", "--seed", "x"], "--seed"),
         (["show", "exponential", "-n", "0"], "-n"),
         (["show", "exponential", "--until-elapsed", "-1"], "--until-elapsed"),
+        (["show", "exponential", "--until-elapsed", "nan"], "--until-elapsed"),
         (["show", "full_jitter", "--plot", "out.svg"], "--plot"),
         (["plan", "--base", "1", "--factor", "2"], "--elapsed"),
         (["plan", "--base", "-1", "--factor", "2", "--elapsed", "3"], "--base"),
@@ -713,8 +764,27 @@ def test_bad_input_is_one_line_naming_the_option_and_exit_status_2(cli, args, na
     the option, status 2."""
     result = cli(*args)
     assert result.status == 2
-    assert named in one_error_line(result.err)
+    line = one_error_line(result.err)
+    assert named in line
+    assert line.startswith(" ".join(["python -m backoff_iter", *args[:1]]) + ": error: ")
     assert "_number" not in result.err and "new_factor" not in result.err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["simulate", "--clients", "10,,20"],
+        ["simulate", "--clients", "10,"],
+        ["simulate", "--strategies", "exponential,,none"],
+        ["overload", "--budgets", ",none"],
+    ],
+)
+def test_an_empty_item_in_a_list_is_refused_as_such(cli, args):
+    """`10,,20` is not 10 and 20: bad usage, the error saying an item is empty."""
+    result = cli(*args)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert args[1] in line and "empty" in line
 
 
 def test_the_base_of_simulate_is_named_as_typed(cli):

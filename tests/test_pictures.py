@@ -87,6 +87,8 @@ def test_each_panel_names_its_own_line_and_no_legend_covers_data(figures):
     assert "exponential(base=1), for reference" in top_labels
     assert "time slept by exponential(base=1)" in bottom_labels
     assert "5-95% of the 3 schedules" in top_labels
+    slept_by = next(line for line in bottom.get_lines() if line.get_label().startswith("time"))
+    assert list(slept_by.get_ydata()) == [1.0, 3.0, 7.0]
     for axes in (top, bottom):
         assert not overlaps(axes.get_legend().get_window_extent(), axes.get_window_extent())
 

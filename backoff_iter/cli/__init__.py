@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from backoff_iter import __version__, _checks
 
 from . import _overload, _plan, _show, _simulate
-from ._common import PROG, OutputError, Parser, UsageError, flush, option, say, silence_stdout
+from ._common import PROG, OutputError, Parser, UsageError, flush, option, say
 
 __all__ = ["main"]
 
@@ -74,9 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         end_progress = "\n" if sys.stderr is not None and sys.stderr.isatty() else ""
         say(f"{end_progress}{PROG}: interrupted")  # a progress line may be open
         return 130
-    except BrokenPipeError:
-        # The reader has gone (`| head`): stop quietly, and let the exit not
-        # complain about the stdout it can no longer flush.
-        silence_stdout()
+    except BrokenPipeError:  # the reader has gone (`| head`): stop quietly
         return 0
     return 0

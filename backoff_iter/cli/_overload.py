@@ -40,10 +40,9 @@ _MEANINGS = {
 
 def add(parser: argparse.ArgumentParser) -> None:
     storm = overload.simulate_overload
-    picked = ["none", *strategies.STRATEGIES]
     parser.add_argument(
         "--strategies",
-        type=names(picked),
+        type=names,
         default=list(default(storm, "strategies")),
         metavar="NAMES",
         help="comma-separated: none (no retries), "
@@ -52,7 +51,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--budgets",
-        type=names(list(overload.BUDGETS)),
+        type=names,
         default=list(default(storm, "budgets")),
         metavar="NAMES",
         help="comma-separated, each run with its own shared one: "

@@ -44,7 +44,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     study = simulation.simulate
     parser.add_argument(
         "--strategies",
-        type=names(list(STUDY_STRATEGIES)),
+        type=names,
         default=list(simulation.DEFAULT_STRATEGIES),
         metavar="NAMES",
         help="comma-separated, from: "
