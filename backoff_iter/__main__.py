@@ -1,7 +1,10 @@
-"""``python -m backoff_iter``: see cli.py."""
+"""``python -m backoff_iter``: see backoff_iter/cli."""
 
 import sys
 
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C while the command line loads
+    sys.exit(130)
 
 sys.exit(main())

@@ -1,24 +1,25 @@
-"""The command line's pictures (matplotlib, imported only for ``--plot``)."""
+"""The command line's pictures (matplotlib, imported only for ``--plot``).
+
+Each function draws what the command computed and writes it to *path*;
+choosing what to draw (which attempts, how many schedules) is the command's.
+"""
 
 from __future__ import annotations
 
 import argparse
 import math
 from collections.abc import Sequence
-from itertools import accumulate, islice
-from random import Random
+from itertools import accumulate
 from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 from matplotlib import pyplot
+from matplotlib.ticker import MaxNLocator
 
-from . import strategies
 from .overload import OverloadRun
 from .simulation import Result
-
-_POINTS = 60  # attempts drawn when neither -n nor --until-elapsed says
 
 
 def _percentile(sorted_values: Sequence[float], share: float) -> float:
@@ -29,71 +30,54 @@ def _percentile(sorted_values: Sequence[float], share: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
 
 
-def _envelope(name: str, options: dict[str, Any], n: int) -> tuple[str, list[float]]:
-    """The deterministic schedule a jittered one draws under: its window's top."""
-    base = options.get("base", 1.0)
-    cap = options.get("cap", math.inf)
-    if name == "decorrelated":
-        factor = options.get("factor", 3.0)
-        label = f"window top min(cap, base·{factor:g}^(n+1))"
-        return label, [min(cap, base * factor ** min(i + 1, 1100)) for i in range(n)]
-    factor = options.get("factor", 2.0)
-    label = f"exponential min(cap, base·{factor:g}^n)"
-    return label, list(islice(strategies.exponential(base, factor, cap=cap), n))
-
-
 def show(
     path: str,
-    name: str,
-    options: dict[str, Any],
-    limit: int | None,
-    until: float | None,
-    samples: int,
+    title: str,
+    schedules: Sequence[Sequence[float]],
+    reference: tuple[str, Sequence[float]] | None,
 ) -> None:
-    """Sleep and time slept per attempt; for a jittered strategy the median and
-    the 5-95% band of *samples* seeded schedules, beside the envelope."""
-    n = limit if limit is not None else _POINTS
-    jittered = "rng" in strategies.parameters(name)
-    seed = options.pop("rng", None)
-    seed_text = "" if seed is None else ", seeded"
-    runs = samples if jittered else 1
-    draws = Random(0) if seed is None else seed
-    sleeps = [list(islice(strategies.make(name, rng=draws, **options), n)) for _ in range(runs)]
-    if until is not None:  # as many attempts as reach the time asked, in the median
-        totals = [list(accumulate(s)) for s in sleeps]
-        medians = [_percentile(sorted(t[i] for t in totals), 0.5) for i in range(n)]
-        n = next((i + 1 for i, total in enumerate(medians) if total >= until), n)
-        sleeps = [s[:n] for s in sleeps]
-    attempts = list(range(n))
-    figure, (top, bottom) = pyplot.subplots(2, 1, figsize=(9, 7.5), sharex=True)
-    for axes, series, what in (
-        (top, sleeps, "sleep"),
-        (bottom, [list(accumulate(s)) for s in sleeps], "time slept so far"),
-    ):
+    """Sleep and time slept per attempt.  One schedule is drawn as a line; many
+    (a jittered strategy) as their median and 5-95% band, beside *reference*
+    (a label and the sleeps of a plain schedule to compare with)."""
+    attempts = range(len(schedules[0]))
+    many = len(schedules) > 1
+    marker = "o" if len(attempts) <= 60 else None
+    figure, (top, bottom) = pyplot.subplots(2, 1, figsize=(12, 7.5), sharex=True)
+    for axes, cumulative, what in ((top, False, "sleep"), (bottom, True, "time slept so far")):
+        series = [list(accumulate(s)) if cumulative else s for s in schedules]
         columns = [sorted(run[i] for run in series) for i in attempts]
-        if jittered:
-            low = [_percentile(c, 0.05) for c in columns]
-            high = [_percentile(c, 0.95) for c in columns]
-            axes.fill_between(attempts, low, high, alpha=0.25, label=f"5-95% of {runs} schedules")
+        if many:
+            axes.fill_between(
+                attempts,
+                [_percentile(c, 0.05) for c in columns],
+                [_percentile(c, 0.95) for c in columns],
+                alpha=0.25,
+                label=f"5-95% of the {len(schedules):,} schedules",
+            )
         axes.plot(
             attempts,
             [_percentile(c, 0.5) for c in columns],
-            marker="o",
+            marker=marker,
             markersize=3,
-            label="median" if jittered else name,
+            label="median" if many else "the schedule",
         )
-        if jittered:
-            label, top_line = _envelope(name, dict(options), n)
-            if what != "sleep":
-                top_line = list(accumulate(top_line))
-            axes.plot(attempts, top_line, linestyle="--", color="black", label=label)
+        if reference is not None:
+            label, sleeps = reference
+            line = list(accumulate(sleeps)) if cumulative else sleeps
+            axes.plot(
+                attempts,
+                line,
+                linestyle="--",
+                color="black",
+                label=f"time slept by {label}" if cumulative else f"{label}, for reference",
+            )
         axes.set_yscale("log")
         axes.set_ylabel(f"{what} (s)")
         axes.grid(alpha=0.3, which="both")
-        axes.legend(loc="upper left", fontsize="small")
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # off the data
     bottom.set_xlabel("attempt (from 0)")
-    given = ", ".join(f"{k}={v:g}" for k, v in options.items())
-    figure.suptitle(f"{name}({given}){seed_text}")
+    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))  # attempts are whole numbers
+    figure.suptitle(title)
     _save(figure, path)
 
 
@@ -113,17 +97,18 @@ def simulation(path: str, results: Sequence[Result], args: argparse.Namespace) -
     for axes in (work, duration):
         axes.legend(fontsize="small")
         axes.grid(alpha=0.3, which="both")
-    seed = "unseeded" if args.seed is None else f"seed {args.seed}"
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     figure.suptitle(
         f"AWS contention study: {args.runs} runs per point, base {args.base:g} ms,"
-        f" cap {args.cap:g} ms, {seed}"
+        f" cap {args.cap:g} ms, {_seed(args.seed)}"
     )
     _save(figure, path)
 
 
 def overload(path: str, runs: Sequence[OverloadRun], args: argparse.Namespace) -> None:
-    """Goodput and attempts per second over time, one line per (strategy, budget)."""
-    figure, (good, sent) = pyplot.subplots(2, 1, figsize=(11, 7.5), sharex=True)
+    """Goodput and attempts per second over time, one line per (strategy, budget);
+    the legend beside the panels, where it hides no data."""
+    figure, (good, sent) = pyplot.subplots(2, 1, figsize=(13, 7.5), sharex=True)
     for run in runs:
         label = f"{run.strategy} / {run.budget}"
         seconds = range(len(run.series["arrivals"]))
@@ -150,16 +135,21 @@ def overload(path: str, runs: Sequence[OverloadRun], args: argparse.Namespace) -
     good.set_ylabel("requests succeeding per second")
     sent.set_ylabel("attempts sent per second")
     sent.set_xlabel("time (s)")
-    good.legend(fontsize="small", loc="upper right", ncol=2)
-    seed = "unseeded" if args.seed is None else f"seed {args.seed}"
+    good.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the data
     figure.suptitle(
         f"Retry storm: rate {args.rate:g}/s, capacity {args.capacity:g}/s, timeout {args.timeout:g} s,"
-        f" {args.retries} retries, base {args.base:g} s, cap {args.cap:g} s, {seed}"
+        f" {args.retries} retries, base {args.base:g} s, cap {args.cap:g} s, {_seed(args.seed)}"
     )
     _save(figure, path)
 
 
+def _seed(seed: int | None) -> str:
+    return "unseeded" if seed is None else f"seed {seed}"
+
+
 def _save(figure: Any, path: str) -> None:
-    figure.tight_layout()
-    figure.savefig(path, dpi=90)
-    pyplot.close(figure)
+    try:
+        figure.tight_layout()
+        figure.savefig(path, dpi=90)
+    finally:
+        pyplot.close(figure)

@@ -1,17 +1,28 @@
-"""The plan formulas against the geometric series computed directly."""
+"""The plan formulas against an exact reference, over every finite input.
+
+The reference computes the README's formulas - ``T_n = a (r^n - 1)/(r - 1)``,
+the next sleep ``a r^n = a + (r - 1) T_n``, ``n = log_r(1 + (r - 1) T / a)`` -
+in 60-digit decimal arithmetic from the floats' exact values, so it has no
+overflow, no cancellation and no rounding a float result could hide behind.
+"""
 
 from __future__ import annotations
 
 import math
+import sys
+from contextlib import contextmanager
+from decimal import Context, Decimal
+from fractions import Fraction
 from itertools import islice
 
 import pytest
 from checks import rejects
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from backoff_iter import elapsed, exponential
 from backoff_iter.planning import (
+    Plan,
     elapsed_after,
     factor_for_ratio,
     next_sleep,
@@ -20,47 +31,186 @@ from backoff_iter.planning import (
     retry_count_ratio,
 )
 
-bases = st.floats(min_value=0.001, max_value=1000)
-factors = st.floats(min_value=1.0, max_value=3.0)
-counts = st.integers(min_value=0, max_value=200)
+# -- the reference -------------------------------------------------------------------
+
+EXACT = Context(prec=60, Emax=10**9, Emin=-(10**9))
+FLOAT_MAX = Decimal(sys.float_info.max)
+# A result within this relative distance of the reference is right: a few
+# roundings of 2**-53 each (the functions promise about 8; 32 leaves room).
+TOLERANCE = Decimal(32) * Decimal(2) ** -53
 
 
-def direct_sum(a, r, n):
-    """T_n summed term by term."""
-    return math.fsum(a * r**k for k in range(n))
+def exact_power(r, n):
+    """r**n, exactly rounded to 60 digits (Infinity far beyond any float)."""
+    if r == 1.0:
+        return Decimal(1)
+    if n > 2**1000 or n * math.log10(r) > 1e8:
+        return Decimal("Infinity")
+    return EXACT.power(Decimal(r), n)
 
 
-@given(bases, factors, counts)
-def test_elapsed_after_is_the_geometric_sum(a, r, n):
-    """T_n = a (r^n - 1)/(r - 1) equals the sum of the first n sleeps."""
-    assert elapsed_after(a, r, n) == pytest.approx(direct_sum(a, r, n), rel=1e-12, abs=1e-12)
+def exact_elapsed(a, r, n):
+    """T_n = a (r^n - 1) / (r - 1), or a n for r = 1."""
+    a, r_ = Decimal(a), Decimal(r)
+    if r == 1.0:
+        return EXACT.multiply(a, n)
+    grown = EXACT.subtract(exact_power(r, n), 1)
+    return EXACT.divide(EXACT.multiply(a, grown), EXACT.subtract(r_, 1))
 
 
-@given(bases, factors, counts)
+def exact_sleep(a, r, n):
+    """The sleep number n (from 0): a r^n."""
+    return EXACT.multiply(Decimal(a), exact_power(r, n))
+
+
+def exact_retries(a, r, t):
+    """n = log_r(1 + (r - 1) T / a), T / a for r = 1."""
+    a, r_, t = Decimal(a), Decimal(r), Decimal(t)
+    if r == 1.0:
+        return EXACT.divide(t, a)
+    x = EXACT.divide(EXACT.multiply(EXACT.subtract(r_, 1), t), a)
+    # 1 + x keeps x's 60 digits only with as many more as x has leading zeros
+    wide = EXACT.copy()
+    wide.prec += max(0, -x.adjusted()) if x else 0
+    return EXACT.divide(wide.ln(wide.add(1, x)), EXACT.ln(r_))
+
+
+def close(value, reference, tolerance=TOLERANCE):
+    """*value* is the float nearest *reference*, to *tolerance*: inf beyond the
+    largest float, a tiny number near zero within the subnormals' spacing."""
+    if reference > FLOAT_MAX * (1 + tolerance):
+        return value == math.inf
+    if value == math.inf:
+        return reference > FLOAT_MAX * (1 - tolerance)
+    error = abs(Decimal(value) - reference)
+    return error <= tolerance * reference or error <= Decimal(2) ** -1070
+
+
+# -- inputs: every finite float they accept, with the hard corners weighted -------------
+
+bases = st.one_of(
+    st.floats(min_value=5e-324, max_value=sys.float_info.max),
+    st.floats(min_value=1e-3, max_value=1e3),
+)
+factors = st.one_of(
+    st.just(1.0),
+    st.floats(min_value=1.0, max_value=1.0 + 1e-9),  # log r and r - 1 near their limits
+    st.floats(min_value=1.0, max_value=4.0),
+    st.floats(min_value=1.0, max_value=sys.float_info.max),
+)
+times = st.one_of(
+    st.floats(min_value=0.0, max_value=sys.float_info.max),
+    st.floats(min_value=0.0, max_value=1e4),
+)
+sleep_counts = st.one_of(
+    st.integers(min_value=0, max_value=100),
+    st.integers(min_value=0, max_value=2**53),
+    st.integers(min_value=0, max_value=2**80),
+)
+
+
+@given(bases, factors, sleep_counts)
+@example(1e-300, 2.0, 1100)  # 2**1100 overflows, the sum (1.4e31) does not
+@example(1e-308, 1.0000000001, 7_100_000_000_000)  # r**n overflows, T_n is 2.2e10
+@example(1e-300, 1.0, 10**400)  # a count beyond floats, a sum of 1e100
+@example(5e-324, 1.0 + 2**-52, 2**62)
+@example(5e-324, 1e202, 3)  # r**2 is no float, r**3 / r is
+def test_elapsed_after_is_the_exact_geometric_sum(a, r, n):
+    """T_n = a (r^n - 1)/(r - 1), to a few roundings, inf only beyond the largest float."""
+    assert close(elapsed_after(a, r, n), exact_elapsed(a, r, n))
+
+
+@given(bases, factors, sleep_counts)
 def test_next_sleep_after_n_sleeps_is_a_r_to_the_n(a, r, n):
-    """a + (r - 1) T_n is the (n+1)-th sleep, a r^n."""
-    assert next_sleep(a, r, direct_sum(a, r, n)) == pytest.approx(a * r**n, rel=1e-9)
+    """a + (r - 1) T_n, from the float T_n, is the (n+1)-th sleep a r^n."""
+    slept = elapsed_after(a, r, n)
+    if slept < math.inf:
+        assert close(next_sleep(a, r, slept), exact_sleep(a, r, n), 3 * TOLERANCE)
 
 
-@given(bases, st.floats(min_value=1.001, max_value=3.0), counts)
-def test_retries_by_inverts_elapsed_after(a, r, n):
-    """log_r(1 + (r - 1) T_n / a) recovers n."""
-    assert retries_by(a, r, direct_sum(a, r, n)) == pytest.approx(n, abs=1e-6)
+@given(bases, factors, times)
+@example(1e-300, 1.001, 1e300)  # the issue's case: 1,375,330.508 exactly
+@example(1e-308, 1.0000000001, 1e308)
+@example(1e-300, 1.0, 1e300)  # 1e600 sleeps: beyond floats
+def test_retries_by_is_the_exact_logarithm(a, r, t):
+    """log_r(1 + (r - 1) T / a), to a few roundings (inf only when the count outgrows floats)."""
+    assert close(retries_by(a, r, t), exact_retries(a, r, t))
 
 
-# r >= 1.01 keeps the count of sleeps to walk through in the thousands.
-@given(bases, st.floats(min_value=1.01, max_value=3.0), st.floats(min_value=0, max_value=1e6))
-def test_plan_counts_the_sleeps_that_fit(a, r, t):
-    """plan's retries are the whole sleeps of exponential(a, r) whose running sum stays within T."""
+def test_the_issues_plan_counts_1375330_retries():
+    """plan(1e-300, 1.001, 1e300): 1,375,330.508 exactly, so 1,375,330 whole sleeps (once 710,137)."""
+    result = plan(1e-300, 1.001, 1e300)
+    assert result.retries == 1_375_330
+    assert close(result.exact, exact_retries(1e-300, 1.001, 1e300))
+    assert result.elapsed < 1e300 < elapsed_after(1e-300, 1.001, result.retries + 1)
+
+
+@given(bases, factors, times)
+@example(1e-300, 1.001, 1e300)
+@example(1e-308, 1.0000000001, 1e308)
+@example(1e-300, 1.0, 1e300)
+@example(1.0, 2.0, 15.0)  # T_4 is exactly 15
+@example(1.0, 2.0, 2.0**1023)  # the sleep after, 2**1023, is just a float
+@example(1.0, 1.0 + 2**-52, sys.float_info.max)
+def test_plan_counts_the_whole_sleeps_that_fit(a, r, t):
+    """retries is the largest n with T_n <= T (to the tolerance, at a boundary);
+    slept, the sleeps around it and the real count are the exact ones."""
     result = plan(a, r, t)
-    totals = list(islice(elapsed(exponential(a, r)), result.retries + 1))
-    assert all(total <= t * (1 + 1e-12) for total in totals[: result.retries])
-    assert totals[result.retries] > t * (1 - 1e-12)
-    assert result.sleep_after == pytest.approx(a * r**result.retries, rel=1e-12)
-    if result.retries:
-        assert result.sleep_before == pytest.approx(a * r ** (result.retries - 1), rel=1e-12)
-    else:
+    n = result.retries
+    assert isinstance(n, int) and n >= 0
+    assert exact_elapsed(a, r, n) <= Decimal(t) * (1 + TOLERANCE)
+    assert exact_elapsed(a, r, n + 1) > Decimal(t) * (1 - TOLERANCE)
+    assert close(result.elapsed, exact_elapsed(a, r, n))
+    assert result.elapsed <= t
+    assert close(result.sleep_after, exact_sleep(a, r, n))
+    if n == 0:
         assert result.sleep_before is None
+    else:
+        assert close(result.sleep_before, exact_sleep(a, r, n - 1))
+    assert close(result.exact, exact_retries(a, r, t))
+
+
+@contextmanager
+def evaluations():
+    """The (a, r, n) of every T_n that plan evaluates, while the block runs."""
+    from backoff_iter import planning
+
+    calls = []
+    real = planning._elapsed
+
+    def counted(a, r, n):
+        calls.append((a, r, n))
+        return real(a, r, n)
+
+    planning._elapsed = counted
+    try:
+        yield calls
+    finally:
+        planning._elapsed = real
+
+
+@given(bases, factors, times)
+@example(1e-308, 1.0000000001, 1e308)  # once more than 20 s of stepping down by one
+@example(5e-324, 1.0 + 2**-52, sys.float_info.max)
+def test_plan_takes_a_bounded_number_of_steps_for_any_input(a, r, t):
+    """However large the count, plan evaluates T_n a few dozen times (bisection, not stepping)."""
+    with evaluations() as calls:
+        plan(a, r, t)
+    assert len(calls) <= 80
+
+
+@pytest.mark.parametrize("guess", [*range(12), 1000, 10**6])
+def test_plan_settles_any_wrong_guess_in_a_few_steps(monkeypatch, guess):
+    """Whatever count the logarithm guesses - on a boundary T_n = T, or far off - plan
+    finds the right one by doubling its bracket and bisecting."""
+    from backoff_iter import planning
+
+    monkeypatch.setattr(planning, "retries_by", lambda a, r, t: float(guess))
+    with evaluations() as calls:
+        assert planning.plan(1, 2, 15).retries == 4  # T_4 = 15 exactly
+        assert planning.plan(1, 2, 20).retries == 4
+        assert planning.plan(1e-300, 1.001, 1e300).retries == 1_375_330
+    assert len(calls) <= 3 * 80
 
 
 def test_the_issues_example_of_49_sleeps_at_factor_1_1():
@@ -71,12 +221,35 @@ def test_the_issues_example_of_49_sleeps_at_factor_1_1():
     assert round(result.elapsed, 3) == 1057.19
 
 
-@given(st.floats(min_value=0.001, max_value=2.0), bases, counts)
+# r >= 1.01 keeps the count of sleeps to walk through in the thousands.
+@given(bases, st.floats(min_value=1.01, max_value=3.0), st.floats(min_value=0, max_value=1e6))
+def test_plan_agrees_with_the_running_sum_of_the_strategy(a, r, t):
+    """plan's retries are the whole sleeps of exponential(a, r) whose running sum stays within T."""
+    result = plan(a, r, t)
+    totals = list(islice(elapsed(exponential(a, r)), result.retries + 1))
+    assert all(total <= t * (1 + 1e-12) for total in totals[: result.retries])
+    assert totals[result.retries] > t * (1 - 1e-12)
+
+
+@given(st.floats(min_value=0.0, max_value=1e6), bases, st.integers(min_value=0, max_value=40))
 def test_a_ratio_q_gives_sleeps_that_are_q_times_the_time_waited(q, a, n):
-    """With r = 1 + q every sleep is a + q × (time slept before it)."""
+    """With r = 1 + q every sleep is a + q × (time slept before it), exactly in rationals."""
     r = factor_for_ratio(q)
     assert r == 1 + q
-    assert a * r**n == pytest.approx(a + q * direct_sum(a, r, n), rel=1e-9)
+    r_, a_ = Fraction(r), Fraction(a)
+    slept = sum(a_ * r_**k for k in range(n))
+    assert a_ * r_**n == a_ + (r_ - 1) * slept
+
+
+def test_factor_one_is_linear_and_solved_exactly():
+    """Factor 1: floor(T / a) sleeps of a, in integers, also beyond floats (1e600 sleeps)."""
+    assert plan(2, 1, 7) == Plan(retries=3, exact=3.5, elapsed=6.0, sleep_before=2.0, sleep_after=2)
+    result = plan(1, 1, 1e25)
+    assert result.retries == int(1e25) and result.sleep_after == 1.0
+    huge = plan(1e-300, 1, 1e300)
+    assert huge.retries == int(Fraction(1e300) / Fraction(1e-300))
+    assert huge.exact == math.inf and huge.elapsed <= 1e300
+    assert huge.elapsed == pytest.approx(1e300, rel=1e-15)
 
 
 def test_retry_count_ratio_is_the_long_run_ratio_of_counts():
@@ -92,6 +265,17 @@ def test_retry_count_ratio_is_the_long_run_ratio_of_counts():
     assert abs(counts(1e300) - ratio) < abs(counts(1e30) - ratio)
 
 
+def test_sums_and_sleeps_beyond_floats_are_inf_never_an_error():
+    """Beyond the largest float: inf, from every function, for any whole count."""
+    assert elapsed_after(1, 2, 5000) == math.inf
+    assert elapsed_after(1, 1.5, 10**400) == math.inf
+    assert elapsed_after(1, 1.0 + 2**-52, 2**200) == math.inf
+    huge = plan(1e300, 10, 1.7e308)  # (r - 1) T / a fits, its sleep after does not
+    assert (huge.retries, huge.sleep_after) == (9, math.inf)
+    assert next_sleep(1, 3, sys.float_info.max) == math.inf
+    assert retries_by(1, 2, math.inf) == retries_by(1, 1, math.inf) == math.inf
+
+
 @pytest.mark.parametrize(
     "call, error, name",
     [
@@ -101,40 +285,14 @@ def test_retry_count_ratio_is_the_long_run_ratio_of_counts():
         (lambda: elapsed_after(1, 2, 2.5), TypeError, "sleeps"),
         (lambda: retries_by(1, 2, -5), ValueError, "elapsed"),
         (lambda: factor_for_ratio(-0.1), ValueError, "ratio"),
+        (lambda: factor_for_ratio(math.inf), ValueError, "ratio"),
         (lambda: retry_count_ratio(1, 2), ValueError, "factor"),
+        (lambda: retry_count_ratio(2, 1), ValueError, "new_factor"),
         (lambda: plan(1, 2, math.inf), ValueError, "elapsed"),
+        (lambda: plan(1, math.inf, 3), ValueError, "factor"),
+        (lambda: next_sleep(1, 2, math.nan), ValueError, "elapsed"),
     ],
 )
 def test_bad_arguments_name_the_parameter(call, error, name):
     """Each plan function rejects bad input, naming the parameter."""
     rejects(call, error, name)
-
-
-def test_plan_corrects_a_log_guess_that_is_one_too_high(monkeypatch):
-    """plan settles the count downward when retries_by's floor overshoots."""
-    from backoff_iter import planning
-
-    real = planning.retries_by
-    monkeypatch.setattr(planning, "retries_by", lambda a, r, t: real(a, r, t) + 2.0)
-    assert planning.plan(1, 2, 20).retries == 4
-    monkeypatch.setattr(planning, "retries_by", lambda a, r, t: real(a, r, t) - 2.0)
-    assert planning.plan(1, 2, 20).retries == 4
-
-
-def test_overflowing_plans_give_inf_not_an_error():
-    """Sums and sleeps beyond floats are inf; a count beyond floats names sleeps."""
-    assert elapsed_after(1, 2, 5000) == math.inf
-    assert retries_by(1e-300, 2, 1e300) == pytest.approx(600 * math.log2(10), rel=1e-12)
-    huge = plan(1e300, 10, 1.7e308)  # (r - 1) T / a fits, its sleep after does not
-    assert (huge.retries, huge.sleep_after) == (9, math.inf)
-    from backoff_iter.planning import _sleep_number
-
-    assert _sleep_number(1, 2, 5000) == math.inf
-    rejects(lambda: elapsed_after(1, 1.5, 10**400), ValueError, "sleeps")
-
-
-def test_factor_one_is_linear_and_solved_in_closed_form():
-    """plan(1, 1, 1e25) returns at once: 1e25 sleeps of 1 s."""
-    result = plan(1, 1, 1e25)
-    assert result.retries == int(1e25) and result.sleep_after == 1.0
-    assert plan(2, 1, 7) == plan(2, 1, 7)._replace(retries=3, elapsed=6.0, sleep_before=2.0)

@@ -1,0 +1,79 @@
+"""``python -m backoff_iter``: a thin front end to the library.
+
+Choices and defaults come from the library (the strategies' signatures,
+the simulators' defaults); the commands parse, print and draw.  One module
+per command (``_show``, ``_plan``, ``_simulate``, ``_overload``), each with
+``add(parser)`` for its options, ``prints(args)`` (whether it writes to
+stdout) and ``run(args)``.
+
+Exit status: 0 on success, 1 when the output or a picture cannot be
+written, 2 on bad usage (one line naming the option), 130 on Ctrl-C.  A
+reader that goes away (``| head``) ends the command quietly, with 0.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from backoff_iter import __version__, _checks
+
+from . import _overload, _plan, _show, _simulate
+from ._common import PROG, OutputError, Parser, UsageError, flush, option, say
+
+__all__ = ["main"]
+
+COMMANDS = (_show, _plan, _simulate, _overload)
+
+DESCRIPTION = "Backoff schedules as iterables: show one, plan one, or simulate clients using them."
+EXIT_STATUS = (
+    "exit status: 0 success, 1 the output or a picture could not be written,"
+    " 2 bad usage, 130 interrupted (Ctrl-C); a reader that goes away (| head) ends it quietly"
+)
+
+
+def parser() -> Parser:
+    """The parser of every command; each command module adds its own options."""
+    top = Parser(prog=PROG, description=DESCRIPTION, epilog=EXIT_STATUS)
+    top.add_argument("--version", action="version", version=f"backoff_iter {__version__}")
+    commands = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for command in COMMANDS:
+        sub = commands.add_parser(
+            command.NAME, help=command.SUMMARY, description=command.SUMMARY, epilog=EXIT_STATUS
+        )
+        sub.set_defaults(run=command.run, prints=command.prints, parser=sub)
+        command.add(sub)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    top = parser()
+    prog = PROG  # the command's own once parsed: "python -m backoff_iter show"
+    try:
+        args = top.parse_args(argv)  # SystemExit for --help, --version and bad usage
+        if args.command is None:
+            top.error("choose a command: show, plan, simulate or overload (see --help)")
+        prog = args.parser.prog
+        if sys.stdout is None and args.prints(args):  # `>&-`: fail before any work
+            raise OutputError("cannot write the output: stdout is closed")
+        try:
+            args.run(args)
+        except (_checks.ArgumentValueError, _checks.ArgumentTypeError) as error:
+            raise UsageError(option(error.parameter), str(error)) from None
+        flush()
+    except SystemExit as exit:  # argparse has spoken
+        return exit.code if isinstance(exit.code, int) else 2
+    except UsageError as error:
+        say(f"{prog}: error: {error}")
+        return 2
+    except OutputError as error:
+        say(f"{PROG}: error: {error}")
+        return 1
+    except KeyboardInterrupt:
+        end_progress = "\n" if sys.stderr is not None and sys.stderr.isatty() else ""
+        say(f"{end_progress}{PROG}: interrupted")  # a progress line may be open
+        return 130
+    except BrokenPipeError:  # the reader has gone (`| head`): stop quietly
+        return 0
+    return 0

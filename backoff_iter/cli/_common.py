@@ -1,0 +1,229 @@
+"""What the commands share: the parser, argument types, errors, output."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+PROG = "python -m backoff_iter"
+
+# Library parameters that the command line spells otherwise; any other
+# parameter `x_y` is the option `--x-y`.  The one table from names to options.
+_OPTIONS = {"delay": "--base", "rng": "--seed"}
+
+
+def option(parameter: str) -> str:
+    """The option that gives the library's *parameter*."""
+    return _OPTIONS.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+class UsageError(Exception):
+    """Bad usage found after parsing: the option typed, and what is wrong (exit status 2)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}")
+
+
+class OutputError(Exception):
+    """The output or a picture could not be written (exit status 1)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but an error is one line (no usage block) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+# -- argument types: each error names nothing, argparse adds "argument --option:" ----------
+
+
+def number(text: str) -> float:
+    """A float, not NaN."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return value
+
+
+def integer(text: str) -> int:
+    """Any whole number (a seed)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def whole(minimum: int) -> Callable[[str], int]:
+    """A whole number of at least *minimum*."""
+
+    def checked(text: str) -> int:
+        value = integer(text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
+        return value
+
+    return checked
+
+
+def _items(text: str) -> list[str]:
+    """Comma-separated items, none of them empty."""
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated items, none empty, got {text!r}"
+        )
+    return items
+
+
+def names(text: str) -> list[str]:
+    """Comma-separated names (the library says which it knows, naming the option)."""
+    return _items(text)
+
+
+def counts(text: str) -> list[int]:
+    """Comma-separated whole numbers of at least 1."""
+    return [whole(1)(item) for item in _items(text)]
+
+
+def plot_path(text: str) -> str:
+    """A .png file that can be written, checked before any work (and matplotlib there)."""
+    if not text.lower().endswith(".png"):
+        raise argparse.ArgumentTypeError(f"must name a .png file, got {text!r}")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory")
+    folder = os.path.dirname(os.path.abspath(text))  # access() is False if it does not exist
+    if not os.access(folder, os.W_OK) or (os.path.exists(text) and not os.access(text, os.W_OK)):
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise argparse.ArgumentTypeError(
+            "needs matplotlib: pip install 'backoff_iter[plot]'"
+        ) from None
+    return text
+
+
+def default(function: Callable[..., Any], parameter: str) -> Any:
+    """A library function's default for *parameter*: defaults live in one place."""
+    return inspect.signature(function).parameters[parameter].default
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def write(text: str) -> None:
+    """*text* on stdout; a failure to write is an OutputError (a gone reader is not)."""
+    stream = sys.stdout
+    if stream is None:
+        raise OutputError("cannot write the output: stdout is closed")
+    try:
+        stream.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise _cannot_write(error) from None
+
+
+def flush() -> None:
+    """Flush stdout, as write() does: a failure is an OutputError."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise _cannot_write(error) from None
+
+
+def _cannot_write(error: OSError) -> OutputError:
+    # (The interpreter's last flush of a failed stdout adds no second message: tried on 3.9-3.13.)
+    return OutputError(f"cannot write the output: {error.strerror or error}")
+
+
+def say(line: str, end: str = "\n") -> None:
+    """A line on stderr, if there is one to write to (diagnostics never fail a command)."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(line + end)
+        stream.flush()
+    except OSError:
+        pass
+
+
+def picture(command: str, path: str, draw: Callable[[str], None]) -> None:
+    """Draw a picture into *path*, and say so (on stderr: --json output stays JSON)."""
+    try:
+        draw(path)
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
+    say(f"{command}: wrote {path}")
+
+
+def pictures() -> Any:
+    """The drawing module, imported only when a picture is asked for (matplotlib is slow)."""
+    from backoff_iter import _pictures
+
+    return _pictures
+
+
+def _strict(value: Any) -> Any:
+    """*value* made RFC 8259 JSON: an infinite (or NaN) number becomes null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(item) for item in value]
+    return value
+
+
+def to_json(value: Any) -> str:
+    """Strict JSON: inf is null, as JavaScript's JSON.stringify writes it."""
+    return json.dumps(_strict(value), allow_nan=False)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Right-aligned columns under a header."""
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows)]
+    return "\n".join(
+        "  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in (header, *rows)
+    )
+
+
+class Progress:
+    """Progress on stderr: one line rewritten on a terminal, plain lines otherwise."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.started = time.perf_counter()
+        self.terminal = sys.stderr is not None and sys.stderr.isatty()
+        self.shown = -math.inf
+
+    def __call__(self, text: str) -> None:
+        now = time.perf_counter()
+        if now - self.shown < (0.1 if self.terminal else 2.0):
+            return
+        self.shown = now
+        line = f"{self.command}: {text} ({now - self.started:.1f} s)"
+        if self.terminal:
+            say(f"\r{line}\033[K", end="")
+        else:
+            say(line)
+
+    def done(self) -> None:
+        line = f"{self.command}: done in {time.perf_counter() - self.started:.1f} s"
+        say(f"\r{line}\033[K" if self.terminal else line)

@@ -1,0 +1,129 @@
+"""``simulate``: the AWS contention study, N clients backing off on one row."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Sequence
+
+from backoff_iter import simulation
+
+from ._common import (
+    Progress,
+    counts,
+    default,
+    integer,
+    names,
+    number,
+    picture,
+    pictures,
+    plot_path,
+    table,
+    to_json,
+    whole,
+    write,
+)
+
+# The study's strategies by name (simulation.py is renaming this registry: change this line).
+STUDY_STRATEGIES = simulation.STRATEGIES
+
+NAME = "simulate"
+SUMMARY = "Rerun the AWS contention study: N clients, one row, backing off."
+
+
+def _listed(values: Sequence[int]) -> str:
+    """10,20,...,190 for an arithmetic run, else every value."""
+    steps = {b - a for a, b in zip(values, values[1:])}
+    if len(values) > 4 and len(steps) == 1:
+        return f"{values[0]},{values[1]},...,{values[-1]}"
+    return ",".join(map(str, values))
+
+
+def add(parser: argparse.ArgumentParser) -> None:
+    study = simulation.simulate
+    parser.add_argument(
+        "--strategies",
+        type=names,
+        default=list(simulation.DEFAULT_STRATEGIES),
+        metavar="NAMES",
+        help="comma-separated, from: "
+        + ", ".join(STUDY_STRATEGIES)
+        + f" ({','.join(simulation.DEFAULT_STRATEGIES)})",
+    )
+    clients = default(study, "clients")
+    parser.add_argument(
+        "--clients",
+        type=counts,
+        default=list(clients),
+        metavar="COUNTS",
+        help=f"comma-separated client counts ({_listed(clients)})",
+    )
+    parser.add_argument(
+        "--runs",
+        type=whole(1),
+        default=default(study, "runs"),
+        metavar="N",
+        help="runs to average per cell (%(default)s)",
+    )
+    parser.add_argument(
+        "--seed", type=integer, metavar="N", help="make the study repeatable (an integer)"
+    )
+    for unit in ("base", "cap"):
+        parser.add_argument(
+            f"--{unit}",
+            type=number,
+            default=default(study, unit),
+            metavar="MS",
+            help=f"the strategies' {unit}, milliseconds ({default(study, unit):g})",
+        )
+    parser.add_argument(
+        "--jobs",
+        type=whole(1),
+        metavar="N",
+        help="processes to run the study on; never more than it has tasks of"
+        f" {simulation.RUNS_PER_TASK} runs (default: one per core, {os.cpu_count() or 1} here)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--plot", type=plot_path, metavar="FILE.png", help="draw work and time against clients"
+    )
+
+
+def prints(args: argparse.Namespace) -> bool:
+    return True
+
+
+def jobs(args: argparse.Namespace) -> int:
+    """--jobs, one per core by default, and never more than the study's tasks."""
+    runs: int = args.runs
+    tasks = len(args.strategies) * len(args.clients) * math.ceil(runs / simulation.RUNS_PER_TASK)
+    wanted: int = args.jobs or os.cpu_count() or 1
+    return max(1, min(wanted, tasks))
+
+
+def run(args: argparse.Namespace) -> None:
+    progress = Progress(NAME)
+    results = simulation.simulate(
+        args.strategies,
+        args.clients,
+        args.runs,
+        seed=args.seed,
+        base=args.base,
+        cap=args.cap,
+        jobs=jobs(args),
+        progress=lambda done, total: progress(f"{done:,}/{total:,} runs"),
+    )
+    progress.done()
+    if args.json:
+        write(to_json([r._asdict() for r in results]) + "\n")
+    else:
+        for name in dict.fromkeys(r.strategy for r in results):
+            rows = [
+                [str(r.clients), f"{r.work:.1f}", f"{r.time:.1f}"]
+                for r in results
+                if r.strategy == name
+            ]
+            write(f"{name}\n{table(['clients', 'work', 'time (ms)'], rows)}\n\n")
+    if args.plot:
+        picture(NAME, args.plot, lambda path: pictures().simulation(path, results, args))
