@@ -468,13 +468,14 @@ def cancellations() -> tuple[Any, int]:
     """The asyncio task running now and its pending cancellation requests, or
     (None, 0): outside a task, and before Python 3.11, which does not count them."""
     global _current_task
-    if _current_task is None:
+    current_task = _current_task
+    if current_task is None:
         asyncio = sys.modules.get("asyncio")
         if asyncio is None or sys.version_info < (3, 11):
             return None, 0
-        _current_task = asyncio.current_task
+        current_task = _current_task = asyncio.current_task
     try:
-        task = _current_task()
+        task = current_task()
     except RuntimeError:  # no asyncio loop running: trio, or a coroutine driven by hand
         return None, 0
     return (None, 0) if task is None else (task, task.cancelling())
