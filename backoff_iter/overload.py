@@ -1,26 +1,68 @@
 """A retry storm, second by second: an overloaded server, clients that retry,
-and the budgets that cure it.  A discrete-event model anyone can check by hand.
+and what this library offers against it.  A discrete-event model anyone can
+check by hand, whose every decision is the library's own.
 
 Time is in seconds.  Requests arrive as a Poisson process at *rate* per
-second, multiplied by *spike* from *spike_at* for *spike_for* seconds.  One
-server serves attempts first come, first served, each taking exactly
-``1 / capacity`` seconds, and serves every attempt it received, even one
-whose client has stopped waiting: that wasted work is what makes overload
-last.  An attempt fails when its answer would come later than *timeout*
-after it was sent (the client stops waiting then) and, independently, with
-probability *error_rate* (a transient error, answered at once, costing the
-server nothing).  A failed attempt is retried after the next delay of the
-request's own generator of *strategy* (``base``, ``cap``), up to *retries*
-times, if the run's shared budget allows; then the request has failed.
-
-Arrivals stop after *seconds*; the requests still under way then run to
+second, multiplied by *spike* from *spike_at* for *spike_for* seconds;
+arrivals stop after *seconds*, and the requests still under way then run to
 their end, so every request either succeeds or fails.
 
->>> [run] = simulate_overload(["full_jitter"], ["token_bucket"], rate=80,
-...                           capacity=100, seconds=30, seed=1)
->>> run.requests == run.series["arrivals"][0] + sum(run.series["arrivals"][1:])
-True
->>> run.attempts <= run.requests * 4
+**The clients.**  Each request belongs to one of *clients* clients (a
+process each), drawn uniformly at random from the run's generator.  A
+client is one retry :class:`~backoff_iter._core.Policy` of this library:
+the delays of *strategy* (``base``, ``cap``, drawn from the run's
+generator), at most *retries* of them, and the parts *budgets* names.  A
+request is one call of its client's policy, driven as the drivers drive
+it: before each attempt (the first included) ``Call.admit`` asks the
+breaker and the throttle - a refusal ends the request there, failed and
+never sent - and the rate limiter's ``acquire`` says how long the attempt
+waits for its token (that wait is the client's, not part of the timeout);
+after each attempt ``Call.decide`` takes the outcome - a success, a
+``TimeoutError``, or a ``ConnectionError`` for a transient error - tells
+the budget and the parts, and gives the delay before the next attempt, or
+ends the request.  A client with nothing to tell (no budget, no part) has
+its call made at the first failure; its successes need no call at all.
+
+**The parts**, each with this library's defaults: ``token_bucket`` is
+``TokenBucket(max_tokens=10, token_ratio=0.1)``, ``retry_budget``
+``RetryBudget(ratio=0.2, min_per_second=10, window=10)``, ``retry_quota``
+``RetryQuota(capacity=500, retry_cost=5, timeout_cost=10,
+success_refund=1)``, ``cubic`` ``CubicRateLimiter()``, ``sre_throttle``
+``AdaptiveThrottle(k=2, window=120)`` and ``breaker``
+``CircuitBreaker(failure_ratio=0.1, minimum_throughput=100,
+sampling_duration=30, break_duration=5)``.  A run's *budgets* entry is
+``none``, or one budget and any of the three others joined by ``+``
+(``breaker+token_bucket``).  As the drivers' default ``throttled`` says,
+every failure counts as a throttle to the limiter and the throttle.  With
+*budget_scope* ``"process"`` every client has its own budget; with
+``"fleet"`` each client's budget is a member of one fleet store shared by
+all (the arithmetic of :class:`~backoff_iter.fleet.RedisStore`'s script,
+in-process and in simulated time, exchanged at most every *sync_interval*
+seconds).  A rate limiter, throttle or breaker is always the client's own:
+nothing shares them across processes.
+
+**The server** serves attempts one at a time, first come first served,
+each taking exactly ``1 / capacity`` seconds.  An attempt's client waits
+*timeout* seconds from sending it (its *deadline*); an answer that would
+come later is a timeout, seen by the client at its deadline.
+*server* ``"serve-all"`` serves every attempt it received, even one whose
+client has gone: that wasted work is what makes overload last.
+``"drop-expired"`` looks at each attempt when it would start serving it
+(at dequeue) and drops, at no cost, one whose deadline has come; one it
+starts it serves to the end, even if the answer comes too late.
+Independently, with probability *error_rate* an attempt fails at once with
+a transient error, costing the server nothing (``1``: a total outage).
+
+**Bounds.**  So that no run goes on for more than a few minutes, the
+expected attempts of a run, ``(requests expected) x (1 + retries)``, are at
+most :data:`MAX_ATTEMPTS`; *clients* at most :data:`MAX_CLIENTS`;
+*seconds* at most :data:`MAX_SECONDS`.
+
+>>> [run] = simulate_overload(["full_jitter"], ["breaker+token_bucket"], rate=80,
+...                           capacity=100, seconds=30, clients=4, seed=1)
+>>> run.requests == sum(run.series["arrivals"]), run.clients, run.server
+(True, 4, 'serve-all')
+>>> run.attempts <= run.requests * 4  # a breaker's refusals are never sent
 True
 """
 
@@ -29,27 +71,75 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
+from itertools import islice
+from typing import Any, NamedTuple
 
 from . import _checks
-from .budgets import Budget, RetryBudget, TokenBucket
+from ._core import Call, Policy
+from .breakers import BrokenCircuitError, CircuitBreaker
+from .budgets import Budget, RetryBudget, RetryQuota, TokenBucket
+from .fleet import Store, _SharedState
+from .limiters import CubicRateLimiter
 from .strategies import STRATEGIES, maker
+from .throttles import AdaptiveThrottle, ThrottledError
 
-__all__ = ["BUDGETS", "OverloadRun", "simulate_overload"]
+__all__ = [
+    "BUDGETS",
+    "MAX_ATTEMPTS",
+    "MAX_CLIENTS",
+    "MAX_SECONDS",
+    "PARTS",
+    "SCOPES",
+    "SERVERS",
+    "OverloadRun",
+    "simulate_overload",
+]
 
-#: The budgets a run can share among its clients, by name; each is made with
-#: the run's simulated clock.
-BUDGETS: dict[str, Callable[[Callable[[], float]], Budget | None]] = {
-    "none": lambda clock: None,
-    "token_bucket": lambda clock: TokenBucket(),
-    "retry_budget": lambda clock: RetryBudget(clock=clock),
+#: The budgets a run can give its clients, by name; each is made with the
+#: run's simulated clock and, for a fleet, the store its clients share.
+BUDGETS: dict[str, Callable[[Callable[[], float], Store | None], Budget]] = {
+    "token_bucket": lambda clock, store: TokenBucket(store=store),
+    "retry_budget": lambda clock, store: RetryBudget(clock=clock, store=store),
+    "retry_quota": lambda clock, store: RetryQuota(store=store),
 }
+
+#: The other parts a client may have, by name: the policy's option each
+#: fills, and how it is made from the simulated clock and the run's generator.
+PARTS: dict[str, tuple[str, Callable[[Callable[[], float], random.Random], Any]]] = {
+    "cubic": ("rate_limiter", lambda clock, rng: CubicRateLimiter(clock=clock)),
+    "sre_throttle": ("throttle", lambda clock, rng: AdaptiveThrottle(clock=clock, rng=rng)),
+    "breaker": ("breaker", lambda clock, rng: CircuitBreaker(clock=clock)),
+}
+
+#: Whose budget a client spends: its own, or one its whole fleet shares.
+SCOPES = ("process", "fleet")
+#: The server serves every attempt, or drops at dequeue those whose client has gone.
+SERVERS = ("serve-all", "drop-expired")
+
+#: The most attempts a run may be expected to simulate, (requests expected)
+#: x (1 + retries): a few minutes at the slowest rate measured (see
+#: benchmarks/overload.py).
+MAX_ATTEMPTS = 50_000_000
+#: The most clients: each holds a policy and its parts (a few kB).
+MAX_CLIENTS = 100_000
+#: The longest run, in seconds of arrivals: a day.
+MAX_SECONDS = 86_400.0
 
 # Figures of a run that read its series.
 LAST_SECONDS = 20  # goodput over the last 20 s
 RECOVERED_SHARE = 0.9  # goodput at least 90% of the arrivals ...
 RECOVERED_FOR = 5  # ... for 5 s in a row
+
+_INF = math.inf
+# The outcomes decide() is given, one instance each: nothing raises them.
+_TIMEOUT = TimeoutError("no answer within the timeout")
+_ERROR = ConnectionError("a transient error")
+_REFUSED = (BrokenCircuitError, ThrottledError)
+# Kinds of attempts due: one the breaker, throttle and limiter must admit
+# first, and one that goes at once.
+_DUE, _SEND = 0, 1
 
 
 class OverloadRun(NamedTuple):
@@ -57,18 +147,16 @@ class OverloadRun(NamedTuple):
 
     strategy: str
     budget: str
+    clients: int  #: clients sharing the arrivals
+    budget_scope: str  #: "process": a budget per client; "fleet": one shared
+    server: str  #: "serve-all" or "drop-expired"
     requests: int  #: requests that arrived
     attempts: int  #: attempts the clients sent
-    amplification: float  #: attempts / requests
-    succeeded: float  #: share of the requests that succeeded
-    goodput_last_20s: float  #: successes in the last 20 s over the arrivals then
+    amplification: float | None  #: attempts / requests (None: no requests)
+    succeeded: float | None  #: share of the requests that succeeded (None: no requests)
+    goodput_last_20s: float | None  #: successes in the last 20 s over the arrivals then
     recovery_seconds: float | None  #: after the spike, until goodput holds >= 90%; None: never
     series: dict[str, list[int]]  #: per second: arrivals, attempts, goodput
-
-
-# Events on the heap: (time, kind, request, attempt number, schedule); a tie goes by
-# kind, then request, which no two events of one request share.
-_SEND, _SUCCESS, _FAILURE = 0, 1, 2
 
 
 def simulate_overload(
@@ -86,15 +174,20 @@ def simulate_overload(
     base: float = 0.05,
     cap: float = 5.0,
     seconds: float = 120.0,
+    clients: int = 1,
+    budget_scope: str = "process",
+    sync_interval: float = 0.1,
+    server: str = "serve-all",
     seed: int | None = None,
     progress: Callable[[str, str, float], object] | None = None,
 ) -> list[OverloadRun]:
     """Run every strategy with every budget; one :class:`OverloadRun` per pair.
 
-    Strategies are the library's names plus ``"none"`` (no retries); budgets
-    are the names of :data:`BUDGETS`, one shared object per run.  With a
-    *seed* runs repeat exactly, each pair drawing from its own stream.
-    *progress(strategy, budget, share_done)* is called as a run goes.
+    Strategies are the library's names plus ``"none"`` (no retries); a
+    budget is ``"none"``, or names of :data:`BUDGETS` (one at most) and
+    :data:`PARTS` joined by ``+``.  With a *seed* runs repeat exactly, each
+    pair drawing from its own stream.  *progress(strategy, budget,
+    share_done)* is called as a run goes.
     """
     names = list(strategies)
     for name in names:
@@ -105,10 +198,7 @@ def simulate_overload(
             )
     kinds = list(budgets)
     for kind in kinds:
-        if kind not in BUDGETS:
-            raise _checks.ArgumentValueError(
-                "budgets", f"budgets must be among {', '.join(BUDGETS)}, got {kind!r}"
-            )
+        _budget_parts(kind)
     if not names:
         raise _checks.ArgumentValueError("strategies", "strategies must name at least one strategy")
     if not kinds:
@@ -124,20 +214,66 @@ def simulate_overload(
     spike_for = _checks.seconds("spike_for", spike_for)
     timeout = _checks.positive("timeout", timeout)
     error_rate = _checks.number("error_rate", error_rate)
-    if not 0.0 <= error_rate < 1.0:
+    if not 0.0 <= error_rate <= 1.0:
         raise _checks.ArgumentValueError(
-            "error_rate", f"error_rate must be in [0, 1), got {error_rate!r}"
+            "error_rate", f"error_rate must be in [0, 1], got {error_rate!r}"
         )
     retries = _checks.count("retries", retries)
     base = _checks.seconds("base", base)
     cap = _checks.seconds("cap", cap, infinite=True)
     seconds = _checks.positive("seconds", seconds)
-    if seconds > 1e6:
-        raise _checks.ArgumentValueError("seconds", f"seconds must be at most 1e6, got {seconds!r}")
+    if seconds > MAX_SECONDS:
+        raise _checks.ArgumentValueError(
+            "seconds", f"seconds must be at most {MAX_SECONDS:g} (a day), got {seconds!r}"
+        )
+    clients = _checks.count("clients", clients, minimum=1)
+    if clients > MAX_CLIENTS:
+        raise _checks.ArgumentValueError(
+            "clients", f"clients must be at most {MAX_CLIENTS:,}, got {clients!r}"
+        )
+    if budget_scope not in SCOPES:
+        raise _checks.ArgumentValueError(
+            "budget_scope", f"budget_scope must be one of {', '.join(SCOPES)}, got {budget_scope!r}"
+        )
+    sync_interval = _checks.number("sync_interval", sync_interval)
+    if not 0.0 <= sync_interval <= 3600.0:
+        raise _checks.ArgumentValueError(
+            "sync_interval", f"sync_interval must be in [0, 3600] seconds, got {sync_interval!r}"
+        )
+    if server not in SERVERS:
+        raise _checks.ArgumentValueError(
+            "server", f"server must be one of {', '.join(SERVERS)}, got {server!r}"
+        )
     if progress is not None:
         _checks.function("progress", progress)
+    # Spike or not, the expected arrivals: the spike adds (spike - 1) x rate
+    # for the part of it within the run.
+    spiking = max(0.0, min(seconds, spike_at + spike_for) - min(seconds, spike_at))
+    expected = rate * (seconds + (spike - 1.0) * spiking)
+    work = expected * (1 + (retries if any(name != "none" for name in names) else 0))
+    if not work <= MAX_ATTEMPTS:
+        raise _checks.ArgumentValueError(
+            "rate",
+            f"a run may expect at most {MAX_ATTEMPTS:,} attempts, rate x seconds (the spike"
+            f" included) x (1 + retries), got {work:.3g}; lower the rate, seconds, spike or"
+            " retries",
+        )
     model = _Model(
-        rate, capacity, spike, spike_at, spike_for, timeout, error_rate, retries, base, cap, seconds
+        rate,
+        capacity,
+        spike,
+        spike_at,
+        spike_for,
+        timeout,
+        error_rate,
+        retries,
+        base,
+        cap,
+        seconds,
+        clients,
+        budget_scope,
+        sync_interval,
+        server,
     )
     return [
         model.run(
@@ -146,6 +282,31 @@ def simulate_overload(
         for name in names
         for kind in kinds
     ]
+
+
+def _budget_parts(kind: str) -> tuple[str | None, tuple[str, ...]]:
+    """The budget and the parts a ``--budgets`` entry names (``breaker+token_bucket``)."""
+    if kind == "none":
+        return None, ()
+    budget: str | None = None
+    parts: list[str] = []
+    for name in kind.split("+"):
+        if name in BUDGETS and budget is None:
+            budget = name
+        elif name in PARTS and name not in parts:
+            parts.append(name)
+        else:
+            known = ", ".join([*BUDGETS, *PARTS])
+            raise _checks.ArgumentValueError(
+                "budgets",
+                "budgets must be 'none', or at most one budget and each other part once,"
+                f" joined by '+', from {known}; got {kind!r}",
+            )
+    return budget, tuple(parts)
+
+
+def _no_sleep(seconds: float) -> None:
+    """The clients' sleep: simulated time passes on the event queue instead."""
 
 
 class _Model(NamedTuple):
@@ -160,110 +321,199 @@ class _Model(NamedTuple):
     base: float
     cap: float
     seconds: float
+    clients: int
+    budget_scope: str
+    sync_interval: float
+    server: str
+
+    def _policies(
+        self, strategy: str, kind: str, rng: random.Random, clock: Callable[[], float]
+    ) -> list[Policy]:
+        """A policy per client; one for all when clients hold nothing of their own."""
+        delays: Callable[[], Iterator[float]] | tuple[()] = ()  # "none": no retries
+        if strategy != "none":
+            make, retries = maker(strategy, base=self.base, cap=self.cap, rng=rng), self.retries
+
+            def delays() -> Iterator[float]:
+                return islice(make(), retries)
+
+        budget, parts = _budget_parts(kind)
+        if budget is None and not parts:
+            return [Policy(delays, clock=clock, sleep=_no_sleep)]
+        store: Store | None = None
+        if budget is not None and self.budget_scope == "fleet":
+            store = _SharedState(self.sync_interval, clock=clock)
+        policies = []
+        for _ in range(self.clients):
+            options: dict[str, Any] = {
+                key: make_part(clock, rng) for key, make_part in (PARTS[part] for part in parts)
+            }
+            if budget is not None:
+                options["budget"] = BUDGETS[budget](clock, store)
+            policies.append(Policy(delays, clock=clock, sleep=_no_sleep, **options))
+        return policies
 
     def run(
         self,
         strategy: str,
-        budget_name: str,
+        budget: str,
         rng: random.Random,
         progress: Callable[[str, str, float], object] | None,
     ) -> OverloadRun:
-        now = 0.0
-        budget = BUDGETS[budget_name](lambda: now)
+        now = 0.0  # the simulated clock, started before any part reads it
+
+        def clock() -> float:
+            return now
+
+        policies = self._policies(strategy, budget, rng, clock)
+        policy, clients = policies[0], len(policies)
+        # Whether an attempt must be admitted first (a breaker, throttle or
+        # limiter), and whether a success needs telling to anyone.
+        guarded, quiet = policy.guarded, policy.quiet
+        first = _DUE if guarded else _SEND
         seconds = self.seconds
         length = math.ceil(seconds)
         arrivals, sent, goodput = [0] * length, [0] * length, [0] * length
-        retries = 0 if strategy == "none" else self.retries
-        fresh = (
-            None if strategy == "none" else maker(strategy, base=self.base, cap=self.cap, rng=rng)
-        )
-        service = 1.0 / self.capacity
-        timeout, error_rate = self.timeout, self.error_rate
+        service, timeout, error_rate = 1.0 / self.capacity, self.timeout, self.error_rate
+        drop = self.server == "drop-expired"
         draw, expovariate = rng.random, rng.expovariate
         push, pop = heapq.heappush, heapq.heappop
-        # (time, kind, request, attempt number, the request's schedule once it failed)
-        events: list[tuple[float, int, int, int, Iterator[float] | None]] = []
+        # Attempts due later, by time: (time, request, kind, call).  No two
+        # pending events share a request, so a tie never compares further.
+        due: list[tuple[float, int, int, Call | None]] = [(_INF, -1, _SEND, None)]
+        # Outcomes of attempts under way, (time, request, call, error or None
+        # for a success), in time order in a deque: an attempt sent at s ends
+        # at min(f, s + timeout), f being when the server answers it, and as
+        # attempts go in time order to a FIFO server, both f and s + timeout
+        # grow with s, and so does their minimum.  A dropped attempt ends at
+        # s + timeout, before any later one starts; a transient error ends at
+        # s, before anything pending: it goes first.
+        outcomes: deque[tuple[float, int, Call | None, BaseException | None]] = deque()
+        told, now_told, settled = outcomes.append, outcomes.appendleft, outcomes.popleft
         free = 0.0  # when the server is next idle
         requests = attempts = succeeded = failed = 0
         # The arrival rate is piecewise constant: (rate, until) for each phase.
         phases = iter(
             [
-                (self.rate, self.spike_at),
-                (self.rate * self.spike, self.spike_at + self.spike_for),
-                (self.rate, math.inf),
+                (self.rate, min(seconds, self.spike_at)),
+                (self.rate * self.spike, min(seconds, self.spike_at + self.spike_for)),
+                (self.rate, seconds),
             ]
         )
         rate = boundary = 0.0
 
         def arrival_past_boundary() -> float:
-            """The first arrival after the rate changes: a memoryless process
-            draws afresh from the change, at the new rate."""
+            """The first arrival after the rate changes (a memoryless process
+            draws afresh from the change, at the new rate); inf after the last."""
             nonlocal rate, boundary
             arrival = boundary
             while arrival >= boundary:
-                start, (rate, boundary) = boundary, next(phases)
+                start = boundary
+                phase = next(phases, None)
+                if phase is None:
+                    return _INF
+                rate, boundary = phase
                 arrival = start + expovariate(rate)
             return arrival
 
         next_arrival = arrival_past_boundary()
         report_every = max(1.0, seconds / 100)
-        report_at = report_every if progress is not None else math.inf
-        while True:  # the next event, or the next arrival, whichever comes first
-            if events and (events[0][0] <= next_arrival or next_arrival >= seconds):
-                now, kind, request, number, schedule = pop(events)
-            elif next_arrival < seconds:
-                now, kind, request, number, schedule = next_arrival, _SEND, requests, 0, None
+        report_at = report_every if progress is not None else _INF
+        while True:  # the earliest of: the next arrival, outcome, attempt due
+            upcoming = outcomes[0][0] if outcomes else _INF
+            later = due[0][0]
+            if next_arrival <= upcoming and next_arrival <= later:
+                if next_arrival == _INF:
+                    break
+                now = next_arrival
+                request = requests
                 requests += 1
                 arrivals[int(now)] += 1
                 next_arrival = now + expovariate(rate)
                 if next_arrival >= boundary:
                     next_arrival = arrival_past_boundary()
-            else:
-                break
-            if now >= report_at:
-                progress(strategy, budget_name, min(1.0, now / seconds))  # type: ignore[misc]
-                report_at = now + report_every
-            if kind == _SEND:
-                attempts += 1
-                second = int(now)
-                if second < length:
-                    sent[second] += 1
-                if draw() < error_rate:
-                    push(events, (now, _FAILURE, request, number, schedule))
+                if now >= report_at:
+                    progress(strategy, budget, now / seconds)  # type: ignore[misc]
+                    report_at = now + report_every
+                call = (
+                    None
+                    if quiet
+                    else Call(policies[int(draw() * clients) if clients > 1 else 0], now)
+                )
+                kind = first
+            elif upcoming <= later:
+                now, request, call, error = settled()
+                if error is None:  # a success (told only when someone needs telling)
+                    succeeded += 1
+                    second = int(now)
+                    if second < length:
+                        goodput[second] += 1
+                    call.decide(None, None, None)  # type: ignore[union-attr]
                     continue
-                free = (free if free > now else now) + service
-                if free - now > timeout:
-                    push(events, (now + timeout, _FAILURE, request, number, schedule))
-                    continue
-                if budget is not None:  # the budget must hear of it in time order
-                    push(events, (free, _SUCCESS, request, number, schedule))
-                    continue
-                now = free  # nothing else hears of a success: count it at once
-            elif kind == _FAILURE:
-                if budget is not None:
-                    budget.record_failure(number == 0)
-                if number < retries:
-                    if schedule is None:  # its first failure: the request's own generator
-                        schedule = fresh()  # type: ignore[misc]
-                    delay = next(schedule)
-                    if budget is None or budget.try_retry(None):
-                        push(events, (now + delay, _SEND, request, number + 1, schedule))
-                        continue
-                failed += 1
+                delay = call.decide(None, error, None)  # type: ignore[union-attr]
+                if delay is None:
+                    failed += 1
+                else:
+                    push(due, (now + delay, request, first, call))
                 continue
-            elif budget is not None:
-                budget.record_success(number == 0)
-            # A success, at `now`.
-            succeeded += 1
+            else:
+                now, request, kind, call = pop(due)
+            if kind == _DUE:  # admitted by the breaker and throttle, then the limiter's wait
+                try:
+                    call.admit(wait=False)  # type: ignore[union-attr]
+                except _REFUSED:  # refused: the request fails here, never sent
+                    failed += 1
+                    continue
+                limiter = call.policy.rate_limiter  # type: ignore[union-attr]
+                if limiter is not None:
+                    wait = limiter.acquire(_no_sleep)
+                    if wait:
+                        push(due, (now + wait, request, _SEND, call))
+                        continue
+            # The attempt is sent now.
+            attempts += 1
             second = int(now)
             if second < length:
-                goodput[second] += 1
+                sent[second] += 1
+            if draw() < error_rate:  # a transient error, at once
+                error, ends = _ERROR, now
+            else:
+                start = free if free > now else now
+                deadline = now + timeout
+                if drop and start >= deadline:  # the client has gone: dropped, no work done
+                    error, ends = _TIMEOUT, deadline
+                else:
+                    free = start + service
+                    if free <= deadline:  # answered in time
+                        if quiet:  # nothing to tell: counted at once
+                            succeeded += 1
+                            second = int(free)
+                            if second < length:
+                                goodput[second] += 1
+                        else:
+                            told((free, request, call, None))
+                        continue
+                    error, ends = _TIMEOUT, deadline  # the answer would come too late
+            if not quiet:
+                if ends == now:  # before anything pending
+                    now_told((now, request, call, error))
+                else:
+                    told((ends, request, call, error))
+                continue
+            # Nothing else hears of a quiet client's failure: it decides at once.
+            if call is None:
+                call = Call(policy, now)  # as @retry makes it after a bare first try
+            delay = call.decide(None, error, None)
+            if delay is None:
+                failed += 1
+            else:
+                push(due, (ends + delay, request, _SEND, call))
         if progress is not None:
-            progress(strategy, budget_name, 1.0)
+            progress(strategy, budget, 1.0)
         if succeeded + failed != requests:  # pragma: no cover - the model's own invariant
             raise AssertionError(f"{requests} requests, {succeeded} succeeded, {failed} failed")
         return self._figures(
-            strategy, budget_name, requests, attempts, succeeded, arrivals, sent, goodput
+            strategy, budget, requests, attempts, succeeded, arrivals, sent, goodput
         )
 
     def _figures(
@@ -283,17 +533,23 @@ class _Model(NamedTuple):
         start = math.ceil(self.spike_at + self.spike_for)
         for second in range(start, len(arrivals) - RECOVERED_FOR + 1):
             window = range(second, second + RECOVERED_FOR)
-            if all(goodput[s] >= RECOVERED_SHARE * arrivals[s] for s in window):
+            # A window with no arrivals shows nothing: a run without requests never recovers.
+            if any(arrivals[s] for s in window) and all(
+                goodput[s] >= RECOVERED_SHARE * arrivals[s] for s in window
+            ):
                 recovery = float(second - start)
                 break
         return OverloadRun(
             strategy=strategy,
             budget=budget,
+            clients=self.clients,
+            budget_scope=self.budget_scope,
+            server=self.server,
             requests=requests,
             attempts=attempts,
-            amplification=attempts / requests if requests else 0.0,
-            succeeded=succeeded / requests if requests else 0.0,
-            goodput_last_20s=sum(goodput[last]) / arrived_last if arrived_last else 0.0,
+            amplification=attempts / requests if requests else None,
+            succeeded=succeeded / requests if requests else None,
+            goodput_last_20s=sum(goodput[last]) / arrived_last if arrived_last else None,
             recovery_seconds=recovery,
             series={"arrivals": arrivals, "attempts": sent, "goodput": goodput},
         )

@@ -663,6 +663,9 @@ def test_overload_json_has_exactly_the_issues_keys_and_matches_python(cli):
         {
             "strategy",
             "budget",
+            "clients",
+            "budget_scope",
+            "server",
             "requests",
             "attempts",
             "amplification",

@@ -1,54 +1,122 @@
-"""The overload simulator's invariants, and the storm and cure it must show (not tuned figures)."""
+"""The overload simulator: its invariants, the storm and the cures it must show, the
+fleet table at a small scale, the parts, the bounds (claims, not tuned figures)."""
 
 from __future__ import annotations
+
+import json
+import math
 
 import pytest
 from checks import rejects
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backoff_iter.overload import BUDGETS, simulate_overload
+from backoff_iter import CircuitBreaker
+from backoff_iter.cli import main
+from backoff_iter.overload import (
+    BUDGETS,
+    MAX_ATTEMPTS,
+    MAX_CLIENTS,
+    MAX_SECONDS,
+    PARTS,
+    simulate_overload,
+)
 
 small = {"rate": 50.0, "capacity": 60.0, "seconds": 30.0, "spike_at": 5.0, "spike_for": 5.0}
+# The fleet table's storm, scaled down: 50 requests a second to a server of 60.
+storm = {"rate": 50.0, "capacity": 60.0, "seconds": 60.0, "spike_at": 5.0, "spike_for": 5.0}
+# A total outage at a steady 50 requests a second: every attempt fails at once.
+outage = {"rate": 50.0, "capacity": 60.0, "seconds": 60.0, "spike": 1.0, "error_rate": 1.0}
+
+REFUSING = ("sre_throttle", "breaker")  # parts that refuse attempts before they are sent
+COMBINATIONS = [
+    "none",
+    *BUDGETS,
+    *PARTS,
+    "breaker+token_bucket",
+    "cubic+retry_budget",
+    "retry_quota+sre_throttle",
+    "token_bucket+cubic+sre_throttle+breaker",
+]
 
 
-@settings(max_examples=30)
+def uses(kind, parts):
+    return any(part in kind.split("+") for part in parts)
+
+
+@settings(max_examples=40)
 @given(
     strategy=st.sampled_from(["none", "exponential", "full_jitter", "decorrelated", "constant"]),
-    budget=st.sampled_from(sorted(BUDGETS)),
+    budget=st.sampled_from(COMBINATIONS),
+    clients=st.sampled_from([1, 3]),
+    scope=st.sampled_from(["process", "fleet"]),
+    server=st.sampled_from(["serve-all", "drop-expired"]),
     retries=st.integers(min_value=0, max_value=5),
-    error_rate=st.sampled_from([0.0, 0.05, 0.5]),
+    error_rate=st.sampled_from([0.0, 0.05, 0.5, 1.0]),
     spike=st.sampled_from([1.0, 3.0]),
     seed=st.integers(min_value=0, max_value=1000),
 )
 def test_every_request_ends_and_attempts_are_bounded(
-    strategy, budget, retries, error_rate, spike, seed
+    strategy, budget, clients, scope, server, retries, error_rate, spike, seed
 ):
-    """Each request succeeds or fails (the model checks it), attempts <= requests x (1 + retries)."""
+    """Each request succeeds or fails (the model checks it); attempts <= requests x (1 +
+    retries), and >= requests unless a throttle or breaker refuses some."""
     [run] = simulate_overload(
         [strategy],
         [budget],
         retries=retries,
         error_rate=error_rate,
         spike=spike,
+        clients=clients,
+        budget_scope=scope,
+        server=server,
         seed=seed,
         **small,
     )
-    assert run.requests == sum(run.series["arrivals"])
-    assert (
-        run.requests <= run.attempts <= run.requests * (1 + (0 if strategy == "none" else retries))
-    )
+    assert (run.clients, run.budget_scope, run.server) == (clients, scope, server)
+    assert run.requests == sum(run.series["arrivals"]) > 0
+    assert run.attempts <= run.requests * (1 + (0 if strategy == "none" else retries))
+    assert run.attempts >= run.requests or uses(budget, REFUSING)
     assert 0.0 <= run.succeeded <= 1.0
+    assert run.succeeded == 0.0 or error_rate < 1.0
     assert run.amplification == run.attempts / run.requests
     assert sum(run.series["attempts"]) <= run.attempts
     assert all(len(values) == 30 for values in run.series.values())
 
 
+@settings(max_examples=15)
+@given(
+    budget=st.sampled_from(COMBINATIONS),
+    server=st.sampled_from(["serve-all", "drop-expired"]),
+    error_rate=st.sampled_from([0.01, 0.5]),
+    seed=st.integers(min_value=0, max_value=1000),
+)
+def test_the_simulated_clock_never_goes_back(budget, server, error_rate, seed):
+    """Every outcome and attempt is handled in time order: a part's clock reads never decrease."""
+    readings = []
+
+    def breaker(clock, rng):
+        def watched():
+            readings.append(clock())
+            return readings[-1]
+
+        return CircuitBreaker(clock=watched)
+
+    kind = "breaker" if budget == "none" else "+".join({*budget.split("+"), "breaker"})
+    with pytest.MonkeyPatch.context() as patch:  # undone after each example, not each test
+        patch.setitem(PARTS, "breaker", ("breaker", breaker))
+        simulate_overload(
+            ["full_jitter"], [kind], server=server, error_rate=error_rate, seed=seed, **small
+        )
+    assert len(readings) > 100 and readings == sorted(readings)
+
+
 def test_seeded_runs_repeat_exactly_and_seeds_matter():
-    """Same seed, same runs; another seed, other runs."""
-    first = simulate_overload(["full_jitter"], ["token_bucket"], seed=3, **small)
-    assert first == simulate_overload(["full_jitter"], ["token_bucket"], seed=3, **small)
-    assert first != simulate_overload(["full_jitter"], ["token_bucket"], seed=4, **small)
+    """Same seed, same runs (a fleet of clients too); another seed, other runs."""
+    options = {"clients": 5, "budget_scope": "fleet", **small}
+    first = simulate_overload(["full_jitter"], ["token_bucket+breaker"], seed=3, **options)
+    assert first == simulate_overload(["full_jitter"], ["token_bucket+breaker"], seed=3, **options)
+    assert first != simulate_overload(["full_jitter"], ["token_bucket+breaker"], seed=4, **options)
 
 
 def test_pairs_come_in_order_each_with_its_own_stream():
@@ -72,22 +140,77 @@ def test_without_overload_nothing_fails_but_transient_errors():
     assert run.recovery_seconds == 0.0 and run.goodput_last_20s > 0.95
 
 
+def test_a_quiet_second_is_no_failure_to_recover():
+    """At 2 requests a second some seconds see none (and no success): a healthy run
+    whose first window after the spike holds such a second still recovers at once."""
+    start = 20  # the spike's end, spike or not
+
+    def healthy(seed):
+        [run] = simulate_overload(
+            ["none"], ["none"], rate=2, capacity=1000, error_rate=0, spike=1, seconds=60, seed=seed
+        )
+        return run
+
+    # The first seed whose window [20, 25) has both a quiet second and an arrival.
+    run = next(
+        run
+        for run in map(healthy, range(100))
+        if 0 in run.series["arrivals"][start : start + 5]
+        and any(run.series["arrivals"][start : start + 5])
+    )
+    assert run.succeeded == 1.0
+    assert run.recovery_seconds == 0.0
+
+
+def test_an_answer_exactly_at_the_timeout_is_in_time():
+    """Serving takes exactly the timeout (capacity 2/s, timeout 0.5 s): a request that
+    finds the server idle is answered at its deadline, which is in time."""
+    [run] = simulate_overload(
+        ["none"],
+        ["none"],
+        rate=0.01,
+        capacity=2,
+        timeout=0.5,
+        error_rate=0,
+        spike=1,
+        seconds=2000,
+        seed=1,
+    )
+    assert run.requests > 10 and run.succeeded > 0.9  # most find the server idle
+
+
+def test_a_run_without_requests_has_no_figures():
+    """No request arrives: no recovery (not "0 s"), no amplification, no share."""
+    [run] = simulate_overload(["full_jitter"], ["token_bucket"], rate=1e-300, seed=1)
+    assert run.requests == 0 == run.attempts
+    assert run.recovery_seconds is None
+    assert run.amplification is None and run.succeeded is None and run.goodput_last_20s is None
+
+
+def test_a_total_outage_fails_every_request_after_every_retry():
+    """error_rate 1: nothing succeeds, and without a budget each request makes 1 + retries attempts."""
+    [run] = simulate_overload(["full_jitter"], ["none"], retries=3, seed=1, **outage)
+    assert run.succeeded == 0.0 and not any(run.series["goodput"])
+    assert run.amplification == 4.0 and run.recovery_seconds is None
+
+
 def test_the_defaults_show_the_storm_and_its_cure():
     """Retries without a budget never recover from the spike; the token bucket does."""
     runs = {
         (r.strategy, r.budget): r
         for r in simulate_overload(["none", "full_jitter"], ["none", "token_bucket"], seed=2026)
     }
-    storm = runs["full_jitter", "none"]
-    assert storm.recovery_seconds is None and storm.goodput_last_20s < 0.05
-    assert storm.amplification > 3.0  # near 1 + retries
+    storm_run = runs["full_jitter", "none"]
+    assert storm_run.recovery_seconds is None and storm_run.goodput_last_20s < 0.05
+    assert storm_run.amplification > 3.0  # near 1 + retries
     cured = runs["full_jitter", "token_bucket"]
     assert cured.recovery_seconds is not None and cured.goodput_last_20s > 0.95
     assert runs["none", "none"].recovery_seconds is not None
 
 
 def test_retries_save_the_transient_errors_that_no_retry_loses():
-    """Without a spike, 'none' loses about error_rate of the requests; retrying with a bucket loses none."""
+    """Without a spike, 'none' loses about error_rate of the requests; retrying with a
+    bucket (told of every success, so it stays full) loses none."""
     runs = {
         r.strategy: r
         for r in simulate_overload(
@@ -106,30 +229,256 @@ def test_a_ratio_budget_recovers_only_with_headroom():
     assert tight.recovery_seconds is None
 
 
-def test_progress_reports_shares_up_to_one():
-    """progress(strategy, budget, share) rises to 1.0 for each run."""
-    seen = []
-    simulate_overload(["none"], ["none"], seed=1, progress=lambda *a: seen.append(a), **small)
-    shares = [share for _, _, share in seen]
-    assert shares == sorted(shares) and shares[-1] == 1.0 and len(shares) > 5
+# -- the fleet ----------------------------------------------------------------------------
+
+
+def test_per_process_reserves_retry_a_total_outage_fully_and_a_fleet_budget_does_not():
+    """500 clients at 0.1 request/s each, every call failing: each client's own reserve
+    (10/s) covers all its retries, so amplification is 1 + retries; one fleet budget
+    keeps retries within ratio x calls plus one reserve over the run and a window."""
+    ratio, reserve, window, retries = 0.2, 10.0, 10.0, 3
+    runs = {
+        scope: simulate_overload(
+            ["full_jitter"],
+            ["retry_budget"],
+            clients=500,
+            budget_scope=scope,
+            sync_interval=0.0,
+            retries=retries,
+            seed=1,
+            **outage,
+        )[0]
+        for scope in ("process", "fleet")
+    }
+    assert runs["process"].amplification == 1 + retries
+    fleet = runs["fleet"]
+    span = outage["seconds"] + retries * 0.05 * 2**retries  # the last retries come a little later
+    allowed = ratio * fleet.requests + reserve * (span + window)
+    assert 0 < fleet.attempts - fleet.requests <= allowed < 0.5 * retries * fleet.requests
+
+
+def test_the_fleet_table_at_a_small_scale():
+    """Token buckets in the storm: one client recovers; 500 with a bucket each amplify
+    more and never recover (each bucket sees too few failures to stop); 500 sharing one
+    recover.  A server dropping expired work lets the 500 buckets recover too."""
+
+    def run(clients, scope, server="serve-all"):
+        [result] = simulate_overload(
+            ["full_jitter"],
+            ["token_bucket"],
+            clients=clients,
+            budget_scope=scope,
+            server=server,
+            seed=7,
+            **storm,
+        )
+        return result
+
+    one, each, shared = run(1, "process"), run(500, "process"), run(500, "fleet")
+    assert one.recovery_seconds is not None and shared.recovery_seconds is not None
+    assert each.recovery_seconds is None
+    assert each.amplification > max(one.amplification, shared.amplification) + 0.1
+    dropping = run(500, "process", "drop-expired")
+    assert dropping.recovery_seconds is not None
+
+
+def test_a_dropping_server_lets_a_ratio_budget_recover_where_serving_all_does_not():
+    """One ratio budget: the wasted work of gone clients keeps the storm going; drop it and
+    it ends, but no server saves 50 clients each with its own reserve."""
+    runs = {
+        (server, scope): simulate_overload(
+            ["full_jitter"],
+            ["retry_budget"],
+            clients=50,
+            budget_scope=scope,
+            server=server,
+            seed=7,
+            **storm,
+        )[0]
+        for server in ("serve-all", "drop-expired")
+        for scope in ("process", "fleet")
+    }
+    assert runs["serve-all", "fleet"].recovery_seconds is None
+    assert runs["drop-expired", "fleet"].recovery_seconds is not None
+    assert runs["drop-expired", "process"].recovery_seconds is None
+
+
+def test_each_client_has_its_own_breaker():
+    """500 clients at 0.1 request/s never reach a breaker's minimum throughput (100 calls in
+    30 s): in a total outage every request is sent; one client's breaker opens at once."""
+    alone, many = (
+        simulate_overload(["none"], ["breaker"], clients=clients, seed=2, **outage)[0]
+        for clients in (1, 500)
+    )
+    assert many.attempts == many.requests
+    assert alone.attempts < alone.requests / 10
+
+
+# -- the parts ----------------------------------------------------------------------------
+
+
+def test_a_breaker_in_a_total_outage_sends_what_its_defaults_allow():
+    """It opens at the 100th failure, then lets one probe through per 5 s break."""
+    [run] = simulate_overload(["full_jitter"], ["breaker"], seed=1, **outage)
+    minimum_throughput, break_duration = 100, 5.0
+    assert (
+        minimum_throughput
+        < run.attempts
+        <= (minimum_throughput + outage["seconds"] / break_duration + 1)
+    )
+    assert run.succeeded == 0.0
+
+
+def test_the_sre_throttle_rejects_as_its_formula_says():
+    """With no accepts, the n-th request goes with probability 1 / (n + 1): about the
+    harmonic number H(requests) are sent in all (the window, 120 s, holds the whole run)."""
+    [run] = simulate_overload(["none"], ["sre_throttle"], seed=1, **outage)
+    expected = sum(1 / (n + 1) for n in range(run.requests))
+    assert abs(run.attempts - expected) <= 4 * math.sqrt(expected)
+
+
+def test_the_rate_limiter_delays_attempts_but_never_drops_one():
+    """Every failure is a throttle: the limiter slows the client to its floor, so most
+    attempts go after the arrivals stopped, but all of them go (1 + retries each)."""
+    [run] = simulate_overload(["full_jitter"], ["cubic"], retries=3, seed=1, **outage)
+    assert run.amplification == 4.0
+    assert sum(run.series["attempts"]) < run.attempts / 2
+
+
+def test_combinations_run_in_any_order_and_bad_ones_are_refused():
+    """A budget and parts joined by + run whatever the order; two budgets, a part
+    twice, none with a part or an unknown name are argument errors naming budgets."""
+    runs = simulate_overload(
+        ["full_jitter"], ["breaker+token_bucket", "token_bucket+breaker"], seed=1, **small
+    )
+    assert [r.budget for r in runs] == ["breaker+token_bucket", "token_bucket+breaker"]
+    for bad in ("breaker+breaker", "token_bucket+retry_quota", "none+breaker", "breaker+", "gold"):
+        rejects(lambda bad=bad: simulate_overload(budgets=[bad]), ValueError, "budgets")
+
+
+# -- bounds and bad arguments -------------------------------------------------------------
+
+
+class Started(Exception):
+    """A run that passed the checks began: stop it there."""
+
+
+def started(*_):
+    raise Started
+
+
+@pytest.mark.parametrize(
+    "strategies, retries, factor", [(["full_jitter"], 3, 4), (["none"], 3, 1), (["none"], 0, 1)]
+)
+def test_the_work_bound_is_the_expected_requests_times_one_plus_retries(
+    strategies, retries, factor
+):
+    """Expected attempts = rate x (seconds + (spike - 1) x the spike's length) x (1 +
+    retries, if any strategy retries): MAX_ATTEMPTS exactly runs, a bit more is refused."""
+    rate, seconds, spike_at, spike_for = 1.0, 100.0, 50.0, 50.0
+    # the spike that brings the expected attempts to the bound exactly
+    spike = 1 + (MAX_ATTEMPTS / factor / rate - seconds) / spike_for
+    options = {"rate": rate, "seconds": seconds, "spike_at": spike_at, "spike_for": spike_for}
+    with pytest.raises(Started):
+        simulate_overload(
+            strategies, ["none"], spike=spike, retries=retries, progress=started, **options
+        )
+    rejects(
+        lambda: simulate_overload(
+            strategies, ["none"], spike=spike * 1.001, retries=retries, **options
+        ),
+        ValueError,
+        "rate",
+        f"{MAX_ATTEMPTS:,}",
+    )
 
 
 @pytest.mark.parametrize(
     "options, error, word",
     [
         ({"strategies": ["bogus"]}, ValueError, "strategies"),
+        ({"strategies": []}, ValueError, "strategies"),
         ({"budgets": ["infinite"]}, ValueError, "budgets"),
         ({"budgets": []}, ValueError, "budgets"),
         ({"rate": 0}, ValueError, "rate"),
+        ({"rate": 1e12}, ValueError, "rate"),
+        ({"rate": 1e300, "spike": 1e300}, ValueError, "rate"),
         ({"capacity": -5}, ValueError, "capacity"),
         ({"spike": 0.5}, ValueError, "spike"),
+        ({"spike": math.inf}, ValueError, "spike"),
         ({"timeout": 0}, ValueError, "timeout"),
-        ({"error_rate": 1.0}, ValueError, "error_rate"),
+        ({"error_rate": 1.01}, ValueError, "error_rate"),
+        ({"error_rate": -0.1}, ValueError, "error_rate"),
         ({"retries": 2.5}, TypeError, "retries"),
         ({"seconds": "60"}, TypeError, "seconds"),
+        ({"seconds": MAX_SECONDS * 1.01}, ValueError, "seconds"),
+        ({"clients": 0}, ValueError, "clients"),
+        ({"clients": MAX_CLIENTS + 1}, ValueError, "clients"),
+        ({"clients": 2.0}, TypeError, "clients"),
+        ({"budget_scope": "world"}, ValueError, "budget_scope"),
+        ({"sync_interval": -1}, ValueError, "sync_interval"),
+        ({"sync_interval": 3601}, ValueError, "sync_interval"),
+        ({"server": "serve-some"}, ValueError, "server"),
         ({"progress": 3}, TypeError, "progress"),
     ],
 )
 def test_bad_arguments_name_the_parameter(options, error, word):
-    """Out-of-range rates, spikes and unknown names are rejected before any run."""
+    """Out-of-range values, unknown names and runs too long are rejected before any run."""
     rejects(lambda: simulate_overload(**options), error, word)
+
+
+def test_the_bounds_stand_at_their_limits():
+    """The most clients and seconds allowed are accepted (the run starts)."""
+    for options in ({"clients": MAX_CLIENTS}, {"seconds": MAX_SECONDS, "rate": 1.0}):
+        with pytest.raises(Started):
+            simulate_overload(["none"], ["none"], progress=started, **options)
+
+
+# -- the command line ---------------------------------------------------------------------
+
+SMALL = ["--rate", "50", "--capacity", "60", "--seconds", "30", "--spike-at", "5"]
+
+
+def test_each_part_runs_from_the_command_line_and_is_reported_in_json(capsys):
+    """Every budget, part and a combination: one run each, named as typed, with the
+    clients, scope and server of the command."""
+    names = [*BUDGETS, *PARTS, "cubic+retry_budget"]
+    command = ["overload", "--strategies", "full_jitter", "--budgets", ",".join(names), *SMALL]
+    options = ["--clients", "3", "--budget-scope", "fleet", "--server", "drop-expired"]
+    status = main([*command, *options, "--seed", "1", "--json"])
+    runs = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert [run["budget"] for run in runs] == names
+    assert {(r["clients"], r["budget_scope"], r["server"]) for r in runs} == {
+        (3, "fleet", "drop-expired")
+    }
+    assert all(run["requests"] > 0 for run in runs)
+
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["--rate", "1e12"], "--rate"),
+        (["--seconds", "1e6"], "--seconds"),
+        (["--clients", "100001"], "--clients"),
+        (["--clients", "0"], "--clients"),
+        (["--budget-scope", "world"], "--budget-scope"),
+        (["--sync-interval", "-1"], "--sync-interval"),
+        (["--server", "all"], "--server"),
+        (["--error-rate", "1.5"], "--error-rate"),
+        (["--budgets", "breaker+breaker"], "--budgets"),
+    ],
+)
+def test_bounds_and_bad_options_exit_2_naming_the_option(capsys, args, option):
+    """Each refused option is bad usage: status 2, one error line naming the option."""
+    status = main(["overload", *args])
+    error = capsys.readouterr().err.strip()
+    assert status == 2
+    assert len(error.splitlines()) == 1 and option in error
+
+
+def test_a_run_without_requests_prints_never_and_dashes(capsys):
+    """The table says "never" and "-" where there is nothing to count, not 0 s or 0%."""
+    assert main(["overload", "--rate", "1e-300", "--strategies", "none", "--budgets", "none"]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row == ["none", "none", "0", "0", "-", "-", "-", "never"]

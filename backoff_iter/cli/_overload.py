@@ -1,4 +1,5 @@
-"""``overload``: a retry storm second by second, with and without retry budgets."""
+"""``overload``: a retry storm second by second, with and without budgets, limiters,
+throttles and breakers, for one client or a fleet."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ from ._common import (
 
 NAME = "overload"
 SUMMARY = "Simulate a retry storm second by second, with and without budgets."
+# The bounds that keep a run within minutes, said where the option is.
+_LIMITS = {
+    "rate": f"; a run may expect at most {overload.MAX_ATTEMPTS:,} attempts:"
+    " rate x seconds (the spike included) x (1 + retries)",
+    "seconds": f"; at most {overload.MAX_SECONDS:,.0f}",
+}
 
 _MEANINGS = {
     "rate": "requests arriving per second",
@@ -31,7 +38,7 @@ _MEANINGS = {
     "spike_at": "when the spike starts, seconds",
     "spike_for": "how long the spike lasts, seconds",
     "timeout": "how long a client waits for an answer, seconds",
-    "error_rate": "chance of a transient error per attempt",
+    "error_rate": "chance of a transient error per attempt, 1 a total outage",
     "base": "the strategy's base, seconds",
     "cap": "the strategy's cap, seconds",
     "seconds": "how long requests arrive, seconds",
@@ -54,8 +61,11 @@ def add(parser: argparse.ArgumentParser) -> None:
         type=names,
         default=list(default(storm, "budgets")),
         metavar="NAMES",
-        help="comma-separated, each run with its own shared one: "
+        help="comma-separated runs: none, or one budget ("
         + ", ".join(overload.BUDGETS)
+        + ") and other parts ("
+        + ", ".join(overload.PARTS)
+        + "), each at the library's defaults, joined by + (breaker+token_bucket)"
         + f" ({','.join(default(storm, 'budgets'))})",
     )
     for parameter, meaning in _MEANINGS.items():
@@ -65,8 +75,38 @@ def add(parser: argparse.ArgumentParser) -> None:
             type=number,
             default=value,
             metavar="X",
-            help=f"{meaning} ({value:g})",
+            help=f"{meaning} ({value:g}{_LIMITS.get(parameter, '')})",
         )
+    parser.add_argument(
+        "--clients",
+        type=whole(1),
+        default=default(storm, "clients"),
+        metavar="N",
+        help="clients (processes) the arrivals are split among, at random;"
+        " each has its own limiter, throttle and breaker"
+        f" (%(default)s; at most {overload.MAX_CLIENTS:,})",
+    )
+    parser.add_argument(
+        "--budget-scope",
+        choices=overload.SCOPES,
+        default=default(storm, "budget_scope"),
+        help="process: a budget per client; fleet: one budget the clients share,"
+        " as through a RedisStore (%(default)s)",
+    )
+    parser.add_argument(
+        "--sync-interval",
+        type=number,
+        default=default(storm, "sync_interval"),
+        metavar="X",
+        help="a fleet budget's lag: seconds between a client's exchanges (%(default)g)",
+    )
+    parser.add_argument(
+        "--server",
+        choices=overload.SERVERS,
+        default=default(storm, "server"),
+        help="serve-all serves even attempts whose client has gone; drop-expired"
+        " drops them when it comes to them (%(default)s)",
+    )
     parser.add_argument(
         "--retries",
         type=whole(0),
@@ -84,6 +124,11 @@ def add(parser: argparse.ArgumentParser) -> None:
         metavar="FILE.png",
         help="draw goodput and attempts per second, the spike shaded",
     )
+
+
+def _figure(value: float | None, spec: str) -> str:
+    """A figure of the table; "-" for one with nothing to count (no requests)."""
+    return "-" if value is None else format(value, spec)
 
 
 def prints(args: argparse.Namespace) -> bool:
@@ -106,6 +151,10 @@ def run(args: argparse.Namespace) -> None:
         base=args.base,
         cap=args.cap,
         seconds=args.seconds,
+        clients=args.clients,
+        budget_scope=args.budget_scope,
+        sync_interval=args.sync_interval,
+        server=args.server,
         seed=args.seed,
         progress=lambda strategy, budget, share: progress(f"{strategy} / {budget}: {share:.0%}"),
     )
@@ -129,9 +178,9 @@ def run(args: argparse.Namespace) -> None:
                 run.budget,
                 f"{run.requests:,}",
                 f"{run.attempts:,}",
-                f"{run.amplification:.2f}",
-                f"{run.succeeded:.1%}",
-                f"{run.goodput_last_20s:.1%}",
+                _figure(run.amplification, ".2f"),
+                _figure(run.succeeded, ".1%"),
+                _figure(run.goodput_last_20s, ".1%"),
                 "never" if run.recovery_seconds is None else f"{run.recovery_seconds:g} s",
             ]
             for run in runs
