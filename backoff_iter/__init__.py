@@ -45,13 +45,14 @@ if _typing.TYPE_CHECKING:
         retries_by,
         retry_count_ratio,
     )
-    from .simulation import simulate
+    from .simulation import Result, simulate
 
 # The planning functions and the simulators are imported on first use: a
 # service that only retries does not pay for them when it imports us.
 _LAZY = {
     "simulate_overload": "overload",
     "simulate": "simulation",
+    "Result": "simulation",
     **dict.fromkeys(
         [
             "Plan",
@@ -85,6 +86,7 @@ __all__ = [
     "Attempt",
     "Budget",
     "Plan",
+    "Result",
     "RetryBudget",
     "RetryLogger",
     "TokenBucket",

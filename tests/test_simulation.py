@@ -2,17 +2,39 @@
 
 from __future__ import annotations
 
+import importlib.util
+import multiprocessing
 import random
 from itertools import islice
+from pathlib import Path
 
 import pytest
 from checks import rejects
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backoff_iter.simulation import DEFAULT_STRATEGIES, STRATEGIES, simulate, simulate_once
+from backoff_iter.simulation import DEFAULT_STRATEGIES, STUDY_STRATEGIES, simulate, simulate_once
 
-names = st.sampled_from(sorted(STRATEGIES))
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _benchmark(name):
+    """benchmarks/NAME.py as a module (the plain reference loop lives there)."""
+    spec = importlib.util.spec_from_file_location(
+        f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+study = _benchmark("study")
+names = st.sampled_from(sorted(STUDY_STRATEGIES))
+
+
+def schedule(name, base, cap, rng):
+    """One client's delays as the study makes them."""
+    return STUDY_STRATEGIES[name](base, cap, rng)()
 
 
 @settings(max_examples=40)
@@ -27,7 +49,7 @@ def test_every_client_finishes_and_work_is_at_least_the_clients(strategy, client
 
 def test_one_client_never_collides():
     """A lone client writes once, whatever its strategy."""
-    for strategy in STRATEGIES:
+    for strategy in STUDY_STRATEGIES:
         assert simulate_once(strategy, 1, random.Random(3)).work == 1
 
 
@@ -60,13 +82,21 @@ def test_results_cover_every_strategy_and_client_count_in_order():
 def test_the_strategies_use_the_studys_parameters():
     """Exponential family first waits min(cap, 2·base); decorrelated starts at base; none is 0."""
     rng = random.Random(0)
-    assert next(STRATEGIES["none"](5, 2000, rng)) == 0.0
-    assert list(islice(STRATEGIES["exponential"](5, 2000, rng), 3)) == [10.0, 20.0, 40.0]
-    assert next(STRATEGIES["exponential"](5, 8, rng)) == 8.0
-    firsts = [next(STRATEGIES["full_jitter"](5, 2000, rng)) for _ in range(500)]
+    assert next(schedule("none", 5, 2000, rng)) == 0.0
+    assert list(islice(schedule("exponential", 5, 2000, rng), 3)) == [10.0, 20.0, 40.0]
+    assert next(schedule("exponential", 5, 8, rng)) == 8.0
+    firsts = [next(schedule("full_jitter", 5, 2000, rng)) for _ in range(500)]
     assert min(firsts) >= 0 and max(firsts) <= 10 and max(firsts) > 9.5
-    firsts = [next(STRATEGIES["decorrelated"](5, 2000, rng)) for _ in range(500)]
+    firsts = [next(schedule("decorrelated", 5, 2000, rng)) for _ in range(500)]
     assert 5 <= min(firsts) < 5.5 and 14.5 < max(firsts) <= 15
+
+
+def test_one_runs_strategy_makes_a_fresh_schedule_for_each_client():
+    """The maker a strategy returns for a run starts every client's delays from the first."""
+    new_schedule = STUDY_STRATEGIES["exponential"](5, 2000, random.Random(0))
+    first, second = new_schedule(), new_schedule()
+    assert list(islice(first, 3)) == [10.0, 20.0, 40.0]
+    assert list(islice(second, 2)) == [10.0, 20.0]
 
 
 def test_jitter_cuts_the_work_of_plain_exponential_backoff():
@@ -87,10 +117,22 @@ def test_jitter_cuts_the_work_of_plain_exponential_backoff():
         (lambda: simulate(clients=[2], runs=1, base=-1), ValueError, "base"),
         (lambda: simulate(clients=[2.5], runs=1), TypeError, "clients"),
         (lambda: simulate_once("none", 3, random.Random(), cap=-1), ValueError, "cap"),
+        (lambda: simulate(clients=[2], runs=1, jobs=0), ValueError, "jobs"),
+        (lambda: simulate(clients=[2], runs=1, jobs=2.0), TypeError, "jobs"),
+        (lambda: simulate(clients=[2], runs=1, progress=5), TypeError, "progress"),
+        (lambda: simulate([], clients=[2], runs=1), ValueError, "strategies"),
+        (lambda: simulate("full_jitter", clients=[2], runs=1), TypeError, "strategies"),
+        (lambda: simulate(clients=[], runs=1), ValueError, "clients"),
+        (lambda: simulate(clients=5, runs=1), TypeError, "clients"),
+        (lambda: simulate(clients=[2], runs=1, base=1e308), ValueError, "base"),
+        (lambda: simulate_once("bogus", 3, random.Random()), ValueError, "strategy"),
+        (lambda: simulate_once("none", 0, random.Random()), ValueError, "clients"),
+        (lambda: simulate_once("none", 3, None), TypeError, "rng"),
+        (lambda: simulate_once("none", 3, random), TypeError, "rng"),
     ],
 )
 def test_bad_arguments_are_rejected_before_any_run(call, error, word):
-    """Unknown strategies, non-positive counts and negative parameters raise at once."""
+    """Unknown strategies, bad counts, jobs, rng or progress, and out-of-range parameters raise at once."""
     rejects(call, error, word)
 
 
@@ -105,21 +147,60 @@ class ScriptedRng:
 
 
 def test_time_is_the_latest_success_reply_not_the_last_one_processed():
-    """Client 0's reply comes at 62 ms, client 1's (processed later) at 15 ms: time is 62."""
-    from backoff_iter.simulation import STRATEGIES, _run
+    """Client 0's reply comes at 62 ms, client 1's (processed later) at 15 ms: time is 62.
 
+    This checks the plain reference loop; the next test holds the simulator to it."""
     # Reads reach the server at 10 and 12 ms; client 0 writes at 12 (reply +50),
     # client 1 writes at 14 (reply +1).
     rng = ScriptedRng([10, 12, 1, 1, 50, 1, 1, 1])
-    run = _run(STRATEGIES["none"], 2, rng, 5.0, 2000.0)
-    assert run == (2, 62.0, 2)
+    assert study.reference_run("none", 2, rng) == (2, 62.0, 2)
+
+
+@settings(max_examples=60)
+@given(
+    names,
+    st.integers(min_value=1, max_value=40),
+    st.integers(min_value=0, max_value=2**32),
+    st.booleans(),
+)
+def test_a_run_is_the_plain_loop_drawing_every_hop_with_gauss(strategy, clients, seed, primed):
+    """Same Run as the reference loop (rng.gauss per hop), and the rng left in the same state.
+
+    *primed*: the generator starts with a normal kept by an earlier gauss call."""
+    ours, theirs = random.Random(seed), random.Random(seed)
+    if primed:
+        assert ours.gauss(0.0, 1.0) == theirs.gauss(0.0, 1.0)
+    assert simulate_once(strategy, clients, ours) == study.reference_run(strategy, clients, theirs)
+    assert ours.getstate() == theirs.getstate()  # the kept normal (gauss_next) included
+
+
+def test_the_hops_are_drawn_from_random_not_through_a_subclass_gauss():
+    """A subclass's random() feeds the hops (as Random.gauss would use it); its gauss is not called."""
+
+    class Counting(random.Random):
+        draws = 0
+
+        def random(self):
+            Counting.draws += 1
+            return super().random()
+
+        def gauss(self, mu=0.0, sigma=1.0):
+            raise AssertionError("the simulator draws hops from random()")
+
+    rng = Counting(5)
+    run = simulate_once("exponential", 4, rng)  # exponential itself draws nothing
+    # A hop to each client's first read; per write, the read's reply, the write
+    # and the write's reply; after a failed write, the hop to the next read.
+    hops = 4 + 3 * run.work + (run.work - run.successes)
+    assert Counting.draws == hops + hops % 2  # two draws for each pair of normals
+    assert run == study.reference_run("exponential", 4, random.Random(5))
 
 
 def test_every_strategy_of_the_library_is_in_the_study():
     """The study's registry follows the library's: adding a strategy there adds it here."""
     from backoff_iter.strategies import STRATEGIES as LIBRARY
 
-    assert set(STRATEGIES) == {"none", *LIBRARY}
+    assert set(STUDY_STRATEGIES) == {"none", *LIBRARY}
 
 
 # -- the figures themselves ----------------------------------------------------------
@@ -204,3 +285,65 @@ def test_the_readme_tables_show_what_the_default_study_gives_for_a_few_rows():
     for r in simulate(clients=[10, 20, 50], runs=100, seed=2026):
         assert work[r.clients][r.strategy] == f"{r.work:,.0f}", r
         assert time[r.clients][r.strategy] == f"{r.time / 1000:.2f}", r
+
+
+# -- processes -----------------------------------------------------------------------
+
+
+def test_two_processes_give_exactly_the_figures_of_one():
+    """jobs=2 takes results as they finish but sums them in task order: the pinned floats."""
+    names = [name for name, *_ in PINNED_SPLIT]
+    rows = simulate(names, clients=[25], runs=45, seed=2026, jobs=2)
+    assert [tuple(r) for r in rows] == PINNED_SPLIT
+    wider = {"clients": [3, 25, 9], "runs": 45, "seed": 4}
+    assert simulate(**wider, jobs=2) == simulate(**wider, jobs=1)
+
+
+def test_progress_on_two_processes_counts_every_run_once():
+    """Progress rises to the total, one task (20 runs, or the rest) at a time."""
+    seen = []
+    simulate(["full_jitter"], clients=[4, 8], runs=50, jobs=2, progress=lambda *a: seen.append(a))
+    steps = [done - before for (before, _), (done, _) in zip([(0, 100), *seen], seen)]
+    assert sorted(steps) == [10, 10, 20, 20, 20, 20]  # in whatever order the tasks finish
+    assert {total for _, total in seen} == {100}
+
+
+def test_no_more_processes_start_than_there_are_tasks():
+    """jobs=256 for 5 tasks (100 runs of one cell, 20 per task) keeps 5 worker processes."""
+    alive = []
+    simulate(
+        ["full_jitter"],
+        clients=[5],
+        runs=100,
+        seed=1,
+        jobs=256,
+        progress=lambda done, total: alive.append(len(multiprocessing.active_children())),
+    )
+    assert alive == [5] * 5
+
+
+def test_a_study_of_one_task_runs_in_this_process():
+    """jobs=4 for 20 runs of one cell starts no process at all (a spawn costs more than the task)."""
+    alive = []
+    simulate(
+        ["full_jitter"],
+        clients=[5],
+        runs=20,
+        jobs=4,
+        progress=lambda done, total: alive.append(len(multiprocessing.active_children())),
+    )
+    assert alive == [0]
+
+
+def test_tasks_are_handed_out_costliest_first():
+    """Cost grows with the square of the clients and with the runs; equals keep their order."""
+    from backoff_iter.simulation import _costliest_first, _Task
+
+    tasks = [
+        _Task("exponential", 10, 0, 20, 1, 5.0, 2000.0),
+        _Task("exponential", 190, 0, 20, 1, 5.0, 2000.0),
+        _Task("exponential", 190, 20, 25, 1, 5.0, 2000.0),
+        _Task("full_jitter", 190, 0, 20, 1, 5.0, 2000.0),
+        _Task("full_jitter", 50, 0, 20, 1, 5.0, 2000.0),
+    ]
+    assert _costliest_first(tasks) == [1, 3, 2, 4, 0]
