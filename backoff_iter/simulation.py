@@ -139,19 +139,28 @@ def _run(new_schedule: NewSchedule, clients: int, rng: random.Random) -> Run:
     the numbers, their order and so every float are what ``gauss`` gives.
     """
     random_, cos, sin, log, sqrt = rng.random, math.cos, math.sin, math.log, math.sqrt
-    two_pi, mean, sd = _TWO_PI, HOP_MEAN, HOP_SD
-    gauss = random.Random.gauss  # for the first hops only, one per client
-    events = [(abs(gauss(rng, mean, sd)), client, _READ) for client in range(clients)]
-    heapq.heapify(events)
-    heappop, heapreplace = heapq.heappop, heapq.heapreplace
+    two_pi, mean, sd, read = _TWO_PI, HOP_MEAN, HOP_SD, _READ
     # None, or the normal gauss would return next (set by seed(); not in typeshed)
     spare: float | None = rng.gauss_next  # type: ignore[attr-defined]
+    events = []
+    for client in range(clients):  # the hop of each client's first read
+        if spare is None:
+            x = random_() * two_pi
+            r = sqrt(-2.0 * log(1.0 - random_()))
+            hop = mean + cos(x) * r * sd
+            spare = sin(x) * r
+        else:
+            hop = mean + spare * sd
+            spare = None
+        events.append((hop if hop >= 0.0 else -hop, client, read))
+    heapq.heapify(events)
+    heappop, heapreplace = heapq.heappop, heapq.heapreplace
     schedules: list[Iterator[float] | None] = [None] * clients
     version = writes = 0
     last_success = 0.0
     while events:
         now, client, carried = events[0]  # popped below, by heapreplace or heappop
-        if carried == _READ:
+        if carried == read:
             # The reply goes back with the current version and the client
             # sends its write at once: nothing else can happen to it between.
             # Two hops: the reply's, then the write's.
@@ -200,7 +209,7 @@ def _run(new_schedule: NewSchedule, clients: int, rng: random.Random) -> Run:
         else:
             hop = mean + spare * sd
             spare = None
-        heapreplace(events, (reply + (hop if hop >= 0.0 else -hop) + backoff, client, _READ))
+        heapreplace(events, (reply + (hop if hop >= 0.0 else -hop) + backoff, client, read))
     rng.gauss_next = spare  # type: ignore[attr-defined]  # the stream goes on as after gauss
     return Run(writes, last_success, version)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import multiprocessing
 import random
 from itertools import islice
@@ -156,6 +157,40 @@ def test_time_is_the_latest_success_reply_not_the_last_one_processed():
     assert study.reference_run("none", 2, rng) == (2, 62.0, 2)
 
 
+class Scripted(random.Random):
+    """random() returns the given values in turn."""
+
+    def __init__(self, values):
+        super().__init__(0)
+        self.values = iter(values)
+
+    def random(self):
+        return next(self.values)
+
+
+def normals(cosine, sine):
+    """The two random() draws from which Box-Muller makes this pair of normals."""
+    angle = math.atan2(sine, cosine) / (2 * math.pi) % 1.0
+    return [angle, 1.0 - math.exp(-(cosine**2 + sine**2) / 2)]
+
+
+def test_the_simulator_takes_the_latest_success_reply_too():
+    """Client 0 succeeds first with a 23 ms reply, client 1 later with a 1 ms one: time is 35."""
+    # A hop is |10 + 2·z|: z = -4.5 makes 1 ms, z = 6.5 makes 23, z = 8.57 (the
+    # largest normal random() can give) about 27.1.
+    draws = [
+        0.25,
+        1.0 - 2**-53,  # first reads: client 0 at 10 ms, client 1 at 27.1 (z = 0, 8.57)
+        *normals(-4.5, -4.5),  # client 0's read: 1 ms back, 1 out: writes at 12
+        *normals(6.5, -4.25),  # its reply takes 23 ms (35); client 1's read reply 1.5
+        *normals(-4.5, -4.5),  # client 1: 1 ms out, writes at 29.6; its reply, 1
+    ]
+    run = simulate_once("none", 2, Scripted(draws))
+    assert run == study.reference_run("none", 2, Scripted(draws))
+    assert run.successes == run.work == 2
+    assert run.time == pytest.approx(35.0, abs=1e-3)
+
+
 @settings(max_examples=60)
 @given(
     names,
@@ -172,6 +207,30 @@ def test_a_run_is_the_plain_loop_drawing_every_hop_with_gauss(strategy, clients,
         assert ours.gauss(0.0, 1.0) == theirs.gauss(0.0, 1.0)
     assert simulate_once(strategy, clients, ours) == study.reference_run(strategy, clients, theirs)
     assert ours.getstate() == theirs.getstate()  # the kept normal (gauss_next) included
+
+
+class Extremes(random.Random):
+    """random() picks from values that make Box-Muller's normals extreme: with
+    1 - 2**-53 the radius is 8.57, so an angle of 0.5 or 0.75 turns makes a
+    negative hop (10 - 2·8.57) for the cosine or the sine."""
+
+    VALUES = (0.5, 0.75, 1 - 2**-53, 0.0, 0.25, 0.9)
+
+    def random(self):
+        return self.VALUES[self.getrandbits(8) % len(self.VALUES)]
+
+
+@pytest.mark.parametrize("strategy", ["none", "full_jitter", "decorrelated"])
+def test_negative_normals_make_hops_of_their_absolute_value(strategy):
+    """With many negative normals (rare in real streams), every hop is still abs(gauss)."""
+    negatives = 0
+    for seed in range(40):
+        ours, theirs = Extremes(seed), Extremes(seed)
+        assert simulate_once(strategy, 6, ours) == study.reference_run(strategy, 6, theirs)
+        assert ours.getstate() == theirs.getstate()
+        probe = Extremes(seed)
+        negatives += sum(probe.gauss(10.0, 2.0) < 0 for _ in range(200))
+    assert negatives > 100  # the draws do reach below zero
 
 
 def test_the_hops_are_drawn_from_random_not_through_a_subclass_gauss():
