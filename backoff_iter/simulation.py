@@ -11,6 +11,14 @@ client got its success reply (ms).  Both are averaged over independent runs.
 
 >>> [r.work for r in simulate(["none"], clients=[1, 2], runs=3, seed=1)]
 [1.0, 3.0]
+
+Each client backs off with its own generator of a strategy from
+:data:`STUDY_STRATEGIES`, made from the study's base and cap (ms):
+
+>>> from itertools import islice
+>>> new_schedule = STUDY_STRATEGIES["exponential"](5.0, 2000.0, random.Random(1))
+>>> list(islice(new_schedule(), 4)), list(islice(new_schedule(), 2))
+([10.0, 20.0, 40.0, 80.0], [10.0, 20.0])
 """
 
 from __future__ import annotations
@@ -18,8 +26,9 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
+from itertools import chain, islice
 from typing import NamedTuple
 
 from . import _checks
@@ -52,11 +61,6 @@ def _study(name: str, base: float, cap: float, rng: random.Random) -> NewSchedul
 #: one run's generator, and returns what makes a client's delays in that run
 #: (the options are sorted out once per run, not once per client).  Their
 #: delays draw from the generator with ``random()`` only.
-#:
-#: >>> from itertools import islice
-#: >>> new_schedule = STUDY_STRATEGIES["exponential"](5.0, 2000.0, random.Random(1))
-#: >>> list(islice(new_schedule(), 4))
-#: [10.0, 20.0, 40.0, 80.0]
 STUDY_STRATEGIES: dict[str, StudyStrategy] = {
     "none": lambda base, cap, rng: partial(constant, 0.0),
     **{name: partial(_study, name) for name in _LIBRARY},
@@ -246,8 +250,8 @@ class _Task(NamedTuple):
         return work, time
 
 
-def _do(indexed: tuple[int, _Task]) -> tuple[int, tuple[float, float]]:
-    return indexed[0], indexed[1]()
+def _do(task: _Task) -> tuple[_Task, tuple[float, float]]:
+    return task, task()
 
 
 def _quiet_worker() -> None:
@@ -271,13 +275,18 @@ def simulate(
     """Mean work and time for each strategy and client count, over *runs* runs.
 
     *strategies* are names from :data:`STUDY_STRATEGIES` (default: five
-    strategies of the library, without ``"none"``).  With a *seed* the
-    results repeat exactly: each run has its own stream, so asking for fewer
-    strategies, or running on more *jobs* (processes), gives the same
-    figures.  The runs go to processes in tasks of up to 20 runs of one
-    cell, the costliest first; no more processes start than there are tasks,
-    and one task runs here.  More jobs than cores gain nothing.
-    *progress(runs_done, runs_total)* is called as runs finish.
+    strategies of the library, without ``"none"``); a name or count given
+    twice counts once.  With a *seed* the results repeat exactly: each run
+    has its own stream, so asking for fewer strategies, or running on more
+    *jobs*, gives the same figures.  *progress(runs_done, runs_total)* is
+    called as runs finish.
+
+    *jobs* > 1 spawns that many processes, but never more than there are
+    tasks (of up to 20 runs of one pair each); a study of one task runs in
+    this process, and more jobs than cores gain nothing.  The costliest
+    tasks go first, and results are taken as they come.  A script calling
+    it with *jobs* > 1 must do so under ``if __name__ == "__main__":``,
+    as :mod:`multiprocessing` requires.
 
     >>> rows = simulate(["exponential", "full_jitter"], clients=[5], runs=10, seed=7)
     >>> [(r.strategy, r.clients) for r in rows]
@@ -304,62 +313,84 @@ def simulate(
     _checks.count("jobs", jobs, minimum=1)
     if progress is not None:
         _checks.function("progress", progress)
-    cells = [(name, n) for name in names for n in counts]
-    tasks = [
-        _Task(name, n, start, min(runs, start + RUNS_PER_TASK), seed, base, cap)
-        for name, n in cells
-        for start in range(0, runs, RUNS_PER_TASK)
-    ]
+    cells = [(name, n) for name in dict.fromkeys(names) for n in dict.fromkeys(counts)]
+    tasks = [_cell_tasks(name, n, runs, seed, base, cap) for name, n in cells]
+    # Each cell's figures are added in its tasks' order, whatever order they
+    # finish in: the floats are those one process gets.
+    sums = {cell: [0.0, 0.0] for cell in cells}
+    next_start = dict.fromkeys(cells, 0)
+    waiting: dict[tuple[str, int], dict[int, tuple[int, tuple[float, float]]]] = {
+        cell: {} for cell in cells
+    }
     total, done = runs * len(cells), 0
 
-    def finished(task: _Task) -> None:
+    def finished(task: _Task, figures: tuple[float, float]) -> None:
         nonlocal done
+        cell = task.strategy, task.clients
+        waiting[cell][task.start] = task.stop, figures
+        while next_start[cell] in waiting[cell]:
+            next_start[cell], (work, time) = waiting[cell].pop(next_start[cell])
+            sums[cell][0] += work
+            sums[cell][1] += time
         done += task.stop - task.start
         if progress is not None:
             progress(done, total)
 
-    processes = min(jobs, len(tasks))
+    processes = min(jobs, len(cells) * len(range(0, runs, RUNS_PER_TASK)))
     if processes == 1:
-        figures = []
-        for task in tasks:
-            figures.append(task())
-            finished(task)
+        for task in chain.from_iterable(tasks):
+            finished(task, task())
     else:
-        figures = _in_processes(tasks, processes, finished)
-    # Summed in the tasks' order, whatever order they finished in: the floats
-    # are those one process gets.
-    sums = {cell: [0.0, 0.0] for cell in cells}
-    for task, (work, time) in zip(tasks, figures):
-        cell = sums[task.strategy, task.clients]
-        cell[0] += work
-        cell[1] += time
+        _in_processes(_costliest_first(tasks), processes, finished)
     return [Result(name, n, sums[name, n][0] / runs, sums[name, n][1] / runs) for name, n in cells]
 
 
-def _in_processes(
-    tasks: Sequence[_Task], processes: int, finished: Callable[[_Task], None]
-) -> list[tuple[float, float]]:
-    """Each task's figures, in the tasks' order, computed on *processes* new
-    processes: the costliest tasks go first, so that the cheap ones fill in
-    at the end, and each result is taken as soon as it comes."""
-    import multiprocessing
+def _cell_tasks(
+    strategy: str, clients: int, runs: int, seed: int | None, base: float, cap: float
+) -> Iterator[_Task]:
+    """The tasks of one cell, in order, made as they are handed out."""
+    for start in range(0, runs, RUNS_PER_TASK):
+        yield _Task(strategy, clients, start, min(runs, start + RUNS_PER_TASK), seed, base, cap)
 
-    figures: list[tuple[float, float]] = [(0.0, 0.0)] * len(tasks)
+
+def _costliest_first(tasks: Iterable[Iterator[_Task]]) -> Iterator[_Task]:
+    """Every cell's tasks (each cell's in order, its last one maybe smaller),
+    merged costliest first; among equals, the earlier cell's first."""
+    return heapq.merge(*tasks, key=lambda task: -task.cost())
+
+
+def _in_processes(
+    tasks: Iterator[_Task],
+    processes: int,
+    finished: Callable[[_Task, tuple[float, float]], None],
+) -> None:
+    """Run *tasks* on *processes* new processes, in the order given, handing
+    each result to *finished* as soon as it comes.  Only a few tasks are
+    handed out ahead of the results, so memory stays small for any number
+    of runs."""
+    import multiprocessing
+    import queue
+
+    results: queue.SimpleQueue[tuple[_Task, tuple[float, float]] | BaseException]
+    results = queue.SimpleQueue()
     pool = multiprocessing.get_context("spawn").Pool(processes, initializer=_quiet_worker)
     try:
-        handed_out = [(i, tasks[i]) for i in _costliest_first(tasks)]
-        for index, result in pool.imap_unordered(_do, handed_out):
-            figures[index] = result
-            finished(tasks[index])
+        ahead = 0
+        for task in islice(tasks, 4 * processes):
+            pool.apply_async(_do, (task,), callback=results.put, error_callback=results.put)
+            ahead += 1
+        while ahead:
+            result = results.get()
+            ahead -= 1
+            if isinstance(result, BaseException):
+                raise result
+            for task in islice(tasks, 1):
+                pool.apply_async(_do, (task,), callback=results.put, error_callback=results.put)
+                ahead += 1
+            finished(*result)
     finally:
         pool.terminate()
         pool.join()
-    return figures
-
-
-def _costliest_first(tasks: Sequence[_Task]) -> list[int]:
-    """The tasks' indexes, costliest first (in their order among equals)."""
-    return sorted(range(len(tasks)), key=lambda i: tasks[i].cost(), reverse=True)
 
 
 def _strategy(name: str, parameter: str = "strategy") -> StudyStrategy:

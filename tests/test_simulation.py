@@ -398,11 +398,58 @@ def test_tasks_are_handed_out_costliest_first():
     """Cost grows with the square of the clients and with the runs; equals keep their order."""
     from backoff_iter.simulation import _costliest_first, _Task
 
-    tasks = [
-        _Task("exponential", 10, 0, 20, 1, 5.0, 2000.0),
-        _Task("exponential", 190, 0, 20, 1, 5.0, 2000.0),
-        _Task("exponential", 190, 20, 25, 1, 5.0, 2000.0),
-        _Task("full_jitter", 190, 0, 20, 1, 5.0, 2000.0),
-        _Task("full_jitter", 50, 0, 20, 1, 5.0, 2000.0),
+    def task(strategy, clients, start, stop):
+        return _Task(strategy, clients, start, stop, 1, 5.0, 2000.0)
+
+    cells = [
+        [task("exponential", 10, 0, 20)],
+        [task("exponential", 190, 0, 20), task("exponential", 190, 20, 25)],
+        [task("full_jitter", 190, 0, 20)],
+        [task("full_jitter", 50, 0, 20)],
     ]
-    assert _costliest_first(tasks) == [1, 3, 2, 4, 0]
+    handed_out = [(t.strategy, t.clients, t.start) for t in _costliest_first(map(iter, cells))]
+    assert handed_out == [
+        ("exponential", 190, 0),
+        ("full_jitter", 190, 0),
+        ("exponential", 190, 20),  # 5 runs of 190 clients cost more than 20 of 50
+        ("full_jitter", 50, 0),
+        ("exponential", 10, 0),
+    ]
+
+
+class Stop(Exception):
+    pass
+
+
+def stop(done, total):
+    raise Stop(done, total)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_study_of_a_billion_runs_starts_at_once(jobs):
+    """Tasks are made as they are handed out: 50 million of them cost nothing up front."""
+    with pytest.raises(Stop) as stopped:
+        simulate(["none"], clients=[1], runs=10**9, jobs=jobs, progress=stop)
+    assert stopped.value.args == (20, 10**9)
+
+
+def test_a_strategy_or_count_named_twice_counts_once():
+    """Repeating a name or a count neither repeats its row nor doubles its figures."""
+    once = simulate(["none", "full_jitter"], clients=[3, 5], runs=4, seed=8)
+    twice = simulate(["none", "full_jitter", "none"], clients=[3, 5, 3], runs=4, seed=8)
+    assert twice == once
+
+
+def test_results_coming_back_in_any_order_are_summed_in_task_order(monkeypatch):
+    """Tasks finishing last-first (processes replaced by a reversing loop) give the pinned floats."""
+    from backoff_iter import simulation
+
+    def backwards(tasks, processes, finished):
+        done = [(task, task()) for task in tasks]
+        for task, figures in reversed(done):
+            finished(task, figures)
+
+    monkeypatch.setattr(simulation, "_in_processes", backwards)
+    names = [name for name, *_ in PINNED_SPLIT]
+    rows = simulate(names, clients=[25], runs=45, seed=2026, jobs=2)
+    assert [tuple(r) for r in rows] == PINNED_SPLIT
