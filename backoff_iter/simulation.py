@@ -8,6 +8,8 @@ network hop takes ``|Normal(10, 2)|`` ms; server work takes no time.
 
 *Work* is the number of writes the server received; *time* is when the last
 client got its success reply (ms).  Both are averaged over independent runs.
+Calls share no state, so any thread may run one; only the *rng* given to
+:func:`simulate_once` must not be drawn from elsewhere meanwhile.
 
 >>> [r.work for r in simulate(["none"], clients=[1, 2], runs=3, seed=1)]
 [1.0, 3.0]
