@@ -50,7 +50,7 @@ if _typing.TYPE_CHECKING:
         retries_by,
         retry_count_ratio,
     )
-    from .simulation import simulate
+    from .simulation import Result, simulate
 
 # The planning functions and the simulators are imported on first use: a
 # service that only retries does not pay for them when it imports us.  So is
@@ -60,6 +60,7 @@ _LAZY = {
     "hedged": "hedging",
     "simulate_overload": "overload",
     "simulate": "simulation",
+    "Result": "simulation",
     **dict.fromkeys(
         [
             "Plan",
@@ -99,6 +100,7 @@ __all__ = [
     "CubicRateLimiter",
     "Plan",
     "RateLimiter",
+    "Result",
     "RetryBudget",
     "RetryLogger",
     "RetryQuota",
