@@ -74,3 +74,11 @@ def test_bad_arguments_raise_at_the_call():
         attempts(3)
     with pytest.raises(TypeError, match="sleep"):
         attempts([1], sleep=3)
+
+
+@pytest.mark.parametrize("huge", [math.inf, 1e300, 10**400])
+def test_a_delay_too_long_to_sleep_ends_the_attempts(huge):
+    """inf, a delay past the platform's longest sleep or an int beyond floats: no next attempt, nothing slept."""
+    slept = []
+    assert list(attempts([0.5, huge, 1.0], sleep=slept.append)) == [1, 2]
+    assert slept == [0.5]
