@@ -455,8 +455,9 @@ def test_bad_arguments_raise_at_the_call(call, error, words):
 def test_a_factory_returning_a_non_iterable_is_reported_on_first_failure():
     """The delays factory runs only after a failure; a bad result names 'delays'."""
     fetch = retry(lambda: 3)(Operation([OSError()]))
-    with pytest.raises(TypeError, match="delays"):
+    with pytest.raises(TypeError, match="delays") as raised:
         fetch()
+    assert raised.value.parameter == "delays"
 
 
 # -- policies are reusable; one-shot iterators say so ---------------------------
@@ -592,6 +593,22 @@ def test_an_async_before_sleep_is_awaited(run):
     assert seen == [(1, 0.5), (2, 1.5)]
 
 
+@pytest.mark.parametrize(
+    "run", [run_async_loop, run_async_decorator], ids=["aretrying", "async retry"]
+)
+def test_an_async_loops_plain_sleep_may_return_anything(run):
+    """A sync sleep returning a value that is not awaitable (a number, say) is called and not awaited."""
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        return seconds
+
+    time = FakeTime()
+    time.asleep = sleep  # the runners hand time.asleep to the driver as its sleep
+    assert run([0.5], Operation([OSError()]), time) == "ok" and slept == [0.5]
+
+
 def test_an_async_function_accepts_a_plain_sleep():
     """@retry on an async def with a sync sleep= calls it and awaits nothing."""
     slept = []
@@ -608,17 +625,28 @@ def test_an_async_function_accepts_a_plain_sleep():
 
 
 def test_a_sync_loop_rejects_an_async_sleep_or_hook_at_the_first_retry():
-    """A coroutine returned by sleep or before_sleep in a sync loop is a TypeError, and is closed."""
+    """A coroutine returned by sleep or before_sleep in a sync loop is a TypeError naming it, and is closed."""
+    import inspect
 
-    async def asleep(seconds):
+    made = []
+
+    async def wait(seconds):
         pass
 
-    with pytest.raises(TypeError, match="sleep"):
+    def asleep(seconds):
+        made.append(wait(seconds))
+        return made[-1]
+
+    with pytest.raises(TypeError, match="sleep") as raised:
         retry([1.0], sleep=asleep)(Operation([OSError()]))()
+    assert raised.value.parameter == "sleep" and repr(asleep) in str(raised.value)
     with pytest.raises(TypeError, match="before_sleep"):
         retry([1.0], sleep=lambda s: None, before_sleep=lambda a, e, d: asleep(d))(
             Operation([OSError()])
         )()
+    assert [inspect.getcoroutinestate(c) for c in made] == [
+        "CORO_CLOSED"
+    ] * 2  # never "never awaited"
 
 
 def test_attempts_and_the_drivers_obey_a_patched_time_sleep(monkeypatch):
@@ -1189,8 +1217,9 @@ def test_on_result_without_a_handed_over_result_is_an_error():
 @each_driver
 def test_a_retry_after_hook_returning_a_bad_value_names_it(run, hint, error):
     """A non-number, NaN or negative hint is a clear error naming retry_after."""
-    with pytest.raises(error, match="retry_after"):
+    with pytest.raises(error, match="retry_after") as raised:
         run([1.0], Operation([OSError()]), FakeTime(), retry_after=hint)
+    assert raised.value.parameter == "retry_after"
 
 
 @each_driver
@@ -2228,3 +2257,78 @@ def test_the_default_schedule_is_nine_delays_of_smooth_jitter_from_a_tenth_of_a_
         drawn = list(default_delays())
         random.seed(seed)
         assert drawn == list(islice(smooth_jitter(0.1, cap=5.0), 9))
+
+
+# -- the decorator's forms and names -------------------------------------------------------------
+
+
+def test_a_bare_retry_over_a_function_of_one_callable_argument_calls_it():
+    """@retry def apply(f): calling apply(print) runs apply, never takes print for a function to decorate."""
+
+    @retry
+    def apply(function):
+        return function()
+
+    assert apply(lambda: "ran") == "ran"
+    assert retry(str)(abs) == str(abs)  # a builtin with no signature to read is called too
+
+
+def test_a_bare_retry_keeps_an_async_function_of_no_arguments_async():
+    """@retry over `async def ping()` is still a coroutine function."""
+    import inspect
+
+    @retry
+    async def ping():
+        return "pong"
+
+    assert inspect.iscoroutinefunction(ping)
+    assert asyncio.run(ping()) == "pong"
+
+
+def test_the_decorators_own_arguments_are_named_when_bad():
+    """A one-shot iterator of timeouts or a generator function: the error names attempt_timeout or func."""
+
+    def numbers():
+        yield 1
+
+    rejects(lambda: retry(attempt_timeout=iter([1.0])), TypeError, "attempt_timeout", "iterator")
+    rejects(lambda: retry([1.0])(numbers), TypeError, "func", "generator")
+
+
+def test_timeout_arg_reaches_an_async_function_too():
+    """@retry(attempt_timeout=[...], timeout_arg=...) over an async def passes each attempt's timeout."""
+    got = []
+
+    @retry([0.0], attempt_timeout=[2.0, 4.0], timeout_arg="timeout", sleep=lambda s: None)
+    async def get(*, timeout):
+        got.append(timeout)
+        if len(got) == 1:
+            raise ConnectionError
+        return "ok"
+
+    assert asyncio.run(get()) == "ok" and got == [2.0, 4.0]
+
+
+def test_events_name_a_callable_object_and_a_function_of_main_by_their_qualified_names():
+    """An instance is named after its class; a function of __main__ (or of no module) by its bare name."""
+    seen = []
+
+    class Client:
+        def __call__(self):
+            return "ok"
+
+    def job():
+        return "ok"
+
+    def orphan():
+        return "ok"
+
+    job.__module__ = "__main__"
+    orphan.__module__ = None
+    for func in (Client(), job, orphan):
+        retry([0.0], observe=seen.append)(func)()
+    assert [e.name for e in seen] == [
+        f"{__name__}.{Client.__qualname__}",
+        job.__qualname__,
+        orphan.__qualname__,
+    ]

@@ -60,6 +60,7 @@ def test_log_retries_names_a_retried_result(caplog):
         "call: attempt 1 failed (result: 503); retrying in 1.00 s",
         "call: attempt 2 failed (result: 503); giving up (exhausted)",
     ]
+    assert {r.name for r in caplog.records} == {"backoff_iter"}  # the default logger
 
 
 def test_log_retries_checks_its_arguments():

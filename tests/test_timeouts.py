@@ -344,3 +344,57 @@ def test_the_timer_of_pythons_without_asyncio_timeout_cuts_an_attempt_and_only_i
         assert expired is None and isinstance(exc, asyncio.CancelledError)
 
     asyncio.run(main())
+
+
+def test_a_timeouts_error_has_the_attempts_cancellation_as_its_cause():
+    """The TimeoutError the loop retries chains to the CancelledError that cut the attempt."""
+    causes = []
+    operation = Hangs()
+
+    async def main():
+        async for attempt in aretrying(
+            [0.0],
+            attempt_timeout=0.02,
+            sleep=lambda s: None,
+            before_sleep=lambda a, outcome, d: causes.append(outcome.__cause__),
+        ):
+            async with attempt:
+                return await operation()
+
+    assert asyncio.run(main()) == "answer 2"
+    assert len(causes) == 1 and isinstance(causes[0], asyncio.CancelledError)
+
+
+def test_an_infinite_attempt_timeout_never_cuts_an_async_attempt():
+    """attempt_timeout=inf under asyncio: the attempt runs to its end, timeout reads inf."""
+    seen = []
+
+    async def main():
+        async for attempt in aretrying([0.0], attempt_timeout=math.inf):
+            async with attempt:
+                seen.append(attempt.timeout)
+                await asyncio.sleep(0)
+                return "done"
+
+    assert asyncio.run(main()) == "done" and seen == [math.inf]
+
+
+def test_the_timer_of_pythons_without_asyncio_timeout_nests_and_chains():
+    """The 3.9/3.10 scope: an outer attempt's expiry is the outer's, not an inner one's; no timer for inf."""
+    from backoff_iter._timeouts import _LegacyAsyncioScope
+
+    async def main():
+        outer, inner = _LegacyAsyncioScope(0.02), _LegacyAsyncioScope(5.0)
+        await outer.__aenter__()
+        await inner.__aenter__()
+        with pytest.raises(asyncio.CancelledError) as cut:
+            await asyncio.sleep(HANG)  # cut by the outer timer
+        exc = cut.value
+        assert await inner.__aexit__(type(exc), exc, exc.__traceback__) is None  # not its expiry
+        expired = await outer.__aexit__(type(exc), exc, exc.__traceback__)
+        assert isinstance(expired, TimeoutError) and expired.__cause__ is exc
+        endless = _LegacyAsyncioScope(math.inf)
+        await endless.__aenter__()
+        assert await endless.__aexit__(None, None, None) is None
+
+    asyncio.run(main())
