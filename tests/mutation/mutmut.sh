@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run mutmut 3 over some modules, in a scratch copy of the committed tree.
 #
-#   tools/mutmut.sh DIR MODULES TESTS...
+#   tests/mutation/mutmut.sh DIR MODULES TESTS...
 #
 # DIR      a scratch directory (made afresh; keep it to inspect the mutants after)
 # MODULES  the modules to mutate, comma-separated: backoff_iter/_core.py,backoff_iter/drivers.py

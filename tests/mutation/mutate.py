@@ -1,4 +1,4 @@
-"""Run hand-made mutants, one at a time: ``python tools/mutate.py LIST...``.
+"""Run hand-made mutants, one at a time: ``python tests/mutation/mutate.py LIST...``.
 
 Each line of a list is ``path :: old :: new :: pytest arguments`` (``\\n`` in
 *old* and *new* stands for a line break; lines starting with ``#`` are
