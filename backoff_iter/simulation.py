@@ -68,9 +68,6 @@ STUDY_STRATEGIES: dict[str, StudyStrategy] = {
     **{name: partial(_study, name) for name in _LIBRARY},
 }
 
-# The name cli.py still uses (two lines): it goes once they say STUDY_STRATEGIES.
-STRATEGIES = STUDY_STRATEGIES
-
 _READ = -1  # the version an event carries when it is a read, not a write
 _TWO_PI = 2.0 * math.pi  # as random.py computes it
 
