@@ -40,7 +40,7 @@ from .throttles import AdaptiveThrottle, Throttle, ThrottledError
 
 if _typing.TYPE_CHECKING:
     from .hedging import hedge, hedged
-    from .overload import simulate_overload
+    from .overload import OverloadRun, simulate_overload
     from .planning import (
         Plan,
         elapsed_after,
@@ -58,6 +58,7 @@ if _typing.TYPE_CHECKING:
 _LAZY = {
     "hedge": "hedging",
     "hedged": "hedging",
+    "OverloadRun": "overload",
     "simulate_overload": "overload",
     "simulate": "simulation",
     "Result": "simulation",
@@ -98,6 +99,7 @@ __all__ = [
     "Budget",
     "CircuitBreaker",
     "CubicRateLimiter",
+    "OverloadRun",
     "Plan",
     "RateLimiter",
     "Result",
