@@ -1789,6 +1789,41 @@ def test_throttled_picks_the_failures_that_count_as_throttles(run):
     assert throttle.probability == (4 - 1) / 5  # by default every retried failure is a throttle
 
 
+@each_driver
+def test_throttled_tells_the_rate_limiter_only_of_throttles(run):
+    """With throttled= picking 429s, 503s leave the limiter off; one 429 turns it on."""
+    from backoff_iter import CubicRateLimiter
+
+    clock = Clock()
+    limiter = CubicRateLimiter(clock=clock)
+    options = dict(on_result=lambda s: s != "ok", throttled=lambda s: s == 429)
+    run_with(run, clock, Operation([503, 503]), [0.0] * 5, rate_limiter=limiter, **options)
+    assert not limiter.enabled
+    run_with(run, clock, Operation([429]), [0.0] * 5, rate_limiter=limiter, **options)
+    assert limiter.enabled
+
+
+@each_driver
+def test_a_failure_that_is_no_throttle_still_counts_against_the_breaker(run):
+    """throttled= says which failures are throttles; the breaker counts every retried failure."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker
+
+    clock = Clock()
+    breaker = CircuitBreaker(minimum_throughput=3, failure_ratio=1.0, clock=clock)
+    operation = Operation([503] * 10)
+    with pytest.raises(BrokenCircuitError):
+        run_with(
+            run,
+            clock,
+            operation,
+            [0.1] * 9,
+            on_result=lambda s: s != "ok",
+            throttled=lambda s: s == 429,
+            breaker=breaker,
+        )
+    assert operation.calls == 3 and breaker.state == "open"
+
+
 def replay(limiter, clock, outcomes, delay):
     """What a driver does with a rate limiter, by hand: acquire, the attempt's outcome, the sleep."""
     for throttled in outcomes:
