@@ -40,7 +40,7 @@ from .throttles import AdaptiveThrottle, Throttle, ThrottledError
 
 if _typing.TYPE_CHECKING:
     from .hedging import hedge, hedged
-    from .overload import simulate_overload
+    from .overload import OverloadRun, simulate_overload
     from .planning import (
         Plan,
         elapsed_after,
@@ -50,7 +50,7 @@ if _typing.TYPE_CHECKING:
         retries_by,
         retry_count_ratio,
     )
-    from .simulation import simulate
+    from .simulation import Result, simulate
 
 # The planning functions and the simulators are imported on first use: a
 # service that only retries does not pay for them when it imports us.  So is
@@ -58,8 +58,10 @@ if _typing.TYPE_CHECKING:
 _LAZY = {
     "hedge": "hedging",
     "hedged": "hedging",
+    "OverloadRun": "overload",
     "simulate_overload": "overload",
     "simulate": "simulation",
+    "Result": "simulation",
     **dict.fromkeys(
         [
             "Plan",
@@ -97,8 +99,10 @@ __all__ = [
     "Budget",
     "CircuitBreaker",
     "CubicRateLimiter",
+    "OverloadRun",
     "Plan",
     "RateLimiter",
+    "Result",
     "RetryBudget",
     "RetryLogger",
     "RetryQuota",

@@ -6,15 +6,17 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
 from urllib3.exceptions import MaxRetryError
-from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from . import _checks, _sleeping, instrument
 from ._schedule import Schedule
 from .hints import RETRY_AFTER_MAX, parse_retry_after, server_wait
+
+if TYPE_CHECKING:  # urllib3 2's name; 1.26 (which botocore keeps on Python 3.9) lacks it
+    from urllib3.response import BaseHTTPResponse
 
 __all__ = ["Urllib3Retry"]
 
@@ -70,8 +72,9 @@ class Urllib3Retry(Retry):
         """What the events call the request's retries."""
         self.observe: tuple[instrument.Hook, ...] = instrument.hooks(observe)
         """This policy's own hooks."""
-        # urllib3 annotates retry_after_max as int; any number of seconds works.
-        super().__init__(total, retry_after_max=cast(int, retry_after_max), **kwargs)
+        super().__init__(total, **kwargs)
+        # Applied here (get_retry_after), not by urllib3: 1.26 has no such option.
+        self.retry_after_max = retry_after_max  # type: ignore[assignment]
         self._schedule: Schedule | None = None  # a request's, once it retried
         self._request: _Request | None = None  # ... and what its events tell
         self._outcome: Any = None  # the failure this link retries
@@ -80,6 +83,7 @@ class Urllib3Retry(Retry):
         """The next link of a request's chain; the first retry starts a fresh schedule."""
         kw.setdefault("delays", self.delays)
         kw.setdefault("sleep", self.sleep_function)
+        kw.setdefault("retry_after_max", self.retry_after_max)
         kw.setdefault("name", self.name)
         kw.setdefault("observe", self.observe)
         retry = super().new(**kw)
@@ -155,7 +159,7 @@ class Urllib3Retry(Retry):
     def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
         """The server's ``Retry-After``, never an exception, at most ``retry_after_max``."""
         seconds = parse_retry_after(response.headers.get("Retry-After"))
-        return None if seconds is None else server_wait(seconds, float(self.retry_after_max))
+        return None if seconds is None else server_wait(seconds, self.retry_after_max)
 
     def sleep(self, response: BaseHTTPResponse | None = None) -> None:
         """Sleep the schedule's delay, raised to the server's hint."""

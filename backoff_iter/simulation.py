@@ -8,9 +8,19 @@ network hop takes ``|Normal(10, 2)|`` ms; server work takes no time.
 
 *Work* is the number of writes the server received; *time* is when the last
 client got its success reply (ms).  Both are averaged over independent runs.
+Calls share no state, so any thread may run one; only the *rng* given to
+:func:`simulate_once` must not be drawn from elsewhere meanwhile.
 
 >>> [r.work for r in simulate(["none"], clients=[1, 2], runs=3, seed=1)]
 [1.0, 3.0]
+
+Each client backs off with its own generator of a strategy from
+:data:`STUDY_STRATEGIES`, made from the study's base and cap (ms):
+
+>>> from itertools import islice
+>>> new_schedule = STUDY_STRATEGIES["exponential"](5.0, 2000.0, random.Random(1))
+>>> list(islice(new_schedule(), 4)), list(islice(new_schedule(), 2))
+([10.0, 20.0, 40.0, 80.0], [10.0, 20.0])
 """
 
 from __future__ import annotations
@@ -20,38 +30,46 @@ import math
 import random
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
+from itertools import chain, islice
 from typing import NamedTuple
 
 from . import _checks
 from .strategies import STRATEGIES as _LIBRARY
-from .strategies import constant, make
+from .strategies import constant, maker
 
-__all__ = ["STRATEGIES", "Result", "Run", "simulate", "simulate_once"]
+__all__ = ["STUDY_STRATEGIES", "Result", "Run", "simulate", "simulate_once"]
 
 HOP_MEAN, HOP_SD = 10.0, 2.0  # ms, one way
 DEFAULT_CLIENTS = tuple(range(10, 200, 10))
 DEFAULT_STRATEGIES = ("exponential", "full_jitter", "equal_jitter", "decorrelated", "smooth_jitter")
 RUNS_PER_TASK = 20  # runs summed by one task; the same whatever the number of jobs
 
-Schedule = Callable[[float, float, random.Random], Iterator[float]]
+#: Makes one client's delays (ms): called once per client that must back off.
+NewSchedule = Callable[[], Iterator[float]]
+#: A strategy of the study: (base, cap, a run's rng) to the maker of that run's schedules.
+StudyStrategy = Callable[[float, float, random.Random], NewSchedule]
 
 
-def _study(name: str, base: float, cap: float, rng: random.Random) -> Iterator[float]:
+def _study(name: str, base: float, cap: float, rng: random.Random) -> NewSchedule:
     """Strategy *name* as the study makes it.  The study counts attempts from 1,
     so a strategy's first wait is min(cap, 2·base), except decorrelated's,
     which starts from base (its first wait lies in [base, 3·base])."""
     scale = 1.0 if name == "decorrelated" else 2.0
-    return make(name, base=scale * base, cap=cap, rng=rng)
+    return maker(name, base=scale * base, cap=cap, rng=rng)
 
 
-#: The strategies of the study, by name: every strategy of the library, made
-#: from the study's base and cap, and ``"none"`` (retry at once).
-STRATEGIES: dict[str, Schedule] = {
-    "none": lambda base, cap, rng: constant(0.0),
+#: The strategies of the study, by name: every strategy of the library, and
+#: ``"none"`` (retry at once).  Each takes the study's base and cap (ms) and
+#: one run's generator, and returns what makes a client's delays in that run
+#: (the options are sorted out once per run, not once per client).  Their
+#: delays draw from the generator with ``random()`` only.
+STUDY_STRATEGIES: dict[str, StudyStrategy] = {
+    "none": lambda base, cap, rng: partial(constant, 0.0),
     **{name: partial(_study, name) for name in _LIBRARY},
 }
 
-_READ, _WRITE = 0, 1
+_READ = -1  # the version an event carries when it is a read, not a write
+_TWO_PI = 2.0 * math.pi  # as random.py computes it
 
 
 class Run(NamedTuple):
@@ -64,7 +82,8 @@ class Run(NamedTuple):
 
 
 class Result(NamedTuple):
-    """Mean work (writes) and time (ms) of one strategy at one client count."""
+    """Mean work (writes) and time (ms) of one strategy at one client count:
+    one row of what :func:`simulate` returns."""
 
     strategy: str
     clients: int
@@ -82,14 +101,22 @@ def simulate_once(
 ) -> Run:
     """One run of *clients* clients backing off with *strategy*.
 
+    *rng* is a :class:`random.Random` (a subclass too); the run goes on with
+    its stream, so runs sharing one generator differ.  Each hop time is
+    ``abs(rng.gauss(10, 2))``, drawn as :meth:`random.Random.gauss` draws it
+    (two ``rng.random()`` draws per pair of normals, the second kept for the
+    next hop), though a subclass's own ``gauss`` is not called.
+
     >>> run = simulate_once("full_jitter", 3, random.Random(0))
     >>> run.successes, run.work >= 3
     (3, True)
     """
-    make_schedule = _strategy(strategy)
+    study_strategy = _strategy(strategy)
     _checks.count("clients", clients, minimum=1)
     base, cap = _base_and_cap(base, cap)
-    return _run(make_schedule, clients, rng, base, cap)
+    if not isinstance(rng, random.Random):
+        raise _checks.ArgumentTypeError("rng", f"rng must be a random.Random, got {rng!r}")
+    return _run(study_strategy(base, cap, rng), clients, rng)
 
 
 def _base_and_cap(base: object, cap: object) -> tuple[float, float]:
@@ -102,37 +129,91 @@ def _base_and_cap(base: object, cap: object) -> tuple[float, float]:
     return checked, _checks.seconds("cap", cap, infinite=True)
 
 
-def _run(make_schedule: Schedule, clients: int, rng: random.Random, base: float, cap: float) -> Run:
-    gauss = rng.gauss
-    # (time the message reaches the server, client, kind, version it carries)
-    events: list[tuple[float, int, int, int]] = [
-        (abs(gauss(HOP_MEAN, HOP_SD)), client, _READ, 0) for client in range(clients)
-    ]
+def _run(new_schedule: NewSchedule, clients: int, rng: random.Random) -> Run:
+    """One run, event by event, on a heap of (time, client, version carried).
+
+    Every hop is ``abs(rng.gauss(HOP_MEAN, HOP_SD))``, and ``gauss`` is
+    Box-Muller (random.py, the same in Python 3.9 to 3.13): with no normal
+    kept, draw ``x = 2π·random()`` and ``r = sqrt(-2·log(1 - random()))``,
+    use ``cos(x)·r`` and keep ``sin(x)·r`` (in ``rng.gauss_next``) for the
+    next call.  The loop does that inline, the kept normal in a local
+    (``spare``): the method call was 42% of the study's time.  The
+    strategies draw from the same rng, with ``random()`` only, in between;
+    the numbers, their order and so every float are what ``gauss`` gives.
+    """
+    random_, cos, sin, log, sqrt = rng.random, math.cos, math.sin, math.log, math.sqrt
+    two_pi, mean, sd, read = _TWO_PI, HOP_MEAN, HOP_SD, _READ
+    # None, or the normal gauss would return next (set by seed(); not in typeshed)
+    spare: float | None = rng.gauss_next  # type: ignore[attr-defined]
+    events = []
+    for client in range(clients):  # the hop of each client's first read
+        if spare is None:
+            x = random_() * two_pi
+            r = sqrt(-2.0 * log(1.0 - random_()))
+            hop = mean + cos(x) * r * sd
+            spare = sin(x) * r
+        else:
+            hop = mean + spare * sd
+            spare = None
+        events.append((hop if hop >= 0.0 else -hop, client, read))
     heapq.heapify(events)
-    push, pop = heapq.heappush, heapq.heappop
-    schedules: dict[int, Iterator[float]] = {}
+    heappop, heapreplace = heapq.heappop, heapq.heapreplace
+    schedules: list[Iterator[float] | None] = [None] * clients
     version = writes = 0
     last_success = 0.0
     while events:
-        now, client, kind, carried = pop(events)
-        if kind == _READ:
+        now, client, carried = events[0]  # popped below, by heapreplace or heappop
+        if carried == read:
             # The reply goes back with the current version and the client
             # sends its write at once: nothing else can happen to it between.
-            arrival = now + abs(gauss(HOP_MEAN, HOP_SD)) + abs(gauss(HOP_MEAN, HOP_SD))
-            push(events, (arrival, client, _WRITE, version))
+            # Two hops: the reply's, then the write's.
+            if spare is None:
+                x = random_() * two_pi
+                r = sqrt(-2.0 * log(1.0 - random_()))
+                back = mean + cos(x) * r * sd
+                out = mean + sin(x) * r * sd
+            else:
+                back = mean + spare * sd
+                x = random_() * two_pi
+                r = sqrt(-2.0 * log(1.0 - random_()))
+                out = mean + cos(x) * r * sd
+                spare = sin(x) * r
+            if back < 0.0:
+                back = -back
+            if out < 0.0:
+                out = -out
+            heapreplace(events, (now + back + out, client, version))
             continue
         writes += 1
-        reply = now + abs(gauss(HOP_MEAN, HOP_SD))
+        if spare is None:  # the reply's hop
+            x = random_() * two_pi
+            r = sqrt(-2.0 * log(1.0 - random_()))
+            hop = mean + cos(x) * r * sd
+            spare = sin(x) * r
+        else:
+            hop = mean + spare * sd
+            spare = None
+        reply = now + (hop if hop >= 0.0 else -hop)
         if carried == version:
             version += 1
             if reply > last_success:
                 last_success = reply
+            heappop(events)
             continue
-        schedule = schedules.get(client)
+        schedule = schedules[client]
         if schedule is None:
-            schedule = schedules[client] = make_schedule(base, cap, rng)
+            schedule = schedules[client] = new_schedule()
         backoff = next(schedule)
-        push(events, (reply + abs(gauss(HOP_MEAN, HOP_SD)) + backoff, client, _READ, 0))
+        if spare is None:  # the next read's hop, after the backoff's draws
+            x = random_() * two_pi
+            r = sqrt(-2.0 * log(1.0 - random_()))
+            hop = mean + cos(x) * r * sd
+            spare = sin(x) * r
+        else:
+            hop = mean + spare * sd
+            spare = None
+        heapreplace(events, (reply + (hop if hop >= 0.0 else -hop) + backoff, client, read))
+    rng.gauss_next = spare  # type: ignore[attr-defined]  # the stream goes on as after gauss
     return Run(writes, last_success, version)
 
 
@@ -147,8 +228,13 @@ class _Task(NamedTuple):
     base: float
     cap: float
 
+    def cost(self) -> int:
+        """Roughly proportional to the time it takes: writes per run grow
+        about with the square of the clients."""
+        return self.clients * self.clients * (self.stop - self.start)
+
     def __call__(self) -> tuple[float, float]:
-        make_schedule = STRATEGIES[self.strategy]
+        study_strategy = STUDY_STRATEGIES[self.strategy]
         work = time = 0.0
         for number in range(self.start, self.stop):
             seed = (
@@ -156,14 +242,15 @@ class _Task(NamedTuple):
                 if self.seed is None
                 else f"{self.seed}/{self.strategy}/{self.clients}/{number}"
             )
-            run = _run(make_schedule, self.clients, random.Random(seed), self.base, self.cap)
+            rng = random.Random(seed)
+            run = _run(study_strategy(self.base, self.cap, rng), self.clients, rng)
             work += run.work
             time += run.time
         return work, time
 
 
-def _do(task: _Task) -> tuple[float, float]:
-    return task()
+def _do(task: _Task) -> tuple[_Task, tuple[float, float]]:
+    return task, task()
 
 
 def _quiet_worker() -> None:
@@ -186,11 +273,19 @@ def simulate(
 ) -> list[Result]:
     """Mean work and time for each strategy and client count, over *runs* runs.
 
-    *strategies* are names from :data:`STRATEGIES` (default: five strategies
-    of the library, without ``"none"``).  With a *seed* the results repeat
-    exactly: each run has its own stream, so asking for fewer strategies,
-    or running on more *jobs* (processes), gives the same figures.
-    *progress(runs_done, runs_total)* is called as runs finish.
+    *strategies* are names from :data:`STUDY_STRATEGIES` (default: five
+    strategies of the library, without ``"none"``); a name or count given
+    twice counts once.  With a *seed* the results repeat exactly: each run
+    has its own stream, so asking for fewer strategies, or running on more
+    *jobs*, gives the same figures.  *progress(runs_done, runs_total)* is
+    called as runs finish.
+
+    *jobs* > 1 spawns that many processes, but never more than there are
+    tasks (of up to 20 runs of one pair each); a study of one task runs in
+    this process, and more jobs than cores gain nothing.  The costliest
+    tasks go first, and results are taken as they come.  A script calling
+    it with *jobs* > 1 must do so under ``if __name__ == "__main__":``,
+    as :mod:`multiprocessing` requires.
 
     >>> rows = simulate(["exponential", "full_jitter"], clients=[5], runs=10, seed=7)
     >>> [(r.strategy, r.clients) for r in rows]
@@ -198,10 +293,16 @@ def simulate(
     >>> rows == simulate(["exponential", "full_jitter"], clients=[5], runs=10, seed=7)
     True
     """
-    names = list(DEFAULT_STRATEGIES if strategies is None else strategies)
+    if isinstance(strategies, str):  # one name is not a list of one-letter names
+        raise _checks.ArgumentTypeError(
+            "strategies", f"strategies must be a list of names, got {strategies!r}"
+        )
+    names = list(
+        DEFAULT_STRATEGIES if strategies is None else _checks.iterable("strategies", strategies)
+    )
     for name in names:
         _strategy(name, "strategies")
-    counts = [_checks.count("clients", n, minimum=1) for n in clients]
+    counts = [_checks.count("clients", n, minimum=1) for n in _checks.iterable("clients", clients)]
     if not names:
         raise _checks.ArgumentValueError("strategies", "strategies must name at least one strategy")
     if not counts:
@@ -211,61 +312,90 @@ def simulate(
     _checks.count("jobs", jobs, minimum=1)
     if progress is not None:
         _checks.function("progress", progress)
-    cells = [(name, n) for name in names for n in counts]
-    tasks = (
-        _Task(name, n, start, min(runs, start + RUNS_PER_TASK), seed, base, cap)
-        for name, n in cells
-        for start in range(0, runs, RUNS_PER_TASK)
-    )
+    cells = [(name, n) for name in dict.fromkeys(names) for n in dict.fromkeys(counts)]
+    tasks = [_cell_tasks(name, n, runs, seed, base, cap) for name, n in cells]
+    # Each cell's figures are added in its tasks' order, whatever order they
+    # finish in: the floats are those one process gets.
     sums = {cell: [0.0, 0.0] for cell in cells}
+    next_start = dict.fromkeys(cells, 0)
+    waiting: dict[tuple[str, int], dict[int, tuple[int, tuple[float, float]]]] = {
+        cell: {} for cell in cells
+    }
     total, done = runs * len(cells), 0
 
-    def add(task: _Task, figures: tuple[float, float]) -> None:
+    def finished(task: _Task, figures: tuple[float, float]) -> None:
         nonlocal done
-        cell = sums[task.strategy, task.clients]
-        cell[0] += figures[0]
-        cell[1] += figures[1]
+        cell = task.strategy, task.clients
+        waiting[cell][task.start] = task.stop, figures
+        while next_start[cell] in waiting[cell]:
+            next_start[cell], (work, time) = waiting[cell].pop(next_start[cell])
+            sums[cell][0] += work
+            sums[cell][1] += time
         done += task.stop - task.start
         if progress is not None:
             progress(done, total)
 
-    if jobs == 1:
-        for task in tasks:
-            add(task, task())
+    processes = min(jobs, len(cells) * len(range(0, runs, RUNS_PER_TASK)))
+    if processes == 1:
+        for task in chain.from_iterable(tasks):
+            finished(task, task())
     else:
-        _in_processes(tasks, jobs, add)
+        _in_processes(_costliest_first(tasks), processes, finished)
     return [Result(name, n, sums[name, n][0] / runs, sums[name, n][1] / runs) for name, n in cells]
 
 
-def _in_processes(
-    tasks: Iterable[_Task], jobs: int, add: Callable[[_Task, tuple[float, float]], None]
-) -> None:
-    """Run *tasks* on *jobs* processes, handing results to *add* in the tasks'
-    order (so the sums are the floats one process gets), a few tasks ahead."""
-    import multiprocessing
-    from collections import deque
-    from multiprocessing.pool import AsyncResult
+def _cell_tasks(
+    strategy: str, clients: int, runs: int, seed: int | None, base: float, cap: float
+) -> Iterator[_Task]:
+    """The tasks of one cell, in order, made as they are handed out."""
+    for start in range(0, runs, RUNS_PER_TASK):
+        yield _Task(strategy, clients, start, min(runs, start + RUNS_PER_TASK), seed, base, cap)
 
-    pool = multiprocessing.get_context("spawn").Pool(jobs, initializer=_quiet_worker)
+
+def _costliest_first(tasks: Iterable[Iterator[_Task]]) -> Iterator[_Task]:
+    """Every cell's tasks (each cell's in order, its last one maybe smaller),
+    merged costliest first; among equals, the earlier cell's first."""
+    return heapq.merge(*tasks, key=lambda task: -task.cost())
+
+
+def _in_processes(
+    tasks: Iterator[_Task],
+    processes: int,
+    finished: Callable[[_Task, tuple[float, float]], None],
+) -> None:
+    """Run *tasks* on *processes* new processes, in the order given, handing
+    each result to *finished* as soon as it comes.  Only a few tasks are
+    handed out ahead of the results, so memory stays small for any number
+    of runs."""
+    import multiprocessing
+    import queue
+
+    results: queue.SimpleQueue[tuple[_Task, tuple[float, float]] | BaseException]
+    results = queue.SimpleQueue()
+    pool = multiprocessing.get_context("spawn").Pool(processes, initializer=_quiet_worker)
     try:
-        pending: deque[tuple[_Task, AsyncResult[tuple[float, float]]]] = deque()
-        for task in tasks:
-            pending.append((task, pool.apply_async(_do, (task,))))
-            if len(pending) >= 4 * jobs:
-                first, result = pending.popleft()
-                add(first, result.get())
-        while pending:
-            first, result = pending.popleft()
-            add(first, result.get())
+        ahead = 0
+        for task in islice(tasks, 4 * processes):
+            pool.apply_async(_do, (task,), callback=results.put, error_callback=results.put)
+            ahead += 1
+        while ahead:
+            result = results.get()
+            ahead -= 1
+            if isinstance(result, BaseException):
+                raise result
+            for task in islice(tasks, 1):
+                pool.apply_async(_do, (task,), callback=results.put, error_callback=results.put)
+                ahead += 1
+            finished(*result)
     finally:
         pool.terminate()
         pool.join()
 
 
-def _strategy(name: str, parameter: str = "strategy") -> Schedule:
+def _strategy(name: str, parameter: str = "strategy") -> StudyStrategy:
     try:
-        return STRATEGIES[name]
+        return STUDY_STRATEGIES[name]
     except (KeyError, TypeError):
         raise _checks.ArgumentValueError(
-            parameter, f"{parameter} must be among {', '.join(STRATEGIES)}, got {name!r}"
+            parameter, f"{parameter} must be among {', '.join(STUDY_STRATEGIES)}, got {name!r}"
         ) from None

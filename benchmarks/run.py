@@ -29,8 +29,10 @@ import drivers
 import fleet
 import instrument
 import overload
+import study
 
 GOAL_TO_REFERENCE = 1.3  # each strategy within 1.3x of its hand-written generator
+STUDY_GOAL = 15.0  # seconds for the default study on 2 processes
 PEERS = ("backoff", "tenacity", "stamina", "google-api-core")
 # Per driver row: (most ns over the bare call on success, or over the same
 # row without a budget; most times the hand-written loop's ns per retry).
@@ -310,6 +312,46 @@ def report(quick: bool) -> list[str]:
         "",
     ]
     out += fleet.lag_table(quick)
+    out += [
+        "",
+        "**Contention study**: wall seconds of ``simulate --seed 2026``"
+        + (" at 10, 30 and 50 clients, 20 runs (quick mode)" if quick else " (the default study)")
+        + " on the plain model loop written in ``benchmarks/study.py`` (``random.gauss`` for"
+        " every hop; the same figures), then on 1 and on 2 processes. Goal: the default study"
+        f" within {STUDY_GOAL:g} s on 2 processes, and 2 processes close to twice as fast as 1.",
+        "",
+    ]
+    seconds = study.study_seconds(quick)
+    one, two = seconds["1 jobs"], seconds["2 jobs"]
+    study_goal = (
+        "— (full run)"
+        if quick
+        else f"{'ok' if two <= STUDY_GOAL else 'MISSED'}: <= {STUDY_GOAL:g} s"
+    )
+    out += table(
+        [
+            "study",
+            "reference",
+            "1 job",
+            "x reference",
+            "2 jobs",
+            "speedup",
+            "start 2 processes",
+            "goal",
+        ],
+        [
+            [
+                "small study" if quick else "default study",
+                f"{seconds['reference']:.1f} s",
+                f"{one:.1f} s",
+                f"{seconds['reference'] / one:.2f}x",
+                f"{two:.1f} s",
+                f"{one / two:.2f}x",
+                f"{seconds['spawn 2']:.2f} s",
+                study_goal,
+            ]
+        ],
+    )
     out += [
         "",
         f"**Import time**: ``import NAME`` in a fresh interpreter, minus an empty one"

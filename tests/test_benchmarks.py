@@ -25,7 +25,7 @@ def rows(out):
         if line.startswith("=") and i + 2 < len(lines) and lines[i + 2].startswith("="):
             header = lines[i + 1]
             j = i + 3
-            while j < len(lines) and not lines[j].startswith("="):
+            while j < len(lines) and lines[j].strip() and not lines[j].startswith("="):
                 cells = [c for c in lines[j].split("  ") if c.strip()]
                 found[(header.split()[0], cells[0].strip())] = [c.strip() for c in cells[1:]]
                 j += 1
@@ -69,6 +69,7 @@ def test_quick_benchmark_prints_every_row(tmp_path):
             assert ("driver", peer) in table, peer
     assert ("module", "backoff_iter") in table and ("module", "tenacity") in table
     assert ("simulator", "backoff_iter overload") in table
+    assert table[("study", "small study")][-1] == "— (full run)"  # its goal is the full study's
     assert "Machine:" in out and "Versions:" in out
     assert rst.read_text() == out
 
@@ -77,6 +78,8 @@ def test_the_row_reader_sees_rows_not_headers():
     """rows() finds a driver's row, and not a name that only appears in a header or prose."""
     text = "Versions: tenacity 9\n\n=====  ==\ndriver  ns\n=====  ==\nstamina  5\n=====  ==\n"
     assert rows(text) == {("driver", "stamina"): ["5"]}
+    one_row = "=====  ==\nstudy  s\n=====  ==\nsmall  5\n=====  ==\n\nprose\n"
+    assert rows(one_row) == {("study", "small"): ["5"]}
 
 
 def test_rst_output_replaces_only_the_marked_section(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import sys
 import traceback
@@ -454,8 +455,9 @@ def test_bad_arguments_raise_at_the_call(call, error, words):
 def test_a_factory_returning_a_non_iterable_is_reported_on_first_failure():
     """The delays factory runs only after a failure; a bad result names 'delays'."""
     fetch = retry(lambda: 3)(Operation([OSError()]))
-    with pytest.raises(TypeError, match="delays"):
+    with pytest.raises(TypeError, match="delays") as raised:
         fetch()
+    assert raised.value.parameter == "delays"
 
 
 # -- policies are reusable; one-shot iterators say so ---------------------------
@@ -482,8 +484,24 @@ def test_a_policy_from_a_factory_or_a_list_serves_every_loop():
 def test_a_policy_from_a_one_shot_iterator_refuses_a_second_loop(make):
     """The second loop over a used-up iterator raises RuntimeError instead of returning None."""
     policy = make(iter([1.0]), sleep=lambda s: None)
-    first = iter(policy) if make is retrying else policy.__aiter__()
-    assert first is not None
+    numbers = []
+
+    def first_loop():
+        for attempt in policy:
+            with attempt:
+                numbers.append(attempt.number)
+                if attempt.number == 1:
+                    raise OSError
+
+    async def first_async_loop():
+        async for attempt in policy:
+            async with attempt:
+                numbers.append(attempt.number)
+                if attempt.number == 1:
+                    raise OSError
+
+    first_loop() if make is retrying else asyncio.run(first_async_loop())
+    assert numbers == [1, 2]  # the first loop had the iterator's delay
     with pytest.raises(RuntimeError, match="one-shot"):
         iter(policy) if make is retrying else policy.__aiter__()
 
@@ -575,6 +593,22 @@ def test_an_async_before_sleep_is_awaited(run):
     assert seen == [(1, 0.5), (2, 1.5)]
 
 
+@pytest.mark.parametrize(
+    "run", [run_async_loop, run_async_decorator], ids=["aretrying", "async retry"]
+)
+def test_an_async_loops_plain_sleep_may_return_anything(run):
+    """A sync sleep returning a value that is not awaitable (a number, say) is called and not awaited."""
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        return seconds
+
+    time = FakeTime()
+    time.asleep = sleep  # the runners hand time.asleep to the driver as its sleep
+    assert run([0.5], Operation([OSError()]), time) == "ok" and slept == [0.5]
+
+
 def test_an_async_function_accepts_a_plain_sleep():
     """@retry on an async def with a sync sleep= calls it and awaits nothing."""
     slept = []
@@ -591,17 +625,28 @@ def test_an_async_function_accepts_a_plain_sleep():
 
 
 def test_a_sync_loop_rejects_an_async_sleep_or_hook_at_the_first_retry():
-    """A coroutine returned by sleep or before_sleep in a sync loop is a TypeError, and is closed."""
+    """A coroutine returned by sleep or before_sleep in a sync loop is a TypeError naming it, and is closed."""
+    import inspect
 
-    async def asleep(seconds):
+    made = []
+
+    async def wait(seconds):
         pass
 
-    with pytest.raises(TypeError, match="sleep"):
+    def asleep(seconds):
+        made.append(wait(seconds))
+        return made[-1]
+
+    with pytest.raises(TypeError, match="sleep") as raised:
         retry([1.0], sleep=asleep)(Operation([OSError()]))()
+    assert raised.value.parameter == "sleep" and repr(asleep) in str(raised.value)
     with pytest.raises(TypeError, match="before_sleep"):
         retry([1.0], sleep=lambda s: None, before_sleep=lambda a, e, d: asleep(d))(
             Operation([OSError()])
         )()
+    assert [inspect.getcoroutinestate(c) for c in made] == [
+        "CORO_CLOSED"
+    ] * 2  # never "never awaited"
 
 
 def test_attempts_and_the_drivers_obey_a_patched_time_sleep(monkeypatch):
@@ -746,20 +791,15 @@ def test_errors_of_hooks_sleep_and_delays_keep_the_failure_as_context(run):
         yield 0.5
         raise LookupError("delays")
 
-    for options, delays in (
-        ({"before_sleep": boom}, [1.0]),
-        ({}, [-1.0]),
-        ({}, lambda: bad_delays()),
+    for options, delays, failures, raised_error in (
+        ({"before_sleep": boom}, [1.0], 1, LookupError),
+        ({}, [-1.0], 1, ValueError),
+        ({}, bad_delays(), 2, LookupError),  # fails at the second failure's delay
     ):
-        error = OSError("the real failure")
-        calls = [error] if delays is not None else []
-        time = FakeTime()
-        if callable(delays) and not isinstance(delays, list):
-            delays = delays()
-            calls = [OSError("first"), error]
-        with pytest.raises((LookupError, ValueError)) as raised:
-            run(delays, Operation(calls), time, **options)
-        assert raised.value.__context__ is error
+        errors = [OSError(f"failure {i}") for i in range(failures)]
+        with pytest.raises(raised_error) as raised:
+            run(delays, Operation(errors), FakeTime(), **options)
+        assert raised.value.__context__ is errors[-1]
 
 
 def test_an_error_of_sleep_keeps_the_failure_as_context():
@@ -773,7 +813,6 @@ def test_an_error_of_sleep_keeps_the_failure_as_context():
         retry([1.0], sleep=sleep)(Operation([error]))()
     assert raised.value.__context__ is error
     with pytest.raises(KeyboardInterrupt) as raised:
-        run_loop([1.0], Operation([error]), FakeTime(), sleep=sleep) if False else None
         for attempt in retrying([1.0], sleep=sleep):
             with attempt:
                 raise error
@@ -927,6 +966,146 @@ def test_a_slow_before_sleep_hook_cannot_push_the_sleep_past_the_deadline():
     assert time.now == 108.0
 
 
+@each_driver
+def test_a_hook_slower_than_the_time_left_leaves_a_sleep_of_zero(run):
+    """A before_sleep hook that runs past the deadline: the sleep is 0, never negative."""
+    time = FakeTime()
+
+    def slow_hook(attempt, exc, delay):
+        time.now += 10.0
+
+    with pytest.raises(OSError):
+        run([5.0, 5.0], Operation([OSError()] * 3), time, deadline=8, before_sleep=slow_hook)
+    assert time.slept == [0.0]
+
+
+class AttemptsOnlyTime(FakeTime):
+    """A clock that only the attempts move: its sleeps leave it behind (a coarse
+    clock, or a sleep that is not the clock's own)."""
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+
+
+@each_driver
+@pytest.mark.parametrize("delay, slept", [(8.0, [6.0]), (6.0, [6.0, 2.0])])
+def test_the_sleep_the_deadline_shortened_is_the_last_even_if_the_clock_lags(run, delay, slept):
+    """Attempts of 4 s, deadline 10: a delay of 8 is cut to 6 and is the last; one of 6 just fits, and the next is cut."""
+    time = AttemptsOnlyTime()
+    operation = Operation([OSError(i) for i in range(5)], time, duration=4.0)
+    with pytest.raises(OSError) as raised:
+        run(constant(delay), operation, time, deadline=10)
+    assert time.slept == slept
+    assert operation.calls == len(slept) + 1 and raised.value.args == (len(slept),)
+
+
+@each_driver
+def test_a_server_hint_ending_exactly_on_the_deadline_is_slept(run):
+    """A 10 s hint with 10 s left is honoured; the next failure then finds no time left."""
+    time = FakeTime()
+    errors = [OSError("first"), OSError("second"), OSError("third")]
+    with pytest.raises(OSError) as raised:
+        run(constant(1), Operation(errors), time, deadline=10, retry_after=lambda o: 10.0)
+    assert time.slept == [10.0] and raised.value is errors[1]
+
+
+def test_the_longer_of_the_hooks_hint_and_the_attempts_hint_is_slept():
+    """attempt.retry_after() and the retry_after hook both ask: the longer wait wins, whichever asked it."""
+    for in_body, from_hook in ((5.0, 3.0), (3.0, 5.0)):
+        time = FakeTime()
+        for attempt in retrying(
+            [1.0], sleep=time.sleep, clock=time.clock, retry_after=lambda o, h=from_hook: h
+        ):
+            with attempt:
+                if attempt.number == 1:
+                    attempt.retry_after(in_body)
+                    raise OSError
+        assert time.slept == [5.0], (in_body, from_hook)
+
+
+class CountingClock(FakeTime):
+    """FakeTime that counts its readings."""
+
+    readings = 0
+
+    def clock(self):
+        self.readings += 1
+        return self.now
+
+
+@each_driver
+def test_with_a_deadline_and_no_hook_each_retry_reads_the_clock_twice(run):
+    """The start, then per retry the time left and the next attempt's start; the last, shortened sleep ends it unread."""
+    time = CountingClock()
+    with pytest.raises(OSError):
+        run(constant(4.0), Operation([OSError()] * 5), time, deadline=10)
+    assert time.slept == [4.0, 4.0, 2.0]  # three retries; the fourth failure stands
+    assert time.readings == 1 + 2 * 3
+
+
+# -- budgets hear every attempt ----------------------------------------------------------
+
+
+@each_driver
+def test_a_retry_budget_hears_which_attempt_was_a_calls_first(run):
+    """RetryBudget (ratio 1, no reserve) deposits once per call, at its first attempt's outcome."""
+    from backoff_iter import RetryBudget
+
+    budget = RetryBudget(ratio=1.0, min_per_second=0.0, clock=lambda: 0.0)
+    calls = []
+    for script in (
+        [OSError(), "ok"],  # deposits at its first failure, retries once; the success adds nothing
+        [OSError()] * 5,  # one deposit, one retry, then refused
+        ["ok"],  # a success at once deposits
+        [OSError()] * 5,  # its deposit and the one left: two retries
+    ):
+        operation = Operation(script)
+        with contextlib.suppress(OSError):
+            run([0.0] * 5, operation, FakeTime(), budget=budget)
+        calls.append(operation.calls)
+    assert calls == [2, 2, 1, 3]
+
+
+class Ledger:
+    """A budget of one's own (the Budget protocol) that writes down what the driver tells it."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.log = []
+
+    def record_success(self, first_attempt, spent=0.0):
+        self.log.append(("success", first_attempt, spent))
+
+    def record_failure(self, first_attempt):
+        self.log.append(("failure", first_attempt))
+
+    def try_retry(self, outcome):
+        self.log.append(("try", outcome))
+        return self.answers.pop(0)
+
+
+@each_driver
+def test_a_budget_of_ones_own_hears_every_outcome_and_the_sum_it_gave(run):
+    """Failures and successes with their first-attempt flag, each retry asked, spent = the sum try_retry gave."""
+    errors = [OSError(1), OSError(2)]
+    ledger = Ledger([1.5, 2.5])
+    assert run([0.0] * 3, Operation(errors), FakeTime(), budget=ledger) == "ok"
+    assert ledger.log == [
+        ("failure", True),
+        ("try", errors[0]),
+        ("failure", False),
+        ("try", errors[1]),
+        ("success", False, 4.0),
+    ]
+    ledger = Ledger([0])  # refuses: the failure stands
+    with pytest.raises(OSError):
+        run([0.0] * 3, Operation([errors[0]]), FakeTime(), budget=ledger)
+    assert ledger.log == [("failure", True), ("try", errors[0])]
+    ledger = Ledger([])
+    assert run([0.0], Operation([]), FakeTime(), budget=ledger) == "ok"
+    assert ledger.log == [("success", True, 0.0)]
+
+
 # -- no leaks ----------------------------------------------------------------------
 
 
@@ -1038,8 +1217,9 @@ def test_on_result_without_a_handed_over_result_is_an_error():
 @each_driver
 def test_a_retry_after_hook_returning_a_bad_value_names_it(run, hint, error):
     """A non-number, NaN or negative hint is a clear error naming retry_after."""
-    with pytest.raises(error, match="retry_after"):
+    with pytest.raises(error, match="retry_after") as raised:
         run([1.0], Operation([OSError()]), FakeTime(), retry_after=hint)
+    assert raised.value.parameter == "retry_after"
 
 
 @each_driver
@@ -1609,6 +1789,41 @@ def test_throttled_picks_the_failures_that_count_as_throttles(run):
     assert throttle.probability == (4 - 1) / 5  # by default every retried failure is a throttle
 
 
+@each_driver
+def test_throttled_tells_the_rate_limiter_only_of_throttles(run):
+    """With throttled= picking 429s, 503s leave the limiter off; one 429 turns it on."""
+    from backoff_iter import CubicRateLimiter
+
+    clock = Clock()
+    limiter = CubicRateLimiter(clock=clock)
+    options = dict(on_result=lambda s: s != "ok", throttled=lambda s: s == 429)
+    run_with(run, clock, Operation([503, 503]), [0.0] * 5, rate_limiter=limiter, **options)
+    assert not limiter.enabled
+    run_with(run, clock, Operation([429]), [0.0] * 5, rate_limiter=limiter, **options)
+    assert limiter.enabled
+
+
+@each_driver
+def test_a_failure_that_is_no_throttle_still_counts_against_the_breaker(run):
+    """throttled= says which failures are throttles; the breaker counts every retried failure."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker
+
+    clock = Clock()
+    breaker = CircuitBreaker(minimum_throughput=3, failure_ratio=1.0, clock=clock)
+    operation = Operation([503] * 10)
+    with pytest.raises(BrokenCircuitError):
+        run_with(
+            run,
+            clock,
+            operation,
+            [0.1] * 9,
+            on_result=lambda s: s != "ok",
+            throttled=lambda s: s == 429,
+            breaker=breaker,
+        )
+    assert operation.calls == 3 and breaker.state == "open"
+
+
 def replay(limiter, clock, outcomes, delay):
     """What a driver does with a rate limiter, by hand: acquire, the attempt's outcome, the sleep."""
     for throttled in outcomes:
@@ -1669,3 +1884,486 @@ def test_what_the_defaults_mean_is_what_derive_finds():
     policy._derive()
     flags = ("told", "guarded", "timed", "observed", "fast", "quiet", "simple")
     assert [getattr(policy, f) for f in flags] == [getattr(Policy, f) for f in flags]
+
+
+# -- every option counts, given alone; every bad one is named -----------------------------------
+
+
+def test_every_option_given_alone_takes_effect():
+    """With the default clock and nothing else set, each option still does its part."""
+    from backoff_iter import CircuitBreaker, instrument
+
+    def loop(outcomes, delays=(1.0,), body=None, **options):
+        """Run retrying over scripted outcomes; (what was slept, the attempts' numbers and timeouts)."""
+        slept, seen, operation = [], [], Operation(outcomes)
+        try:
+            for attempt in retrying(list(delays), sleep=slept.append, **options):
+                with attempt:
+                    seen.append((attempt.number, attempt.timeout))
+                    if body is not None:
+                        body(attempt)
+                    attempt.set_result(operation())
+        except OSError:
+            pass
+        return slept, seen
+
+    assert loop([OSError()], retry_after=lambda o: 5.0)[0] == [5.0]
+
+    def hint(attempt):
+        attempt.retry_after(10.0)
+
+    assert loop([OSError()], body=hint, retry_after_max=2.0)[0] == [2.0]
+    assert loop(["bad"], on_result=lambda r: r == "bad")[0] == [1.0]
+    assert loop([OSError(), OSError()], deadline=0.0)[0] == []
+    told = []
+    loop([OSError(), OSError()], give_up=lambda a, o: told.append(a.number))
+    loop([OSError()], before_sleep=lambda a, o, d: told.append(d))
+    assert told == [2, 1.0]
+    ledger = Ledger([True])
+    loop([OSError()], budget=ledger)
+    assert [entry[0] for entry in ledger.log] == ["failure", "try", "success"]
+    events = []
+    loop([OSError()], observe=events.append)
+    instrument.enable(events.append)
+    try:
+        loop([], name="db")
+    finally:
+        instrument.disable()
+    assert [(e.kind, e.name) for e in events] == [
+        ("retry", "call"),
+        ("success", "call"),
+        ("success", "db"),
+    ]
+    assert loop([OSError()], attempt_timeout=2.5)[1] == [(1, 2.5), (2, 2.5)]
+    breaker = CircuitBreaker(minimum_throughput=2, failure_ratio=1.0)
+    loop([OSError()] * 3, breaker=breaker)  # two failures, the second opens it
+    assert breaker.state == "open"
+
+
+class Part:
+    """An object with only the *methods* given, each doing nothing."""
+
+    def __init__(self, *methods):
+        for method in methods:
+            setattr(self, method, lambda *args: None)
+
+
+@pytest.mark.parametrize(
+    "parameter, methods",
+    [
+        ("rate_limiter", ["acquire", "aacquire", "record"]),
+        ("throttle", ["check", "record"]),
+        ("breaker", ["check", "record"]),
+        ("budget", ["record_success", "record_failure", "try_retry"]),
+    ],
+)
+def test_a_part_missing_any_one_of_its_methods_is_rejected(parameter, methods):
+    """A rate limiter, throttle, breaker or budget lacking one method: TypeError naming the part and the method."""
+    for missing in methods:
+        part = Part(*(m for m in methods if m != missing))
+        rejects(
+            lambda part=part: retrying(**{parameter: part}), TypeError, parameter, f"{missing}()"
+        )
+    retrying(**{parameter: Part(*methods)})  # all there: accepted
+
+
+@pytest.mark.parametrize(
+    "call, error, parameter",
+    [
+        (lambda: retrying(on_result=5), TypeError, "on_result"),
+        (lambda: retrying(retry_after=5), TypeError, "retry_after"),
+        (lambda: retrying(give_up=5), TypeError, "give_up"),
+        (lambda: retrying(retry_after_max=-1.0), ValueError, "retry_after_max"),
+        (lambda: retrying(attempt_timeout=-1.0), ValueError, "attempt_timeout"),
+        (lambda: retry(on_result="yes"), TypeError, "on_result"),
+    ],
+)
+def test_each_bad_option_is_named_as_the_parameter(call, error, parameter):
+    """.parameter is the option's own name, which the command line shows."""
+    rejects(call, error, parameter)
+
+
+def test_infinite_limits_are_accepted_and_mean_no_limit():
+    """retry_after_max, deadline and attempt_timeout may be inf: no clamp, no deadline, no timeout."""
+    time = FakeTime()
+    slept, timeouts = [], []
+    for attempt in retrying(
+        [1.0],
+        retry_after_max=math.inf,
+        deadline=math.inf,
+        attempt_timeout=math.inf,
+        sleep=slept.append,
+        clock=time.clock,
+    ):
+        with attempt:
+            timeouts.append(attempt.timeout)
+            if attempt.number == 1:
+                attempt.retry_after(1e9)
+                raise OSError
+    assert slept == [1e9] and timeouts == [math.inf, math.inf]
+
+
+def test_a_one_shot_iterator_of_timeouts_makes_the_policy_one_shot_too():
+    """An iterator as attempt_timeout (or as delays, with a factory of timeouts) serves one loop only."""
+    for policy in (
+        retrying([1.0], attempt_timeout=iter([1.0, 2.0]), sleep=lambda s: None),
+        retrying(iter([1.0]), attempt_timeout=lambda: [1.0], sleep=lambda s: None),
+    ):
+        for attempt in policy:
+            with attempt:
+                pass
+        with pytest.raises(RuntimeError, match="one-shot"):
+            iter(policy)
+
+
+# -- what hooks and events are told ------------------------------------------------------------
+
+
+@each_driver
+def test_hooks_see_each_attempts_delay_and_elapsed_time(run):
+    """before_sleep and give_up get attempts whose delay and elapsed time are right, the first try's too."""
+    seen = []
+    time = FakeTime()
+    with pytest.raises(OSError):
+        run(
+            [0.5, 1.5],
+            Operation([OSError()] * 3, time, duration=1.0),
+            time,
+            before_sleep=lambda a, o, d: seen.append(("sleep", a.number, a.delay, a.elapsed)),
+            give_up=lambda a, o: seen.append(("give up", a.number, a.delay, a.elapsed)),
+        )
+    assert seen == [("sleep", 1, 0.0, 0.0), ("sleep", 2, 0.5, 1.5), ("give up", 3, 1.5, 4.0)]
+
+
+@each_driver
+def test_before_sleep_sees_the_retried_result(run):
+    """For a result on_result retries, the hook's outcome is that result."""
+    seen = []
+    run(
+        [0.5],
+        Operation([503]),
+        FakeTime(),
+        on_result=lambda r: r == 503,
+        before_sleep=lambda a, o, d: seen.append(o),
+    )
+    assert seen == [503]
+
+
+@pytest.mark.parametrize(
+    "run", [run_async_loop, run_async_decorator], ids=["aretrying", "async retry"]
+)
+def test_an_async_loops_before_sleep_may_return_a_plain_value(run):
+    """A sync hook returning something that is not awaitable (list.append's None, a string) is not awaited."""
+    seen = []
+    time = FakeTime()
+    assert (
+        run([0.5], Operation([OSError()]), time, before_sleep=lambda a, o, d: f"logged {d}") == "ok"
+    )
+    assert time.slept == [0.5]
+    run([0.5], Operation([OSError()]), FakeTime(), before_sleep=lambda a, o, d: seen.append(d))
+    assert seen == [0.5]
+
+
+def test_a_sync_loops_refusal_of_an_async_hook_names_the_hook():
+    """The TypeError shows which before_sleep returned the awaitable."""
+
+    async def asleep(seconds):
+        pass
+
+    def hook(attempt, outcome, delay):
+        return asleep(delay)
+
+    with pytest.raises(TypeError) as raised:
+        retry([1.0], sleep=lambda s: None, before_sleep=hook)(Operation([OSError()]))()
+    assert raised.value.parameter == "before_sleep" and repr(hook) in str(raised.value)
+
+
+@each_driver
+def test_events_carry_the_outcome_of_each_attempt(run):
+    """An error the policy does not retry, a give-up and a retried result: each event's outcome is it."""
+    error = KeyError("x")
+    _, events, _ = events_of(run, [0.5], [error], on=OSError)
+    assert [(e.kind, e.outcome) for e in events] == [("error", error)]
+    errors = [OSError(1), OSError(2)]
+    _, events, _ = events_of(run, [0.5], errors)
+    assert [(e.kind, e.outcome) for e in events] == [("retry", errors[0]), ("give_up", errors[1])]
+    _, events, _ = events_of(run, [0.5], [503], on_result=lambda r: r == 503)
+    assert [(e.kind, e.outcome) for e in events] == [("retry", 503), ("success", "ok")]
+
+
+@each_driver
+@pytest.mark.parametrize("huge", [math.inf, 10**400])
+def test_an_infinite_delay_is_a_give_up_that_hooks_hear(run, huge):
+    """No next attempt: give_up is told and a give_up event says the delays are exhausted."""
+    told = []
+    summary, _, result = events_of(
+        run, [huge], [OSError()], give_up=lambda a, o: told.append(a.number)
+    )
+    assert summary == [("give_up", 1, None, 0.0, "exhausted")]
+    assert told == [1] and isinstance(result, OSError)
+
+
+@each_driver
+def test_a_deadline_that_leaves_no_time_or_not_the_servers_wait_gives_up_as_deadline(run):
+    """A hint past the deadline, or a failure after it: the give_up reason is "deadline"."""
+    summary, _, _ = events_of(run, [0.5], [OSError()], deadline=5.0, retry_after=lambda o: 60.0)
+    assert summary == [("give_up", 1, None, 0.0, "deadline")]
+    summary, _, _ = events_of(run, [0.5], [OSError()], deadline=0.5)  # the attempt takes 1 s
+    assert summary == [("give_up", 1, None, 0.0, "deadline")]
+
+
+@each_driver
+def test_on_base_exception_retries_every_exception(run):
+    """on=BaseException (or a tuple holding a non-Exception class) still retries ordinary errors."""
+    assert run([0.0], Operation([OSError()]), FakeTime(), on=BaseException) == "ok"
+    assert run([0.0], Operation([OSError()]), FakeTime(), on=(KeyboardInterrupt, OSError)) == "ok"
+
+
+# -- the misuses of an attempt ------------------------------------------------------------------
+
+
+def test_each_misuse_of_an_attempt_names_the_statement_to_use():
+    """`async with` on retrying's attempt and `with` on aretrying's: TypeError saying which to use."""
+
+    async def async_with_on_a_sync_loop():
+        for attempt in retrying([1.0]):
+            async with attempt:
+                pass
+
+    with pytest.raises(TypeError, match="use `with attempt:` with this loop, not `async with`"):
+        asyncio.run(async_with_on_a_sync_loop())
+
+    async def with_on_an_async_loop():
+        async for attempt in aretrying([1.0]):
+            with attempt:
+                pass
+
+    with pytest.raises(TypeError, match="use `async with attempt:` with this loop, not `with`"):
+        asyncio.run(with_on_an_async_loop())
+
+
+def test_a_stale_attempt_is_refused_in_async_with_too():
+    """An Attempt kept after its async loop ended cannot be entered again."""
+
+    async def main():
+        async for attempt in aretrying([1.0]):
+            async with attempt:
+                pass
+        async with attempt:
+            raise OSError("lost?")
+
+    with pytest.raises(RuntimeError, match=r"<Attempt number=1 .*> is not the current attempt"):
+        asyncio.run(main())
+
+
+@pytest.mark.parametrize("statement", ["with", "async with"])
+def test_an_attempt_left_twice_is_an_error(statement):
+    """__exit__ called a second time (by hand, or a broken context stack) cannot settle the call again."""
+    ledger = Ledger([])
+
+    async def main():
+        async for attempt in aretrying([1.0], budget=ledger):
+            await attempt.__aenter__()
+            await attempt.__aexit__(None, None, None)
+            await attempt.__aexit__(None, None, None)
+
+    if statement == "with":
+        with pytest.raises(RuntimeError, match="not the current attempt"):
+            for attempt in retrying([1.0], budget=ledger):
+                attempt.__enter__()
+                attempt.__exit__(None, None, None)
+                attempt.__exit__(None, None, None)
+    else:
+        with pytest.raises(RuntimeError, match="not the current attempt"):
+            asyncio.run(main())
+    assert ledger.log == [("success", True, 0.0)]  # one success, told once
+
+
+def test_a_loop_refused_by_its_breaker_is_over_and_reports_the_refusal():
+    """The refusal is an "error" event of attempt 1 whose outcome is the breaker's error; the loop then ends."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker
+
+    breaker = CircuitBreaker(minimum_throughput=1, failure_ratio=0.5)
+    breaker.check()
+    breaker.record(False)
+    events = []
+    loop = iter(retrying([1.0], breaker=breaker, observe=events.append))
+    with pytest.raises(BrokenCircuitError) as raised:
+        next(loop)
+    assert [(e.kind, e.number, e.outcome) for e in events] == [("error", 1, raised.value)]
+    with pytest.raises(StopIteration):
+        next(loop)
+
+
+@pytest.mark.parametrize("form", ["retrying", "aretrying"])
+def test_a_bad_hint_ends_the_loop_and_is_reported_as_an_error(form):
+    """attempt.retry_after(-1) raises ArgumentValueError naming "seconds"; an "error" event carries it; the loop is over."""
+    events = []
+    policy = (retrying if form == "retrying" else aretrying)([0.0] * 3, observe=events.append)
+
+    async def async_loop():
+        loop = policy.__aiter__()
+        attempt = await loop.__anext__()
+        with pytest.raises(ArgumentValueError) as raised:
+            async with attempt:
+                attempt.retry_after(-1.0)
+        with pytest.raises(StopAsyncIteration):
+            await loop.__anext__()
+        return raised.value
+
+    if form == "retrying":
+        loop = iter(policy)
+        attempt = next(loop)
+        with pytest.raises(ArgumentValueError) as raised:
+            with attempt:
+                attempt.retry_after(-1.0)
+        with pytest.raises(StopIteration):
+            next(loop)
+        error = raised.value
+    else:
+        error = asyncio.run(async_loop())
+    assert error.parameter == "seconds"
+    assert [(e.kind, e.number, e.outcome) for e in events] == [("error", 1, error)]
+
+
+# -- clocks that misbehave, and how often the clock is read ------------------------------------
+
+
+@each_driver
+@pytest.mark.parametrize("first", [math.nan, math.inf, -math.inf])
+def test_a_call_starts_at_the_clocks_first_finite_reading(run, first):
+    """A start read as NaN or infinite counts as no time: the deadline counts from the next, finite reading."""
+
+    class LateClock(FakeTime):
+        readings = 0
+
+        def clock(self):
+            self.readings += 1
+            return first if self.readings == 1 else self.now
+
+    time = LateClock()
+    operation = Operation([RuntimeError(i) for i in range(20)])
+    with pytest.raises(RuntimeError):
+        run(constant(3), operation, time, deadline=10)
+    assert time.slept == [3, 3, 3, 1]
+
+
+@each_driver
+def test_a_clock_that_never_reads_finite_lets_no_time_pass(run):
+    """All NaN: every attempt is at 0 s, a 5 s deadline never comes, the delays end the call."""
+
+    class NaNClock(FakeTime):
+        def clock(self):
+            return math.nan
+
+    time = NaNClock()
+    elapsed = []
+    with pytest.raises(OSError):
+        run(
+            [1.0, 1.0],
+            Operation([OSError()] * 3),
+            time,
+            deadline=5.0,
+            before_sleep=lambda a, o, d: elapsed.append(a.elapsed),
+        )
+    assert time.slept == [1.0, 1.0] and elapsed == [0.0, 0.0]
+
+
+@each_driver
+def test_without_a_deadline_or_hook_only_the_loops_read_the_clock(run):
+    """@retry reads no clock at all; a loop reads it at the start and for each later attempt's elapsed time."""
+    time = CountingClock()
+    assert run([0.5] * 3, Operation([OSError()] * 3), time) == "ok"
+    decorated = run in (run_decorator, run_async_decorator)
+    assert time.readings == (0 if decorated else 1 + 3)
+
+
+# -- the default schedule ------------------------------------------------------------------------
+
+
+def test_the_default_schedule_is_nine_delays_of_smooth_jitter_from_a_tenth_of_a_second():
+    """default_delays() draws what islice(smooth_jitter(0.1, cap=5.0), 9) draws from the same random state."""
+    import random
+
+    from backoff_iter import default_delays, smooth_jitter
+
+    for seed in range(20):
+        random.seed(seed)
+        drawn = list(default_delays())
+        random.seed(seed)
+        assert drawn == list(islice(smooth_jitter(0.1, cap=5.0), 9))
+
+
+# -- the decorator's forms and names -------------------------------------------------------------
+
+
+def test_a_bare_retry_over_a_function_of_one_callable_argument_calls_it():
+    """@retry def apply(f): calling apply(print) runs apply, never takes print for a function to decorate."""
+
+    @retry
+    def apply(function):
+        return function()
+
+    assert apply(lambda: "ran") == "ran"
+    assert retry(str)(abs) == str(abs)  # a builtin with no signature to read is called too
+
+
+def test_a_bare_retry_keeps_an_async_function_of_no_arguments_async():
+    """@retry over `async def ping()` is still a coroutine function."""
+    import inspect
+
+    @retry
+    async def ping():
+        return "pong"
+
+    assert inspect.iscoroutinefunction(ping)
+    assert asyncio.run(ping()) == "pong"
+
+
+def test_the_decorators_own_arguments_are_named_when_bad():
+    """A one-shot iterator of timeouts or a generator function: the error names attempt_timeout or func."""
+
+    def numbers():
+        yield 1
+
+    rejects(lambda: retry(attempt_timeout=iter([1.0])), TypeError, "attempt_timeout", "iterator")
+    rejects(lambda: retry([1.0])(numbers), TypeError, "func", "generator")
+
+
+def test_timeout_arg_reaches_an_async_function_too():
+    """@retry(attempt_timeout=[...], timeout_arg=...) over an async def passes each attempt's timeout."""
+    got = []
+
+    @retry([0.0], attempt_timeout=[2.0, 4.0], timeout_arg="timeout", sleep=lambda s: None)
+    async def get(*, timeout):
+        got.append(timeout)
+        if len(got) == 1:
+            raise ConnectionError
+        return "ok"
+
+    assert asyncio.run(get()) == "ok" and got == [2.0, 4.0]
+
+
+def test_events_name_a_callable_object_and_a_function_of_main_by_their_qualified_names():
+    """An instance is named after its class; a function of __main__ (or of no module) by its bare name."""
+    seen = []
+
+    class Client:
+        def __call__(self):
+            return "ok"
+
+    def job():
+        return "ok"
+
+    def orphan():
+        return "ok"
+
+    job.__module__ = "__main__"
+    orphan.__module__ = None
+    for func in (Client(), job, orphan):
+        retry([0.0], observe=seen.append)(func)()
+    assert [e.name for e in seen] == [
+        f"{__name__}.{Client.__qualname__}",
+        job.__qualname__,
+        orphan.__qualname__,
+    ]

@@ -6,6 +6,7 @@ import calendar
 import math
 
 import pytest
+from checks import rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,6 +32,8 @@ NOW = 1445412400.0  # Wed, 21 Oct 2015 07:26:40 GMT
         ("Mon, 01 Jan 1900 00:00:00 GMT", 0.0),  # before 1970
         ("Fri, 31 Dec 9999 23:59:59 GMT", 253402300799.0 - NOW),  # year 9999
         ("Wed, 21 Oct 2015 07:26:60 GMT", 20.0),  # a leap second
+        ("Mon, 01 Jan 0001 00:00:00 GMT", 0.0),  # the first year there is
+        ("Thursday, 29-Feb-68 00:00:00 GMT", 0.0),  # 2068 is too far ahead: 1968, a leap year
     ],
 )
 def test_every_rfc_form_gives_the_seconds_to_wait(value, seconds):
@@ -43,6 +46,7 @@ def test_a_two_digit_year_more_than_50_years_ahead_is_in_the_past():
     assert parse_retry_after("Thursday, 01-Jan-70 00:00:00 GMT", now=NOW) == 0.0
     in_2065 = calendar.timegm((2065, 1, 1, 0, 0, 10))  # 50 years ahead: still the future
     assert parse_retry_after("Thursday, 01-Jan-65 00:00:10 GMT", now=NOW) == in_2065 - NOW
+    assert parse_retry_after("Friday, 01-Jan-66 00:00:00 GMT", now=NOW) == 0.0  # 51 ahead: 1966
 
 
 def test_the_default_now_is_the_current_time():
@@ -72,6 +76,12 @@ def test_the_default_now_is_the_current_time():
         "Wed, 29 Feb 2015 07:28:00 GMT",
         "Wed, 21 Foo 2015 07:28:00 GMT",
         "Wed, 21 Oct 2015 24:00:00 GMT",
+        "Wed, 21 Oct 2015 07:60:00 GMT",
+        "Wed, 21 Oct 2015 07:28:61 GMT",
+        "120\n",  # only spaces and tabs surround a value (RFC 9110's OWS)
+        "\r120",
+        "\x0b120",
+        "X5X",
         "Wed, 21 Oct 0000 07:28:00 GMT",
         "Xyz, 21 Oct 2015 07:28:00 GMT",
         "x" * 100_000,
@@ -103,5 +113,4 @@ def test_any_text_gives_a_non_negative_number_or_none(value):
 
 def test_a_bad_now_is_the_callers_error():
     """now= is the caller's, not the server's: a non-number is a TypeError naming it."""
-    with pytest.raises(TypeError, match="now"):
-        parse_retry_after("5", now="today")
+    rejects(lambda: parse_retry_after("5", now="today"), TypeError, "now", "'today'")

@@ -683,8 +683,8 @@ def test_urllib3_a_redirect_takes_no_delay_of_the_schedule():
     answers = [(302, {"Location": "/moved"}, b""), BUSY, BUSY]
     retry = Urllib3Retry(delays=[0.1, 0.2, 0.4], total=5, status_forcelist=[503])
     with Script(answers) as script, no_sleep() as slept:
-        with urllib3.PoolManager(retries=retry) as pool:
-            response = pool.request("GET", script.url)
+        with urllib3.PoolManager() as pool:  # 1.26 follows redirects with request's retries only
+            response = pool.request("GET", script.url, retries=retry)
     assert response.status == 200
     assert [path for _, path, _ in script.seen] == ["/thing", "/moved", "/moved", "/moved"]
     assert slept == [0.1, 0.2]
@@ -723,3 +723,326 @@ def test_urllib3_retry_tells_hooks_each_retry_and_the_give_up():
         ("give_up", 2, "exhausted"),
     ]
     assert seen[0].call_id == seen[1].call_id and seen[1].name == "call"
+
+
+# -- every option reaches the peer, and every bad one is named --------------------------------------
+
+
+def test_tenacity_makes_one_schedule_per_call():
+    """The factory runs once per tenacity call, however many retries ask for a delay."""
+    made = []
+
+    def factory():
+        made.append(1)
+        return [0.1, 0.2, 0.3]
+
+    tenacity.Retrying(wait=tenacity_wait(factory), sleep=lambda s: None)(failing(3))
+    assert made == [1]
+
+
+@pytest.mark.parametrize("adapter", ["tenacity_wait", "tenacity_schedule", "backoff_wait_gen"])
+def test_a_bad_schedule_is_named_as_delays_in_every_adapter(adapter, monkeypatch):
+    """A factory returning a non-iterable, or a negative delay: the error's parameter is "delays"."""
+    monkeypatch.setattr("time.sleep", lambda s: None)
+
+    def call(delays):
+        if adapter == "backoff_wait_gen":
+            return backoff.on_exception(backoff_wait_gen(delays), OSError, jitter=None)(
+                failing(1)
+            )()
+        if adapter == "tenacity_wait":
+            wait, stop = tenacity_wait(delays), tenacity.stop_after_attempt(3)
+        else:
+            wait, stop = tenacity_schedule(delays)
+        return tenacity.Retrying(wait=wait, stop=stop, sleep=lambda s: None)(failing(1))
+
+    rejects(lambda: call(lambda: 5), TypeError, "delays", "5")
+    rejects(lambda: call([-1.0]), ValueError, "delays", "-1.0")
+
+
+def test_interop_names_what_it_does_not_have():
+    """An unknown name of backoff_iter.interop is an AttributeError naming it."""
+    from backoff_iter import interop
+
+    with pytest.raises(AttributeError, match="'Retry'"):
+        interop.Retry  # noqa: B018 - the lookup is the test
+
+
+def test_urllib3_retry_with_every_default_works():
+    """Urllib3Retry() alone: urllib3's total of 10 and the drivers' default schedule."""
+    retry = Urllib3Retry(status_forcelist=[503])
+    assert retry.total == 10
+    with Script([BUSY]) as script, no_sleep() as slept:
+        assert session_of(retry).get(script.url).status_code == 200
+    assert len(slept) == 1 and 0.0 < slept[0] <= 5.0
+
+
+def session_of(retry):
+    """A requests session retrying with *retry* on http://."""
+    s = requests.Session()
+    s.mount("http://", requests.adapters.HTTPAdapter(max_retries=retry))
+    return s
+
+
+def test_urllib3_retry_after_max_may_be_inf_and_is_checked():
+    """retry_after_max=inf honours any hint; a negative one is rejected naming it."""
+    retry = Urllib3Retry(delays=[0.1], status_forcelist=[503], retry_after_max=float("inf"))
+    with Script([(503, {"Retry-After": "100000000"}, b"busy")]) as script, no_sleep() as slept:
+        assert session_of(retry).get(script.url).status_code == 200
+    assert slept == [1e8]
+    rejects(lambda: Urllib3Retry(retry_after_max=-1), ValueError, "retry_after_max", "-1")
+
+
+def test_urllib3_every_link_of_the_chain_sleeps_with_the_given_sleep():
+    """sleep= reaches each copy urllib3 makes: the retries sleep with it, not with time.sleep."""
+    slept = []
+    retry = Urllib3Retry(delays=[0.25, 0.5], status_forcelist=[503], sleep=slept.append)
+    copy = retry.new()
+    assert copy.delays is retry.delays and copy.sleep_function is retry.sleep_function
+    with Script([BUSY, BUSY]) as script:
+        assert session_of(retry).get(script.url).status_code == 200
+    assert slept == [0.25, 0.5]
+
+
+def test_urllib3_a_zero_delay_is_not_slept_and_a_hint_can_be_ignored():
+    """A 0.0 delay sleeps nothing; with respect_retry_after_header=False the schedule alone counts."""
+    with Script([BUSY]) as script, no_sleep() as slept:
+        retry = Urllib3Retry(delays=[0.0], status_forcelist=[503])
+        assert session_of(retry).get(script.url).status_code == 200
+    assert slept == []
+    hinted = (503, {"Retry-After": "30"}, b"busy")
+    with Script([hinted]) as script, no_sleep() as slept:
+        retry = Urllib3Retry(delays=[0.5], status_forcelist=[503], respect_retry_after_header=False)
+        assert session_of(retry).get(script.url).status_code == 200
+    assert slept == [0.5]
+
+
+def test_urllib3_retries_a_refused_connection_with_the_schedule():
+    """Nobody listening: each connection error sleeps the next delay, then urllib3 gives up."""
+    import urllib3
+
+    with Script([]) as script:
+        url = script.url
+    retry = Urllib3Retry(delays=[0.1, 0.2], total=2)
+    with no_sleep() as slept, urllib3.PoolManager(retries=retry) as pool:
+        with pytest.raises(urllib3.exceptions.MaxRetryError):
+            pool.request("GET", url)
+    assert slept == [0.1, 0.2]
+
+
+def test_urllib3_a_redirect_is_followed_when_the_schedule_is_empty():
+    """A redirect needs no delay: delays=[] still follows it (and retries nothing)."""
+    import urllib3
+
+    answers = [(302, {"Location": "/moved"}, b"")]
+    with Script(answers) as script, no_sleep() as slept:
+        with urllib3.PoolManager(retries=Urllib3Retry(delays=[], total=5)) as pool:
+            assert pool.request("GET", script.url).status == 200
+    assert [path for _, path, _ in script.seen] == ["/thing", "/moved"] and slept == []
+
+
+def test_urllib3_a_bad_factory_is_named_as_delays_at_the_first_retry():
+    """A factory returning a non-iterable fails when the first retry draws from it, naming delays."""
+    with Script([BUSY]) as script:
+        rejects(
+            lambda: session_of(Urllib3Retry(delays=lambda: 5, status_forcelist=[503])).get(
+                script.url
+            ),
+            TypeError,
+            "delays",
+        )
+
+
+class Recorder:
+    """A rate limiter, throttle and breaker of one's own, writing down what it is asked and told."""
+
+    def __init__(self):
+        self.log = []
+
+    def acquire(self, sleep):
+        self.log.append("acquire")
+
+    async def aacquire(self, sleep):
+        self.log.append("acquire")
+
+    def check(self):
+        self.log.append("check")
+
+    def record(self, flag):
+        self.log.append(flag)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_every_option_reaches_the_driver_core(mode):
+    """sleep, before_sleep, give_up, retry_after_max, name, observe and the parts act on the transport's retries."""
+    slept, hooks, events = [], [], []
+    limiter, throttle, breaker = Recorder(), Recorder(), Recorder()
+    hinted = (503, {"Retry-After": "100"}, b"busy")
+    transport = RetryTransport(
+        delays=[0.5, 0.5],
+        sleep=slept.append if mode == "sync" else None,
+        before_sleep=lambda a, o, d: hooks.append(("before_sleep", o.status_code, d)),
+        give_up=lambda a, o: hooks.append(("give_up", o.status_code)),
+        retry_after_max=2.0,
+        name="svc",
+        observe=events.append,
+        rate_limiter=limiter,
+        throttle=throttle,
+        breaker=breaker,
+        throttled=lambda response: response.status_code == 429,
+    )
+    with Script([hinted, BUSY, BUSY]) as script:
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                assert client.get(script.url).status_code == 503
+        else:
+
+            async def asleep(seconds):
+                slept.append(seconds)
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return await client.get(script.url)
+
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr("asyncio.sleep", asleep)
+                assert asyncio.run(get()).status_code == 503
+    assert slept == [2.0, 0.5]
+    assert hooks == [("before_sleep", 503, 2.0), ("before_sleep", 503, 0.5), ("give_up", 503)]
+    assert [(e.kind, e.name) for e in events] == [("retry", "svc")] * 2 + [("give_up", "svc")]
+    # Each attempt asked first, then told: a 503 that is not a 429 is no throttle, but a failure.
+    assert limiter.log == ["acquire", False] * 3
+    assert throttle.log == ["check", True] * 3
+    assert breaker.log == ["check", False] * 3
+
+
+def test_httpx_on_deadline_and_clock_reach_the_driver_core():
+    """on= replaces the default errors; clock= is the deadline's clock."""
+    with Script([]) as script:
+        url = script.url  # nobody listens any more
+    with no_sleep() as slept:
+        transport = RetryTransport(delays=[0.1], on=KeyError)
+        with httpx.Client(transport=transport) as client, pytest.raises(httpx.ConnectError):
+            client.get(url)
+    assert slept == []  # a ConnectError is no KeyError
+    readings = iter([0.0, 100.0])
+    with Script([BUSY]) as script, no_sleep() as slept:
+        transport = RetryTransport(delays=[0.1], deadline=10, clock=lambda: next(readings))
+        with httpx.Client(transport=transport) as client:
+            assert client.get(script.url).status_code == 503  # 100 s passed: past the deadline
+    assert slept == []
+
+
+def test_httpx_events_are_named_call_by_default_and_the_clock_is_read_once():
+    """Without name= the events say "call"; with no deadline or hook, only the call's start reads the clock."""
+    events, readings = [], []
+
+    def clock():
+        readings.append(1)
+        return 0.0
+
+    with Script([BUSY, BUSY]) as script, no_sleep():
+        transport = RetryTransport(delays=[0.0, 0.0], observe=events.append, clock=clock)
+        with httpx.Client(transport=transport) as client:
+            assert client.get(script.url).status_code == 200
+    assert {e.name for e in events} == {"call"} and [e.kind for e in events][-1] == "success"
+    assert len(readings) == 1 + len(events)  # the start, then one per event's elapsed time
+
+
+class TimeoutSpy(httpx.HTTPTransport):
+    """A real transport that writes down the timeout extension of each request it sends."""
+
+    def __init__(self, seen):
+        super().__init__()
+        self.seen = seen
+
+    def handle_request(self, request):
+        self.seen.append(request.extensions.get("timeout"))
+        return super().handle_request(request)
+
+
+class AsyncTimeoutSpy(httpx.AsyncHTTPTransport):
+    """TimeoutSpy for AsyncClient."""
+
+    def __init__(self, seen):
+        super().__init__()
+        self.seen = seen
+
+    async def handle_async_request(self, request):
+        self.seen.append(request.extensions.get("timeout"))
+        return await super().handle_async_request(request)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_each_attempts_timeout_is_set_for_connect_read_write_and_pool(mode):
+    """attempt_timeout=[2, 3] becomes httpx's timeout of each request, for all four of its phases."""
+    seen = []
+    with Script([BUSY]) as script, no_sleep():
+        if mode == "sync":
+            transport = RetryTransport(TimeoutSpy(seen), delays=[0.0], attempt_timeout=[2.0, 3.0])
+            with httpx.Client(transport=transport) as client:
+                assert client.get(script.url).status_code == 200
+        else:
+            transport = RetryTransport(
+                AsyncTimeoutSpy(seen), delays=[0.0], attempt_timeout=[2.0, 3.0]
+            )
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return await client.get(script.url)
+
+            assert asyncio.run(get()).status_code == 200
+    phases = ("connect", "read", "write", "pool")
+    assert seen == [dict.fromkeys(phases, 2.0), dict.fromkeys(phases, 3.0)]
+
+
+@pytest.mark.parametrize("statuses", [["503"], {True}])
+def test_httpx_statuses_must_be_whole_numbers(statuses):
+    """A status given as a string or a bool is rejected naming statuses."""
+    rejects(lambda: RetryTransport(statuses=statuses), TypeError, "statuses")
+
+
+def test_httpx_a_transport_of_one_kind_is_refused_by_the_other_client():
+    """A sync transport under AsyncClient, or an async one under Client: TypeError saying so."""
+    sync_only, async_only = httpx.HTTPTransport(), httpx.AsyncHTTPTransport()
+    with Script([]) as script:
+        with httpx.Client(transport=RetryTransport(async_only)) as client:
+            with pytest.raises(TypeError, match="serves only async clients"):
+                client.get(script.url)
+
+        async def get():
+            async with httpx.AsyncClient(transport=RetryTransport(sync_only)) as client:
+                await client.get(script.url)
+
+        with pytest.raises(TypeError, match="serves only sync clients"):
+            asyncio.run(get())
+    assert script.seen == []
+
+
+def test_httpx_closing_the_transport_closes_what_it_wraps():
+    """close() and aclose() reach the wrapped transport once it served; before that they do nothing."""
+    closed = []
+
+    class Closing(httpx.HTTPTransport):
+        def close(self):
+            closed.append("sync")
+            super().close()
+
+    class AsyncClosing(httpx.AsyncHTTPTransport):
+        async def aclose(self):
+            closed.append("async")
+            await super().aclose()
+
+    RetryTransport(Closing()).close()  # never used: nothing to close
+    asyncio.run(RetryTransport(AsyncClosing()).aclose())
+    assert closed == []
+    with Script([]) as script:
+        with httpx.Client(transport=RetryTransport(Closing())) as client:
+            client.get(script.url)
+
+        async def get():
+            async with httpx.AsyncClient(transport=RetryTransport(AsyncClosing())) as client:
+                await client.get(script.url)
+
+        asyncio.run(get())
+    assert closed == ["sync", "async"]

@@ -60,6 +60,7 @@ def test_log_retries_names_a_retried_result(caplog):
         "call: attempt 1 failed (result: 503); retrying in 1.00 s",
         "call: attempt 2 failed (result: 503); giving up (exhausted)",
     ]
+    assert {r.name for r in caplog.records} == {"backoff_iter"}  # the default logger
 
 
 def test_log_retries_checks_its_arguments():
@@ -79,12 +80,19 @@ def test_no_sleep_records_instead_of_sleeping_for_every_form(monkeypatch):
 
     monkeypatch.setattr("asyncio.sleep", asleep)
 
+    calls = []
+
+    async def failing_once():
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError
+
     async def async_forms():
         async for attempt in aretrying([3.0]):
             async with attempt:
                 if attempt.number == 1:
                     raise OSError
-        await retry([4.0])(_async_failing_once)()
+        await retry([4.0])(failing_once)()
 
     with no_sleep() as slept:
         list(attempts([1.0]))
@@ -95,15 +103,6 @@ def test_no_sleep_records_instead_of_sleeping_for_every_form(monkeypatch):
         asyncio.run(async_forms())
         retry([5.0])(failing(1))()
     assert slept == [1.0, 2.0, 3.0, 4.0, 5.0]
-
-
-_async_calls = []
-
-
-async def _async_failing_once():
-    _async_calls.append(1)
-    if len(_async_calls) == 1:
-        raise OSError
 
 
 def test_no_sleep_reaches_other_threads_and_nests():

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
+from fractions import Fraction
 from itertools import islice
 
 import pytest
+from checks import rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -69,8 +72,32 @@ def test_a_negative_or_nan_delay_is_never_slept(bad):
 
 
 def test_bad_arguments_raise_at_the_call():
-    """A non-iterable delays or a non-callable sleep fails at once."""
-    with pytest.raises(TypeError, match="delays"):
-        attempts(3)
-    with pytest.raises(TypeError, match="sleep"):
-        attempts([1], sleep=3)
+    """A non-iterable delays or a non-callable sleep fails at once, naming the parameter."""
+    rejects(lambda: attempts(3), TypeError, "delays", "3")
+    rejects(lambda: attempts([1], sleep=3), TypeError, "sleep", "3")
+
+
+@pytest.mark.parametrize("bad, error", [("1", TypeError), (Decimal("sNaN"), ValueError)])
+def test_a_non_number_or_a_signalling_nan_delay_is_named_as_delays(bad, error):
+    """A string is a TypeError, Decimal('sNaN') a ValueError, each naming delays: never another error."""
+    loop = attempts([bad], sleep=lambda s: None)
+    assert next(loop) == 1
+    rejects(lambda: next(loop), error, "delays")
+
+
+def test_every_real_zero_and_the_longest_sleep_are_slept():
+    """0 as an int or a Fraction sleeps 0.0; the platform's longest sleep is slept, not taken for inf."""
+    from backoff_iter._sleeping import LONGEST
+
+    slept = []
+    delays = [0, Fraction(0), Fraction(LONGEST)]
+    assert list(attempts(delays, sleep=slept.append)) == [1, 2, 3, 4]
+    assert slept == [0.0, 0.0, LONGEST]
+
+
+@pytest.mark.parametrize("huge", [math.inf, 1e300, 10**400])
+def test_a_delay_too_long_to_sleep_ends_the_attempts(huge):
+    """inf, a delay past the platform's longest sleep or an int beyond floats: no next attempt, nothing slept."""
+    slept = []
+    assert list(attempts([0.5, huge, 1.0], sleep=slept.append)) == [1, 2]
+    assert slept == [0.5]

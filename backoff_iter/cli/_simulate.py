@@ -26,7 +26,7 @@ from ._common import (
 )
 
 # The study's strategies by name (simulation.py is renaming this registry: change this line).
-STUDY_STRATEGIES = simulation.STRATEGIES
+STUDY_STRATEGIES = simulation.STUDY_STRATEGIES
 
 NAME = "simulate"
 SUMMARY = "Rerun the AWS contention study: N clients, one row, backing off."
