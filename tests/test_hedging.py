@@ -817,7 +817,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("row", BAD, ids=[str(row[0])[:40] for row in BAD])
+@pytest.mark.parametrize("row", BAD, ids=[f"{i}-{row[2]}" for i, row in enumerate(BAD)])
 def test_bad_arguments_are_rejected_at_once(row):
     """hedged() checks every argument when called, before anything is awaited; @hedge when made."""
     bad, error, parameter, *words = row

@@ -443,7 +443,7 @@ BAD = [
 @pytest.mark.parametrize(
     "strategy, kwargs, error, name",
     BAD,
-    ids=[f"{s.__name__}-{k}" for s, k, _, _ in BAD],
+    ids=[f"{i}-{s.__name__}-{name}" for i, (s, _, _, name) in enumerate(BAD)],  # no address
 )
 def test_bad_arguments_raise_at_the_call_naming_parameter_and_value(strategy, kwargs, error, name):
     """The call itself raises (no next() needed), naming the parameter and the value."""
