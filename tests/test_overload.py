@@ -303,6 +303,25 @@ def test_a_dropping_server_lets_a_ratio_budget_recover_where_serving_all_does_no
     assert runs["drop-expired", "process"].recovery_seconds is None
 
 
+def test_a_fleet_budgets_lag_changes_what_it_admits_but_never_to_per_process_levels():
+    """The sync interval reaches the shared store: each lag admits its own retries in a
+    total outage, every one of them far fewer than 500 budgets of their own."""
+    retries = {}
+    for scope, sync_interval in (("fleet", 0.0), ("fleet", 1.0), ("process", 0.0)):
+        [run] = simulate_overload(
+            ["full_jitter"],
+            ["retry_budget"],
+            clients=500,
+            budget_scope=scope,
+            sync_interval=sync_interval,
+            seed=1,
+            **outage,
+        )
+        retries[scope, sync_interval] = run.attempts - run.requests
+    assert retries["fleet", 0.0] != retries["fleet", 1.0]
+    assert max(retries["fleet", 0.0], retries["fleet", 1.0]) < retries["process", 0.0] / 4
+
+
 def test_each_client_has_its_own_breaker():
     """500 clients at 0.1 request/s never reach a breaker's minimum throughput (100 calls in
     30 s): in a total outage every request is sent; one client's breaker opens at once."""
@@ -475,6 +494,15 @@ def test_bounds_and_bad_options_exit_2_naming_the_option(capsys, args, option):
     error = capsys.readouterr().err.strip()
     assert status == 2
     assert len(error.splitlines()) == 1 and option in error
+
+
+def test_a_run_without_requests_is_null_in_json(capsys):
+    """--json: recovery, amplification and the shares are null (None), not 0, without requests."""
+    args = ["overload", "--rate", "1e-300", "--budgets", "breaker+token_bucket", "--json"]
+    assert main(args) == 0
+    for run in json.loads(capsys.readouterr().out):
+        assert run["requests"] == 0
+        assert run["recovery_seconds"] is run["amplification"] is run["succeeded"] is None
 
 
 def test_a_run_without_requests_prints_never_and_dashes(capsys):
