@@ -5,7 +5,8 @@
 
 Needs the plot extra (matplotlib).  Every picture is what a user gets from
 the same ``python -m backoff_iter ... --plot`` command, printed as it runs;
-``hedging.png`` is drawn by ``benchmarks/hedging.py``.
+``hedging.png`` is drawn by ``benchmarks/hedging.py``, ``overload-fleet.png``
+by ``benchmarks/overload_fleet.py``.
 """
 
 from __future__ import annotations
@@ -91,6 +92,11 @@ def main(argv: list[str]) -> int:
     hedging += ["--quick"] if args.quick else []
     print("$", " ".join(["python", *hedging[1:]]), flush=True)
     subprocess.run(hedging, check=True, stdout=subprocess.DEVNULL)
+    # overload-fleet.png comes from the fleet table's benchmark, which prints the table.
+    fleet = [sys.executable, os.path.join(HERE, "overload_fleet.py"), "--out", args.out]
+    fleet += ["--quick"] if args.quick else []
+    print("$", " ".join(["python", *fleet[1:]]), flush=True)
+    subprocess.run(fleet, check=True, stdout=subprocess.DEVNULL)
     return 0
 
 
