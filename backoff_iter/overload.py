@@ -187,7 +187,7 @@ def simulate_overload(
     budget is ``"none"``, or names of :data:`BUDGETS` (one at most) and
     :data:`PARTS` joined by ``+``.  With a *seed* runs repeat exactly, each
     pair drawing from its own stream.  *progress(strategy, budget,
-    share_done)* is called as a run goes.
+    share_done)* is called as a run goes, first at its first arrival.
     """
     names = list(strategies)
     for name in names:
@@ -418,7 +418,7 @@ class _Model(NamedTuple):
 
         next_arrival = arrival_past_boundary()
         report_every = max(1.0, seconds / 100)
-        report_at = report_every if progress is not None else _INF
+        report_at = 0.0 if progress is not None else _INF  # first at the first arrival
         while True:  # the earliest of: the next arrival, outcome, attempt due
             upcoming = outcomes[0][0] if outcomes else _INF
             later = due[0][0]
