@@ -119,9 +119,11 @@ SCOPES = ("process", "fleet")
 SERVERS = ("serve-all", "drop-expired")
 
 #: The most attempts a run may be expected to simulate, (requests expected)
-#: x (1 + retries): a few minutes at the slowest rate measured (see
-#: benchmarks/overload.py).
-MAX_ATTEMPTS = 50_000_000
+#: x (1 + retries): under a minute for clients with no part (100,000 to
+#: 200,000 attempts a second on a 2-core x86_64, CPython 3.11), up to about
+#: a quarter of an hour for 10,000 clients sharing a fleet budget with every
+#: part (about 6,000 requests a second there).
+MAX_ATTEMPTS = 5_000_000
 #: The most clients: each holds a policy and its parts (a few kB).
 MAX_CLIENTS = 100_000
 #: The longest run, in seconds of arrivals: a day.
