@@ -307,6 +307,15 @@ def _budget_parts(kind: str) -> tuple[str | None, tuple[str, ...]]:
     return budget, tuple(parts)
 
 
+def _first(make: Callable[[], Iterator[float]], retries: int) -> Callable[[], Iterator[float]]:
+    """A factory of the first *retries* delays of what *make* makes."""
+
+    def delays() -> Iterator[float]:
+        return islice(make(), retries)
+
+    return delays
+
+
 def _no_sleep(seconds: float) -> None:
     """The clients' sleep: simulated time passes on the event queue instead."""
 
@@ -334,11 +343,7 @@ class _Model(NamedTuple):
         """A policy per client; one for all when clients hold nothing of their own."""
         delays: Callable[[], Iterator[float]] | tuple[()] = ()  # "none": no retries
         if strategy != "none":
-            make, retries = maker(strategy, base=self.base, cap=self.cap, rng=rng), self.retries
-
-            def delays() -> Iterator[float]:
-                return islice(make(), retries)
-
+            delays = _first(maker(strategy, base=self.base, cap=self.cap, rng=rng), self.retries)
         budget, parts = _budget_parts(kind)
         if budget is None and not parts:
             return [Policy(delays, clock=clock, sleep=_no_sleep)]
