@@ -126,6 +126,24 @@ def test_timeouts_follow_their_schedule_and_shrink_to_the_deadline():
     assert seen == [0.5, 0.25, 0.25, 0.25]
 
 
+def test_an_attempt_that_starts_past_the_deadline_gets_no_time_not_a_negative_one():
+    """A sleep that overshoots the deadline: the next attempt's timeout is 0, never below."""
+    time_ = FakeTime()
+
+    def oversleep(seconds):
+        time_.sleep(seconds + 1.0)  # the sleep wakes a second late
+
+    seen = []
+    for attempt in retrying(
+        [0.5], attempt_timeout=5.0, deadline=1.0, sleep=oversleep, clock=time_.clock
+    ):
+        with attempt:
+            seen.append(attempt.timeout)
+            if attempt.number == 1:
+                raise OSError
+    assert seen == [1.0, 0.0]  # elapsed 1.5 at the second: 1 - 1.5 is cut to 0
+
+
 def test_without_attempt_timeout_attempts_have_none():
     """attempt.timeout is None unless attempt_timeout is given."""
     for attempt in retrying([0.0]):
