@@ -1529,6 +1529,10 @@ def test_give_up_is_told_once_with_the_last_attempt_and_outcome(run):
         run([0.1], Operation(errors), FakeTime(), give_up=lambda a, o: told.append((a.number, o)))
     assert told == [(2, errors[1])]
     told.clear()
+    with pytest.raises(OSError):  # no delay at all: the first attempt, @retry's bare one too
+        run([], Operation(errors), FakeTime(), give_up=lambda a, o: told.append((a.number, o)))
+    assert told == [(1, errors[0])]
+    told.clear()
     run([0.1], Operation([OSError()]), FakeTime(), give_up=lambda a, o: told.append(o))
     with pytest.raises(KeyError):
         run([0.1], Operation([KeyError()]), FakeTime(), on=OSError, give_up=told.append)
