@@ -606,6 +606,31 @@ def test_httpx_methods_are_matched_whatever_their_case():
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_retries_429_not_500_by_default_and_hands_back_an_unread_stream(mode):
+    """Default statuses: a 429 is retried, a 500 is not; the response kept is not read first."""
+    answers = [(429, {}, b"slow down"), (500, {}, b"oops")]
+    with Script(answers) as script, no_sleep() as slept:
+        transport = RetryTransport(delays=[0.0, 0.0])
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                with client.stream("GET", script.url) as response:
+                    consumed = response.is_stream_consumed
+                    response.read()
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    async with client.stream("GET", script.url) as response:
+                        consumed = response.is_stream_consumed
+                        await response.aread()
+                        return response, consumed
+
+            response, consumed = asyncio.run(get())
+    assert response.status_code == 500 and response.text == "oops" and not consumed
+    assert len(script.seen) == 2 and slept == [0.0]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_httpx_reads_a_retried_response_so_its_connection_is_reused(mode):
     """Three answers on one keep-alive connection: a discarded 503 is read before it is let go."""
     with Script([BUSY, BUSY]) as script, no_sleep():
