@@ -361,6 +361,16 @@ def test_the_timer_of_pythons_without_asyncio_timeout_cuts_an_attempt_and_only_i
         await canceller
         assert expired is None and isinstance(exc, asyncio.CancelledError)
 
+        async def cancelled_while_cleaning_up():  # expired, then the task's own cancel
+            try:
+                await asyncio.sleep(HANG)
+            finally:
+                task.cancel("the caller's")
+                await asyncio.sleep(0)
+
+        expired, exc = await attempt(0.02, cancelled_while_cleaning_up)
+        assert expired is None and exc.args == ("the caller's",)
+
     asyncio.run(main())
 
 
