@@ -809,6 +809,25 @@ def session_of(retry):
     return s
 
 
+def test_urllib3_a_retry_after_shorter_than_the_delay_does_not_shorten_it():
+    """Retry-After: 1 against a 5 s delay sleeps 5 s: the hint only ever raises the delay."""
+    with Server(failures=1, retry_after="1") as server, no_sleep() as slept:
+        session(delays=[5.0], total=2, status_forcelist=[503]).get(server.url)
+    assert slept == [5.0]
+
+
+def test_urllib3_a_copy_made_before_any_request_gives_each_request_a_fresh_schedule():
+    """retry.new(total=...) at set-up: two requests each start from the first delay."""
+    seen = []
+    retry = Urllib3Retry(delays=[0.1, 0.2], total=5, status_forcelist=[503], observe=seen.append)
+    variant = retry.new(total=4)
+    with Script([BUSY, (200, {}, b"ok"), BUSY]) as script, no_sleep() as slept:
+        for _ in range(2):
+            assert session_of(variant).get(script.url).status_code == 200
+    assert slept == [0.1, 0.1] and len(script.seen) == 4
+    assert seen[0].call_id != seen[1].call_id
+
+
 def test_urllib3_retry_after_max_may_be_inf_and_is_checked():
     """retry_after_max=inf honours any hint; a negative one is rejected naming it."""
     retry = Urllib3Retry(delays=[0.1], status_forcelist=[503], retry_after_max=float("inf"))
