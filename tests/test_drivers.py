@@ -1619,6 +1619,19 @@ def test_enabled_hooks_see_every_driver_until_disabled():
     fast()
     assert [e.kind for e in seen] == ["success", "retry", "success"]
     assert len({e.call_id for e in seen}) == 2
+    seen.clear()
+
+    async def answer():
+        return "ok"
+
+    afast = retry([0.0], sleep=lambda s: None)(answer)
+    instrument.enable(seen.append)
+    try:
+        assert asyncio.run(afast()) == "ok"
+    finally:
+        instrument.disable()
+    assert asyncio.run(afast()) == "ok"
+    assert [(e.kind, e.number) for e in seen] == [("success", 1)]  # the async fast path too
 
 
 def test_observe_must_be_hooks():
