@@ -1813,7 +1813,7 @@ def test_throttled_tells_the_rate_limiter_only_of_throttles(run):
 
     clock = Clock()
     limiter = CubicRateLimiter(clock=clock)
-    options = dict(on_result=lambda s: s != "ok", throttled=lambda s: s == 429)
+    options = {"on_result": lambda s: s != "ok", "throttled": lambda s: s == 429}
     run_with(run, clock, Operation([503, 503]), [0.0] * 5, rate_limiter=limiter, **options)
     assert not limiter.enabled
     run_with(run, clock, Operation([429]), [0.0] * 5, rate_limiter=limiter, **options)
