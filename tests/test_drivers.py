@@ -1510,6 +1510,34 @@ def test_a_named_function_of_no_arguments_still_serves_as_delays():
     assert slept == [0.25, 0.5]
 
 
+def test_a_bare_retried_function_called_with_a_callable_and_keywords_is_called():
+    """my_delays(print, x=1) is a call of the function, not a decoration: its own TypeError."""
+
+    @retry
+    def my_delays():
+        return [0.25]
+
+    with pytest.raises(TypeError, match="argument"):
+        my_delays(print, x=1)
+    assert my_delays() == [0.25]
+
+
+def test_a_callable_iterator_is_the_delays_not_the_decorated_function():
+    """An iterator that is also callable is delays, refused as one-shot: never decorated."""
+
+    class Ticks:
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            return 0.0
+
+        def __call__(self):
+            raise AssertionError("never called: it is the delays")
+
+    rejects(lambda: retry(Ticks()), TypeError, "delays", "iterator")
+
+
 def test_a_lambda_is_always_the_delays():
     """retry(lambda: ...) alone is a decorator factory, never a decorated lambda."""
     decorate = retry(lambda: [0.0])

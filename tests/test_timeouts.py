@@ -171,6 +171,12 @@ def test_timeout_arg_hands_each_timeout_to_the_function():
 
     assert anything(a=1) == {"a": 1, "timeout": 1.5}
 
+    @retry([0.0], attempt_timeout=2.5, timeout_arg="timeout")
+    def positional_or_keyword(url, timeout=None):
+        return url, timeout
+
+    assert positional_or_keyword("http://y") == ("http://y", 2.5)
+
 
 def test_timeout_arg_refuses_a_function_without_that_parameter_at_once():
     """No such keyword parameter: TypeError at decoration, naming timeout_arg."""
