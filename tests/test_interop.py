@@ -495,6 +495,25 @@ class Script:
 BUSY = (503, {}, b"busy")
 
 
+def test_tenacity_schedule_plans_no_sleep_once_the_delays_run_out():
+    """The wait tenacity asks before the stop ends the call is 0, never a sleep to come."""
+    wait, stop = tenacity_schedule([0.25])
+    seen = []
+
+    def down():
+        raise OSError
+
+    tenacity.Retrying(
+        wait=wait,
+        stop=stop,
+        sleep=lambda s: None,
+        retry_error_callback=lambda state: seen.append(
+            (state.attempt_number, state.upcoming_sleep)
+        ),
+    )(down)
+    assert seen == [(2, 0.0)]
+
+
 def test_tenacity_schedule_ends_with_the_calls_own_error_when_the_delays_run_out():
     """wait and stop from one schedule: two retries, then the last OSError itself, not RetryError."""
     wait, stop = tenacity_schedule([0.25, 0.5])
