@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from urllib3.exceptions import MaxRetryError
 from urllib3.util.retry import Retry
@@ -73,8 +73,9 @@ class Urllib3Retry(Retry):
         self.observe: tuple[instrument.Hook, ...] = instrument.hooks(observe)
         """This policy's own hooks."""
         super().__init__(total, **kwargs)
-        # Applied here (get_retry_after), not by urllib3: 1.26 has no such option.
-        self.retry_after_max = retry_after_max  # type: ignore[assignment]
+        # Applied here (get_retry_after), not by urllib3: 1.26 has no such option, and
+        # 2 annotates it as int, where any number of seconds works.
+        self.retry_after_max = cast(int, retry_after_max)
         self._schedule: Schedule | None = None  # a request's, once it retried
         self._request: _Request | None = None  # ... and what its events tell
         self._outcome: Any = None  # the failure this link retries

@@ -585,6 +585,9 @@ def test_ctrl_c_during_simulate_exits_130_with_one_line():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a suite run in the background (`&` in a script) ignores
+        # SIGINT, and Python keeps an ignored SIGINT ignored in its children.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert child.stderr.readline().startswith("simulate: ")  # running: a task is done

@@ -1510,6 +1510,34 @@ def test_a_named_function_of_no_arguments_still_serves_as_delays():
     assert slept == [0.25, 0.5]
 
 
+def test_a_bare_retried_function_called_with_a_callable_and_keywords_is_called():
+    """my_delays(print, x=1) is a call of the function, not a decoration: its own TypeError."""
+
+    @retry
+    def my_delays():
+        return [0.25]
+
+    with pytest.raises(TypeError, match="argument"):
+        my_delays(print, x=1)
+    assert my_delays() == [0.25]
+
+
+def test_a_callable_iterator_is_the_delays_not_the_decorated_function():
+    """An iterator that is also callable is delays, refused as one-shot: never decorated."""
+
+    class Ticks:
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            return 0.0
+
+        def __call__(self):
+            raise AssertionError("never called: it is the delays")
+
+    rejects(lambda: retry(Ticks()), TypeError, "delays", "iterator")
+
+
 def test_a_lambda_is_always_the_delays():
     """retry(lambda: ...) alone is a decorator factory, never a decorated lambda."""
     decorate = retry(lambda: [0.0])
@@ -1528,6 +1556,10 @@ def test_give_up_is_told_once_with_the_last_attempt_and_outcome(run):
     with pytest.raises(OSError):
         run([0.1], Operation(errors), FakeTime(), give_up=lambda a, o: told.append((a.number, o)))
     assert told == [(2, errors[1])]
+    told.clear()
+    with pytest.raises(OSError):  # no delay at all: the first attempt, @retry's bare one too
+        run([], Operation(errors), FakeTime(), give_up=lambda a, o: told.append((a.number, o)))
+    assert told == [(1, errors[0])]
     told.clear()
     run([0.1], Operation([OSError()]), FakeTime(), give_up=lambda a, o: told.append(o))
     with pytest.raises(KeyError):
@@ -1615,6 +1647,19 @@ def test_enabled_hooks_see_every_driver_until_disabled():
     fast()
     assert [e.kind for e in seen] == ["success", "retry", "success"]
     assert len({e.call_id for e in seen}) == 2
+    seen.clear()
+
+    async def answer():
+        return "ok"
+
+    afast = retry([0.0], sleep=lambda s: None)(answer)
+    instrument.enable(seen.append)
+    try:
+        assert asyncio.run(afast()) == "ok"
+    finally:
+        instrument.disable()
+    assert asyncio.run(afast()) == "ok"
+    assert [(e.kind, e.number) for e in seen] == [("success", 1)]  # the async fast path too
 
 
 def test_observe_must_be_hooks():

@@ -94,7 +94,10 @@ def test_bad_store_arguments_name_the_parameter(client):
     """Not a redis.Redis, a bad name or interval, a store that is no store: rejected at once."""
     import redis.asyncio
 
-    for bad in (object(), "localhost:6379", redis.asyncio.Redis()):
+    async def async_client():  # made in a running loop: 3.9's asyncio.Lock() wants one
+        return redis.asyncio.Redis()
+
+    for bad in (object(), "localhost:6379", asyncio.run(async_client())):
         rejects(lambda bad=bad: RedisStore(bad, "x"), TypeError, "client", "redis.Redis")
     rejects(lambda: RedisStore(client, ""), ValueError, "name")
     rejects(lambda: RedisStore(client, 7), TypeError, "name")

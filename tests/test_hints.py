@@ -114,3 +114,18 @@ def test_any_text_gives_a_non_negative_number_or_none(value):
 def test_a_bad_now_is_the_callers_error():
     """now= is the caller's, not the server's: a non-number is a TypeError naming it."""
     rejects(lambda: parse_retry_after("5", now="today"), TypeError, "now", "'today'")
+
+
+@pytest.mark.parametrize("now", [math.inf, -math.inf, math.nan])
+def test_a_date_against_a_clock_that_is_no_number_gives_none(now):
+    """now= inf, -inf or NaN: no moment to measure a date from, so no hint (seconds still are)."""
+    for date in ("Sun, 06 Nov 1994 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"):
+        assert parse_retry_after(date, now=now) is None
+    assert parse_retry_after("120", now=now) == 120.0
+
+
+def test_letters_and_digits_of_other_scripts_are_no_hint():
+    """Arabic-Indic digits, or a long s that Unicode case-folds to "s": None, as HTTP says."""
+    assert parse_retry_after("\u0661\u0662\u0660") is None
+    assert parse_retry_after("Sun, \u0660\u0666 Nov 1994 08:49:37 GMT", now=NOW) is None
+    assert parse_retry_after("\u017fun, 06 Nov 1994 08:49:37 GMT", now=NOW) is None

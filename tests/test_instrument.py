@@ -417,12 +417,15 @@ def test_enable_instruments_a_policy_made_before_it_until_disable(backend):
     flaky = retry([0.0], name="early", sleep=lambda s: None)(Operation([OSError()]))
     flaky()  # not yet counted
     instrument.enable(backend.hook)
+    also = []
+    instrument.enable(also.append)  # a second enable() adds, it does not replace
     try:
         flaky()
         flaky.__wrapped__.outcomes.append(OSError())
         flaky()
     finally:
         instrument.disable()
+    assert [event.kind for event in also] == ["success", "retry", "success"]
     flaky.__wrapped__.outcomes.append(OSError())
     flaky()
     assert backend.series("attempts") == {labels(name="early"): 3}

@@ -495,6 +495,25 @@ class Script:
 BUSY = (503, {}, b"busy")
 
 
+def test_tenacity_schedule_plans_no_sleep_once_the_delays_run_out():
+    """The wait tenacity asks before the stop ends the call is 0, never a sleep to come."""
+    wait, stop = tenacity_schedule([0.25])
+    seen = []
+
+    def down():
+        raise OSError
+
+    tenacity.Retrying(
+        wait=wait,
+        stop=stop,
+        sleep=lambda s: None,
+        retry_error_callback=lambda state: seen.append(
+            (state.attempt_number, state.upcoming_sleep)
+        ),
+    )(down)
+    assert seen == [(2, 0.0)]
+
+
 def test_tenacity_schedule_ends_with_the_calls_own_error_when_the_delays_run_out():
     """wait and stop from one schedule: two retries, then the last OSError itself, not RetryError."""
     wait, stop = tenacity_schedule([0.25, 0.5])
@@ -603,6 +622,31 @@ def test_httpx_methods_are_matched_whatever_their_case():
         with httpx.Client(transport=RetryTransport(delays=[0.0], methods={"post"})) as client:
             assert client.post(script.url, content=b"x").status_code == 200
     assert [method for method, _, _ in script.seen] == ["POST", "POST"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_retries_429_not_500_by_default_and_hands_back_an_unread_stream(mode):
+    """Default statuses: a 429 is retried, a 500 is not; the response kept is not read first."""
+    answers = [(429, {}, b"slow down"), (500, {}, b"oops")]
+    with Script(answers) as script, no_sleep() as slept:
+        transport = RetryTransport(delays=[0.0, 0.0])
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                with client.stream("GET", script.url) as response:
+                    consumed = response.is_stream_consumed
+                    response.read()
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    async with client.stream("GET", script.url) as response:
+                        consumed = response.is_stream_consumed
+                        await response.aread()
+                        return response, consumed
+
+            response, consumed = asyncio.run(get())
+    assert response.status_code == 500 and response.text == "oops" and not consumed
+    assert len(script.seen) == 2 and slept == [0.0]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -782,6 +826,25 @@ def session_of(retry):
     s = requests.Session()
     s.mount("http://", requests.adapters.HTTPAdapter(max_retries=retry))
     return s
+
+
+def test_urllib3_a_retry_after_shorter_than_the_delay_does_not_shorten_it():
+    """Retry-After: 1 against a 5 s delay sleeps 5 s: the hint only ever raises the delay."""
+    with Server(failures=1, retry_after="1") as server, no_sleep() as slept:
+        session(delays=[5.0], total=2, status_forcelist=[503]).get(server.url)
+    assert slept == [5.0]
+
+
+def test_urllib3_a_copy_made_before_any_request_gives_each_request_a_fresh_schedule():
+    """retry.new(total=...) at set-up: two requests each start from the first delay."""
+    seen = []
+    retry = Urllib3Retry(delays=[0.1, 0.2], total=5, status_forcelist=[503], observe=seen.append)
+    variant = retry.new(total=4)
+    with Script([BUSY, (200, {}, b"ok"), BUSY]) as script, no_sleep() as slept:
+        for _ in range(2):
+            assert session_of(variant).get(script.url).status_code == 200
+    assert slept == [0.1, 0.1] and len(script.seen) == 4
+    assert seen[0].call_id != seen[1].call_id
 
 
 def test_urllib3_retry_after_max_may_be_inf_and_is_checked():

@@ -63,6 +63,29 @@ def test_log_retries_names_a_retried_result(caplog):
     assert {r.name for r in caplog.records} == {"backoff_iter"}  # the default logger
 
 
+def test_log_retries_leaves_successes_and_foreign_errors_unlogged(caplog):
+    """A retry then a success logs one line; an error the policy does not retry logs none."""
+    caplog.set_level(logging.DEBUG, logger="svc")
+    hook = log_retries(logging.getLogger("svc"))
+    with no_sleep():
+        assert retry([0.25], name="fetch", observe=hook)(failing(1))() == "ok"
+        with pytest.raises(KeyError):
+            retry([0.25], name="fetch", on=OSError, observe=hook)(Raises(KeyError("k")))()
+    assert [r.getMessage() for r in caplog.records] == [
+        "fetch: attempt 1 failed (ConnectionError: reset by peer); retrying in 0.25 s",
+    ]
+
+
+class Raises:
+    """A function that raises *error* every time."""
+
+    def __init__(self, error):
+        self.error = error
+
+    def __call__(self):
+        raise self.error
+
+
 def test_log_retries_checks_its_arguments():
     """A non-logger or a bad level is reported at once."""
     with pytest.raises(TypeError, match="logger"):

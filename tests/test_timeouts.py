@@ -126,6 +126,24 @@ def test_timeouts_follow_their_schedule_and_shrink_to_the_deadline():
     assert seen == [0.5, 0.25, 0.25, 0.25]
 
 
+def test_an_attempt_that_starts_past_the_deadline_gets_no_time_not_a_negative_one():
+    """A sleep that overshoots the deadline: the next attempt's timeout is 0, never below."""
+    time_ = FakeTime()
+
+    def oversleep(seconds):
+        time_.sleep(seconds + 1.0)  # the sleep wakes a second late
+
+    seen = []
+    for attempt in retrying(
+        [0.5], attempt_timeout=5.0, deadline=1.0, sleep=oversleep, clock=time_.clock
+    ):
+        with attempt:
+            seen.append(attempt.timeout)
+            if attempt.number == 1:
+                raise OSError
+    assert seen == [1.0, 0.0]  # elapsed 1.5 at the second: 1 - 1.5 is cut to 0
+
+
 def test_without_attempt_timeout_attempts_have_none():
     """attempt.timeout is None unless attempt_timeout is given."""
     for attempt in retrying([0.0]):
@@ -152,6 +170,12 @@ def test_timeout_arg_hands_each_timeout_to_the_function():
         return options
 
     assert anything(a=1) == {"a": 1, "timeout": 1.5}
+
+    @retry([0.0], attempt_timeout=2.5, timeout_arg="timeout")
+    def positional_or_keyword(url, timeout=None):
+        return url, timeout
+
+    assert positional_or_keyword("http://y") == ("http://y", 2.5)
 
 
 def test_timeout_arg_refuses_a_function_without_that_parameter_at_once():
@@ -205,6 +229,7 @@ def test_the_async_drivers_run_under_trio():
                 raise
         if len(calls) == 2:
             raise ConnectionError
+        await trio.sleep(0)  # a checkpoint: a timeout not yet due lets it pass
         return len(calls)
 
     async def main():
@@ -342,6 +367,16 @@ def test_the_timer_of_pythons_without_asyncio_timeout_cuts_an_attempt_and_only_i
         expired, exc = await attempt(5.0, hang)  # the task's own cancellation
         await canceller
         assert expired is None and isinstance(exc, asyncio.CancelledError)
+
+        async def cancelled_while_cleaning_up():  # expired, then the task's own cancel
+            try:
+                await asyncio.sleep(HANG)
+            finally:
+                task.cancel("the caller's")
+                await asyncio.sleep(0)
+
+        expired, exc = await attempt(0.02, cancelled_while_cleaning_up)
+        assert expired is None and exc.args == ("the caller's",)
 
     asyncio.run(main())
 
