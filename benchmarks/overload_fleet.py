@@ -126,6 +126,7 @@ def draw(
             axes[2][column].plot(counts, recoveries, **style)
         axes[0][column].set_title(f"server: {server}")
         axes[2][column].axhline(never, color="grey", linewidth=0.8)
+        axes[2][column].set_ylim(-0.04 * never, 1.12 * never)
         axes[2][column].text(counts[0], never, " never (within the run)", va="bottom", fontsize=8)
         axes[2][column].set_xscale("log")
         axes[2][column].set_xlabel("clients")
