@@ -265,6 +265,31 @@ def test_writing_without_a_stdout_is_an_output_error(monkeypatch):
         write("row\n")
 
 
+@pytest.mark.parametrize(
+    "options", [["-n", "1000"], ["--base", "10", "--factor", "10", "-n", "400"]]
+)
+def test_show_plots_values_near_the_largest_float(cli, tmp_path, recwarn, options):
+    """Sleeps up to 1e308: a picture whose axis stops at 1e200 (said on it), no warning."""
+    from matplotlib import pyplot
+
+    from backoff_iter import _pictures
+
+    target = tmp_path / "huge.png"
+    drawn = []
+    real = pyplot.Figure.savefig
+
+    def keep(figure, *args, **kwargs):
+        drawn.append([axes.get_ylim() for axes in figure.axes])
+        return real(figure, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pyplot.Figure, "savefig", keep)
+        result = cli("show", "exponential", *options, "--plot", str(target))
+    assert result.status == 0 and result.err == f"show: wrote {target}\n"
+    assert target.read_bytes()[:8] == PNG and not recwarn.list
+    assert [top for _, top in drawn[0]] == [_pictures._LOG_TOP] * 2
+
+
 def test_show_plot_says_where_it_wrote_and_draws_a_png(cli, tmp_path):
     """A good --plot path gets a PNG and one line on stderr naming it; stdout stays empty."""
     target = tmp_path / "jitter.png"
