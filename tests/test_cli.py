@@ -838,3 +838,15 @@ def test_the_option_named_comes_from_the_errors_parameter_not_its_message(
     result = cli("overload")
     assert result.status == 2
     assert one_error_line(result.err).endswith(f"error: {option}: a message naming nothing")
+
+
+def test_huge_seconds_print_in_six_digits_not_three_hundred(cli):
+    """A sleep near the largest float is 1e+300 in show's table and plan's lines."""
+    result = cli("show", "exponential", "--base", "1e300", "-n", "2")
+    assert result.out.splitlines()[1:] == [
+        "      0        1e+300          1e+300",
+        "      1        2e+300          3e+300",
+    ]
+    result = cli("plan", "--base", "1e308", "--factor", "1e308", "--elapsed", "1e308")
+    assert "  slept:        1e+308" in result.out.splitlines()
+    assert max(len(line) for line in result.out.splitlines()) < 60

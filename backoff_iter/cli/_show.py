@@ -15,6 +15,7 @@ from backoff_iter import strategies
 
 from ._common import (
     UsageError,
+    decimal,
     integer,
     number,
     option,
@@ -146,7 +147,7 @@ def run(args: argparse.Namespace) -> None:
         write(f"{'attempt':>7}  {'sleep':>12}  {'elapsed':>14}\n")
         for last in rows:
             attempt, sleep, slept = last
-            write(f"{attempt:>7}  {sleep:>12.3f}  {slept:>14.3f}\n")
+            write(f"{attempt:>7}  {decimal(sleep):>12}  {decimal(slept):>14}\n")
     _note_bound(args, last[0] + 1, last[2])
 
 
