@@ -850,3 +850,11 @@ def test_huge_seconds_print_in_six_digits_not_three_hundred(cli):
     result = cli("plan", "--base", "1e308", "--factor", "1e308", "--elapsed", "1e308")
     assert "  slept:        1e+308" in result.out.splitlines()
     assert max(len(line) for line in result.out.splitlines()) < 60
+
+
+def test_show_refuses_json_with_plot_rather_than_dropping_it(cli, tmp_path):
+    """show --plot draws instead of printing: asked for JSON too, it says so (status 2)."""
+    target = tmp_path / "x.png"
+    result = cli("show", "exponential", "-n", "3", "--plot", str(target), "--json")
+    assert result.status == 2 and "--json" in result.err and "choose one" in result.err
+    assert result.out == "" and not target.exists()

@@ -125,6 +125,8 @@ def run(args: argparse.Namespace) -> None:
     options = _options(args)
     seed = options.pop("rng", None)
     strategies.make(name, **options)  # checks them: bad usage if wrong
+    if args.plot and args.json:
+        raise UsageError("--json", "show --plot draws the table instead of printing it: choose one")
     until = args.until_elapsed
     if until is not None and until < 0:
         raise UsageError("--until-elapsed", f"must be at least 0, got {until:g}")
