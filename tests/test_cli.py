@@ -858,3 +858,16 @@ def test_show_refuses_json_with_plot_rather_than_dropping_it(cli, tmp_path):
     result = cli("show", "exponential", "-n", "3", "--plot", str(target), "--json")
     assert result.status == 2 and "--json" in result.err and "choose one" in result.err
     assert result.out == "" and not target.exists()
+
+
+def test_show_plot_bounds_the_sleeps_it_samples(cli, tmp_path):
+    """--samples times the attempts drawn is bounded: a clear usage error, not gigabytes."""
+    from backoff_iter.cli._show import SAMPLED_AT_MOST
+
+    target = tmp_path / "x.png"
+    samples = SAMPLED_AT_MOST // 1000 + 1
+    result = cli(
+        "show", "full_jitter", "-n", "1000", "--samples", str(samples), "--plot", str(target)
+    )
+    assert result.status == 2 and "--samples" in result.err and f"{SAMPLED_AT_MOST:,}" in result.err
+    assert not target.exists()
