@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import accumulate
 from typing import Any
 
@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 from matplotlib import pyplot
+from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
 from .overload import OverloadRun
@@ -44,7 +45,8 @@ def show(
     marker = "o" if len(attempts) <= 60 else None
     figure, (top, bottom) = pyplot.subplots(2, 1, figsize=(12, 7.5), sharex=True)
     for axes, cumulative, what in ((top, False, "sleep"), (bottom, True, "time slept so far")):
-        series = [list(accumulate(s)) if cumulative else s for s in schedules]
+        series = [_off_top(accumulate(s) if cumulative else s) for s in schedules]
+        drawn = [v for run in series for v in run]
         columns = [sorted(run[i] for run in series) for i in attempts]
         if many:
             axes.fill_between(
@@ -63,7 +65,7 @@ def show(
         )
         if reference is not None:
             label, sleeps = reference
-            line = list(accumulate(sleeps)) if cumulative else sleeps
+            line = _off_top(accumulate(sleeps) if cumulative else sleeps)
             axes.plot(
                 attempts,
                 line,
@@ -71,7 +73,9 @@ def show(
                 color="black",
                 label=f"time slept by {label}" if cumulative else f"{label}, for reference",
             )
+            drawn += line
         axes.set_yscale("log")
+        _log_limits(axes, drawn)
         axes.set_ylabel(f"{what} (s)")
         axes.grid(alpha=0.3, which="both")
         axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # off the data
@@ -79,6 +83,35 @@ def show(
     bottom.xaxis.set_major_locator(MaxNLocator(integer=True))  # attempts are whole numbers
     figure.suptitle(title)
     _save(figure, path)
+
+
+# The top of a log axis: matplotlib's margins and ticks overflow a float near
+# 1e308 (an empty picture, or an OverflowError), so values above run off it.
+_LOG_TOP = 1e200
+
+
+def _off_top(values: Iterable[float]) -> list[float]:
+    """*values*, those far above :data:`_LOG_TOP` (drawn off the top anyway)
+    brought down to where matplotlib's autoscaling still computes in floats."""
+    return [min(value, _LOG_TOP * 1e50) for value in values]
+
+
+def _log_limits(axes: Axes, values: Iterable[float]) -> None:
+    """Limits of a log axis a little beyond the values it can show (finite,
+    above 0), and never above :data:`_LOG_TOP`."""
+    shown = [v for v in values if 0.0 < v < math.inf]
+    if shown:
+        low, high = min(min(shown), _LOG_TOP), min(max(shown), _LOG_TOP)
+        axes.set_ylim(low / 1.5, min(high * 1.5, _LOG_TOP))
+        if max(shown) > _LOG_TOP:
+            axes.annotate(
+                f"values above {_LOG_TOP:g} s run off the top",
+                xy=(0.99, 0.97),
+                xycoords="axes fraction",
+                ha="right",
+                va="top",
+                fontsize="small",
+            )
 
 
 def simulation(path: str, results: Sequence[Result], args: argparse.Namespace) -> None:

@@ -213,12 +213,22 @@ def backoff_wait_gen(
 
 def __getattr__(name: str) -> Any:
     """Urllib3Retry and RetryTransport, each imported with its peer on first use."""
-    if name == "Urllib3Retry":
-        from ._urllib3 import Urllib3Retry
+    peer = {"Urllib3Retry": "urllib3", "RetryTransport": "httpx"}.get(name)
+    if peer is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        if name == "Urllib3Retry":
+            from ._urllib3 import Urllib3Retry
 
-        return Urllib3Retry
-    if name == "RetryTransport":
+            return Urllib3Retry
         from ._httpx import RetryTransport
 
         return RetryTransport
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] != peer:  # another module is missing
+            raise
+        raise ModuleNotFoundError(
+            f"backoff_iter.interop.{name} needs {peer}: pip install {peer}"
+            " (or 'backoff_iter[http]', which brings requests and httpx)",
+            name=peer,
+        ) from error

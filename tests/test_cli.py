@@ -265,6 +265,31 @@ def test_writing_without_a_stdout_is_an_output_error(monkeypatch):
         write("row\n")
 
 
+@pytest.mark.parametrize(
+    "options", [["-n", "1000"], ["--base", "10", "--factor", "10", "-n", "400"]]
+)
+def test_show_plots_values_near_the_largest_float(cli, tmp_path, recwarn, options):
+    """Sleeps up to 1e308: a picture whose axis stops at 1e200 (said on it), no warning."""
+    from matplotlib import pyplot
+
+    from backoff_iter import _pictures
+
+    target = tmp_path / "huge.png"
+    drawn = []
+    real = pyplot.Figure.savefig
+
+    def keep(figure, *args, **kwargs):
+        drawn.append([axes.get_ylim() for axes in figure.axes])
+        return real(figure, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pyplot.Figure, "savefig", keep)
+        result = cli("show", "exponential", *options, "--plot", str(target))
+    assert result.status == 0 and result.err == f"show: wrote {target}\n"
+    assert target.read_bytes()[:8] == PNG and not recwarn.list
+    assert [top for _, top in drawn[0]] == [_pictures._LOG_TOP] * 2
+
+
 def test_show_plot_says_where_it_wrote_and_draws_a_png(cli, tmp_path):
     """A good --plot path gets a PNG and one line on stderr naming it; stdout stays empty."""
     target = tmp_path / "jitter.png"
@@ -816,3 +841,36 @@ def test_the_option_named_comes_from_the_errors_parameter_not_its_message(
     result = cli("overload")
     assert result.status == 2
     assert one_error_line(result.err).endswith(f"error: {option}: a message naming nothing")
+
+
+def test_huge_seconds_print_in_six_digits_not_three_hundred(cli):
+    """A sleep near the largest float is 1e+300 in show's table and plan's lines."""
+    result = cli("show", "exponential", "--base", "1e300", "-n", "2")
+    assert result.out.splitlines()[1:] == [
+        "      0        1e+300          1e+300",
+        "      1        2e+300          3e+300",
+    ]
+    result = cli("plan", "--base", "1e308", "--factor", "1e308", "--elapsed", "1e308")
+    assert "  slept:        1e+308" in result.out.splitlines()
+    assert max(len(line) for line in result.out.splitlines()) < 60
+
+
+def test_show_refuses_json_with_plot_rather_than_dropping_it(cli, tmp_path):
+    """show --plot draws instead of printing: asked for JSON too, it says so (status 2)."""
+    target = tmp_path / "x.png"
+    result = cli("show", "exponential", "-n", "3", "--plot", str(target), "--json")
+    assert result.status == 2 and "--json" in result.err and "choose one" in result.err
+    assert result.out == "" and not target.exists()
+
+
+def test_show_plot_bounds_the_sleeps_it_samples(cli, tmp_path):
+    """--samples times the attempts drawn is bounded: a clear usage error, not gigabytes."""
+    from backoff_iter.cli._show import SAMPLED_AT_MOST
+
+    target = tmp_path / "x.png"
+    samples = SAMPLED_AT_MOST // 1000 + 1
+    result = cli(
+        "show", "full_jitter", "-n", "1000", "--samples", str(samples), "--plot", str(target)
+    )
+    assert result.status == 2 and "--samples" in result.err and f"{SAMPLED_AT_MOST:,}" in result.err
+    assert not target.exists()

@@ -1109,3 +1109,20 @@ def test_httpx_closing_the_transport_closes_what_it_wraps():
 
         asyncio.run(get())
     assert closed == ["sync", "async"]
+
+
+@pytest.mark.parametrize("name, peer", [("RetryTransport", "httpx"), ("Urllib3Retry", "urllib3")])
+def test_an_adapter_without_its_peer_says_what_to_install(name, peer, monkeypatch):
+    """httpx or urllib3 missing: ModuleNotFoundError naming the peer and the pip line."""
+    import sys
+
+    import backoff_iter.interop as interop
+
+    for module in [m for m in sys.modules if m.split(".")[0] == peer or m.endswith("._" + peer)]:
+        monkeypatch.delitem(sys.modules, module)
+    monkeypatch.setitem(sys.modules, peer, None)  # import peer fails, as when it is absent
+    with pytest.raises(ModuleNotFoundError, match=f"needs {peer}: pip install {peer}") as error:
+        getattr(interop, name)
+    assert error.value.name == peer
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        interop.Nothing  # noqa: B018

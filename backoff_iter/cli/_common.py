@@ -122,6 +122,12 @@ def default(function: Callable[..., Any], parameter: str) -> Any:
 # -- output ---------------------------------------------------------------------------------
 
 
+def decimal(value: float) -> str:
+    """*value* with three decimals, or in six significant digits once it has
+    more than 15 (no line of 300 digits for a sleep near the largest float)."""
+    return f"{value:.3f}" if abs(value) < 1e15 else f"{value:.6g}"
+
+
 def write(text: str) -> None:
     """*text* on stdout; a failure to write is an OutputError (a gone reader is not)."""
     stream = sys.stdout

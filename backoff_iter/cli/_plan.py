@@ -7,7 +7,7 @@ from typing import Any
 
 from backoff_iter import _checks, planning
 
-from ._common import UsageError, number, to_json, write
+from ._common import UsageError, decimal, number, to_json, write
 
 NAME = "plan"
 SUMMARY = "Derive a geometric schedule (first sleep, factor) from what you want."
@@ -68,19 +68,19 @@ def run(args: argparse.Namespace) -> None:
     if args.json:
         write(to_json(report) + "\n")
         return
-    before = "none" if result.sleep_before is None else f"{result.sleep_before:.3f}"
+    before = "none" if result.sleep_before is None else decimal(result.sleep_before)
     lines = [
         f"base {args.base:g}, factor {factor:g}: by elapsed {args.elapsed:g}",
-        f"  retries:      {result.retries} (exactly {result.exact:.3f})",
-        f"  slept:        {result.elapsed:.3f}",
+        f"  retries:      {result.retries} (exactly {decimal(result.exact)})",
+        f"  slept:        {decimal(result.elapsed)}",
         f"  sleep before: {before}",
-        f"  sleep after:  {result.sleep_after:.3f}",
+        f"  sleep after:  {decimal(result.sleep_after)}",
     ]
     if args.compare is not None:
         compare = report["compare"]
         line = (
             f"factor {args.compare:g} over the same time: {compare['retries']} retries"
-            f" (exactly {compare['exact']:.3f})"
+            f" (exactly {decimal(compare['exact'])})"
         )
         if compare["ratio"] is not None:
             line += (

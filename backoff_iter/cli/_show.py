@@ -15,6 +15,7 @@ from backoff_iter import strategies
 
 from ._common import (
     UsageError,
+    decimal,
     integer,
     number,
     option,
@@ -33,6 +34,7 @@ SUMMARY = "Print a strategy's delays and the time slept so far, as they come."
 ROWS = 10  # rows shown when neither -n nor --until-elapsed says
 UNTIL_AT_MOST = 10_000  # rows --until-elapsed shows at most, unless -n says
 DRAWN_AT_MOST = 1_000  # attempts a picture draws at most
+SAMPLED_AT_MOST = 2_000_000  # sleeps a picture samples in all: some 100 MB, seconds to draw
 
 # What each strategy parameter means, with its unit; the defaults come from the signatures.
 _MEANINGS = {
@@ -110,7 +112,8 @@ def add(parser: argparse.ArgumentParser) -> None:
         type=whole(2),
         default=1000,
         metavar="K",
-        help="schedules sampled for --plot of a jittered strategy (%(default)s)",
+        help="schedules sampled for --plot of a jittered strategy (%(default)s;"
+        f" at most {SAMPLED_AT_MOST:,} sleeps in all)",
     )
 
 
@@ -124,6 +127,8 @@ def run(args: argparse.Namespace) -> None:
     options = _options(args)
     seed = options.pop("rng", None)
     strategies.make(name, **options)  # checks them: bad usage if wrong
+    if args.plot and args.json:
+        raise UsageError("--json", "show --plot draws the table instead of printing it: choose one")
     until = args.until_elapsed
     if until is not None and until < 0:
         raise UsageError("--until-elapsed", f"must be at least 0, got {until:g}")
@@ -146,7 +151,7 @@ def run(args: argparse.Namespace) -> None:
         write(f"{'attempt':>7}  {'sleep':>12}  {'elapsed':>14}\n")
         for last in rows:
             attempt, sleep, slept = last
-            write(f"{attempt:>7}  {sleep:>12.3f}  {slept:>14.3f}\n")
+            write(f"{attempt:>7}  {decimal(sleep):>12}  {decimal(slept):>14}\n")
     _note_bound(args, last[0] + 1, last[2])
 
 
@@ -208,6 +213,12 @@ def _picture(
             f"{until:g} is not reached within the {DRAWN_AT_MOST:,} attempts --plot draws at most",
         )
     jittered = "rng" in strategies.parameters(name)
+    if jittered and args.samples * len(first) > SAMPLED_AT_MOST:
+        raise UsageError(
+            "--samples",
+            f"--plot samples at most {SAMPLED_AT_MOST:,} sleeps in all; {args.samples:,}"
+            f" schedules of {len(first):,} attempts are {args.samples * len(first):,}",
+        )
     schedules = [first]
     if jittered:
         schedules += [
