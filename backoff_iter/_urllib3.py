@@ -75,7 +75,7 @@ class Urllib3Retry(Retry):
         super().__init__(total, **kwargs)
         # Applied here (get_retry_after), not by urllib3: 1.26 has no such option, and
         # 2 annotates it as int, where any number of seconds works.
-        self.retry_after_max = cast(int, retry_after_max)
+        self.retry_after_max: int = cast(int, retry_after_max)
         self._schedule: Schedule | None = None  # a request's, once it retried
         self._request: _Request | None = None  # ... and what its events tell
         self._outcome: Any = None  # the failure this link retries
