@@ -387,8 +387,12 @@ def _in_processes(
                 pool.apply_async(_do, (task,), callback=results.put, error_callback=results.put)
                 ahead += 1
             finished(*result)
-    finally:
+    except BaseException:  # an error, or Ctrl-C: stop the workers where they are
         pool.terminate()
+        raise
+    else:  # done: the workers exit on their own, as a process should
+        pool.close()
+    finally:
         pool.join()
 
 
