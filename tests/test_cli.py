@@ -286,7 +286,8 @@ def test_show_plots_values_near_the_largest_float(cli, tmp_path, recwarn, option
         patch.setattr(pyplot.Figure, "savefig", keep)
         result = cli("show", "exponential", *options, "--plot", str(target))
     assert result.status == 0 and result.err == f"show: wrote {target}\n"
-    assert target.read_bytes()[:8] == PNG and not recwarn.list
+    overflows = [w for w in recwarn.list if issubclass(w.category, RuntimeWarning)]
+    assert target.read_bytes()[:8] == PNG and not overflows  # numpy's overflow warnings
     assert [top for _, top in drawn[0]] == [_pictures._LOG_TOP] * 2
 
 

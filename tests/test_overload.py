@@ -102,13 +102,13 @@ def test_the_simulated_clock_never_goes_back(budget, server, error_rate, seed):
 
         return CircuitBreaker(clock=watched)
 
-    kind = "breaker" if budget == "none" else "+".join({*budget.split("+"), "breaker"})
+    kind = "breaker" if budget == "none" else "+".join(sorted({*budget.split("+"), "breaker"}))
     with pytest.MonkeyPatch.context() as patch:  # undone after each example, not each test
         patch.setitem(PARTS, "breaker", ("breaker", breaker))
         simulate_overload(
             ["full_jitter"], [kind], server=server, error_rate=error_rate, seed=seed, **small
         )
-    assert len(readings) > 100 and readings == sorted(readings)
+    assert len(readings) > 1 and readings == sorted(readings)
 
 
 def test_seeded_runs_repeat_exactly_and_seeds_matter():
