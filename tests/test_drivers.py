@@ -889,7 +889,20 @@ async def leave_a_stale_cancellation():
 
 
 @needs_task_groups
-@pytest.mark.parametrize("before", [handle_a_task_group_error, leave_a_stale_cancellation])
+@pytest.mark.parametrize(
+    "before",
+    [
+        handle_a_task_group_error,
+        pytest.param(
+            leave_a_stale_cancellation,
+            marks=pytest.mark.skipif(
+                sys.version_info >= (3, 13),
+                reason="3.13's TaskGroup takes cancelling() > 0 for a pending cancellation and"
+                " re-cancels the task itself: a stale count is a real cancellation there",
+            ),
+        ),
+    ],
+)
 @pytest.mark.parametrize("form", ["aretrying", "@retry"])
 def test_a_handled_task_group_error_does_not_poison_later_retries(before, form):
     """After the task handled a TaskGroup error, the README's TaskGroup pattern still retries."""
