@@ -1711,22 +1711,15 @@ def test_a_clock_going_back_or_not_finite_counts_as_no_time_passed(run, reading)
 # -- rate limiter, throttle and breaker: asked before every attempt, told every outcome ----------
 
 
-class Clock:
-    """A clock the parts and the drivers share; sleeping moves it."""
+class Clock(FakeTime):
+    """A FakeTime the parts and the drivers share, called as their clock."""
 
     def __init__(self):
+        super().__init__()
         self.now = 1000.0
-        self.slept = []
 
     def __call__(self):
         return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
-
-    async def asleep(self, seconds):
-        self.sleep(seconds)
 
 
 def run_with(run, clock, operation, delays, **options):

@@ -16,6 +16,7 @@ from random import Random
 
 import httpx
 import pytest
+import test_drivers
 from checks import rejects
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
@@ -25,6 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 from prometheus_client import CollectorRegistry, Counter
+from test_drivers import FakeTime
 
 from backoff_iter import TokenBucket, aretrying, constant, full_jitter, instrument, retry, retrying
 from backoff_iter.interop import RetryTransport
@@ -100,38 +102,18 @@ BACKENDS = [Prometheus, OpenTelemetry]
 each_backend = pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.name)
 
 
-class FakeTime:
-    """A clock that moves only when slept on, or when an attempt takes its time."""
-
-    def __init__(self):
-        self.now = 50.0
-        self.slept = []
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
-
-
-class Operation:
-    """Raises or returns the scripted outcomes in turn, then returns "ok"; each takes *duration*."""
+class Operation(test_drivers.Operation):
+    """test_drivers' scripted operation, which also notes when each attempt ended."""
 
     def __init__(self, outcomes, time=None, duration=0.0):
-        self.outcomes = list(outcomes)
-        self.time = time
-        self.duration = duration
+        super().__init__(outcomes, time, duration)
         self.ends = []  # time.time_ns() as each attempt ended
 
     def __call__(self):
-        if self.time is not None:
-            self.time.now += self.duration
-        outcome = self.outcomes.pop(0) if self.outcomes else "ok"
-        self.ends.append(time.time_ns())
-        if isinstance(outcome, BaseException):
-            raise outcome
-        return outcome
+        try:
+            return super().__call__()
+        finally:
+            self.ends.append(time.time_ns())
 
 
 def run_loop(operation, **options):
