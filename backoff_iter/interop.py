@@ -216,14 +216,10 @@ def __getattr__(name: str) -> Any:
     peer = {"Urllib3Retry": "urllib3", "RetryTransport": "httpx"}.get(name)
     if peer is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        if name == "Urllib3Retry":
-            from ._urllib3 import Urllib3Retry
+    from importlib import import_module
 
-            return Urllib3Retry
-        from ._httpx import RetryTransport
-
-        return RetryTransport
+    try:  # each adapter lives in the module named after its peer: _urllib3, _httpx
+        return getattr(import_module(f"._{peer}", __package__), name)
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] != peer:  # another module is missing
             raise
