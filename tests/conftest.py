@@ -1,8 +1,42 @@
 import os
 import sys
+import tempfile
+from importlib.util import find_spec
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# What users install is what we test.  The suite runs from a scratch folder,
+# so that neither this process (pytest runs with --import-mode=importlib,
+# which adds no folder of the checkout to sys.path) nor the subprocesses it
+# starts (`python -m backoff_iter`, `python -c ...`) import the source
+# folder beside them by accident: `import backoff_iter` finds the installed
+# package.  The helpers of the suite (checks, formulas, ...) are imported
+# from this folder.
+ROOT = Path(__file__).resolve().parent.parent
+HERE = str(Path(__file__).resolve().parent)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+# CI sets BACKOFF_ITER_TEST_INSTALLED=1: then a suite that would import the
+# checkout's own folder (run as `python -m pytest` from the checkout, or an
+# editable install) stops at once instead of passing on the wrong code.
+if os.environ.get("BACKOFF_ITER_TEST_INSTALLED"):
+    _spec = find_spec("backoff_iter")
+    _origin = Path(_spec.origin).resolve() if _spec and _spec.origin else None
+    if _origin is None or ROOT in _origin.parents:
+        pytest.exit(
+            f"BACKOFF_ITER_TEST_INSTALLED is set, but backoff_iter resolves to {_origin}:"
+            " install the wheel and run the suite with the installed pytest"
+            " (.venv/bin/pytest), not from the source folder",
+            returncode=4,
+        )
+
+
+def pytest_configure(config):
+    """Run from a scratch folder, once pytest has found its test files."""
+    os.chdir(tempfile.mkdtemp(prefix="backoff_iter-suite-"))
 
 # The suite must never flake: the default "ci" profile derandomizes every
 # property test (same examples every run) and keeps no example database.

@@ -1639,7 +1639,7 @@ def test_events_name_the_call():
         with attempt:
             pass
     assert [e.name for e in seen] == [
-        "test_drivers.test_events_name_the_call.<locals>.lookup",
+        f"{__name__}.test_events_name_the_call.<locals>.lookup",
         "db",
         "call",
     ]

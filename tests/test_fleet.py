@@ -68,7 +68,7 @@ def test_importing_the_package_or_its_budgets_never_imports_redis_or_the_fleet()
         "print(sorted(m for m in ('redis', 'backoff_iter.fleet') if m in sys.modules))"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
 
@@ -82,7 +82,7 @@ def test_a_store_without_redis_py_says_what_to_install():
         "except ImportError as error:\n    print(error)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert "pip install 'backoff_iter[redis]'" in result.stdout
 
@@ -1047,8 +1047,7 @@ def test_a_forked_child_is_a_new_member_with_its_own_thread(server):
         [sys.executable, "-c", FORK, str(server.port), next(names)],
         capture_output=True,
         text=True,
-        cwd=ROOT / "tests",
-        env={**os.environ, "PYTHONPATH": str(ROOT)},  # coverage's settings too
+        cwd=ROOT / "tests",  # fleet_workers, beside this file
         timeout=60,
     )
     assert result.stdout.split() == ["True", "-1000", "2", "True", "True"], result.stderr
