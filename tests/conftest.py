@@ -25,7 +25,7 @@ if HERE not in sys.path:
 if os.environ.get("BACKOFF_ITER_TEST_INSTALLED"):
     _spec = find_spec("backoff_iter")
     _origin = Path(_spec.origin).resolve() if _spec and _spec.origin else None
-    if _origin is None or ROOT in _origin.parents:
+    if _origin is None or _origin.parent == ROOT / "backoff_iter":
         pytest.exit(
             f"BACKOFF_ITER_TEST_INSTALLED is set, but backoff_iter resolves to {_origin}:"
             " install the wheel and run the suite with the installed pytest"
