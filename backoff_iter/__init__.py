@@ -17,15 +17,17 @@ __version__ = "0.2.0.dev0"
 import typing as _typing
 
 from ._checks import ArgumentTypeError, ArgumentValueError
-from ._core import default_delays
+from ._filters import is_transient
+from ._options import DecoratorOptions, HedgeOptions, RetryOptions, default_delays
 from .adaptors import capped, elapsed, jittered, within
 from .breakers import Breaker, BrokenCircuitError, CircuitBreaker
 from .budgets import Budget, RetryBudget, RetryQuota, TokenBucket
-from .drivers import Attempt, aretrying, retry, retrying
+from .drivers import Attempt, ExceptionsAsDelays, aretrying, retry, retrying
 from .hints import RETRY_AFTER_MAX, parse_retry_after
+from .instrument.logs import RetryLogger, log_retries
 from .limiters import CubicRateLimiter, RateLimiter
-from .logs import RetryLogger, log_retries
 from .loops import attempts
+from .parts import Part
 from .strategies import (
     constant,
     decorrelated,
@@ -99,12 +101,17 @@ __all__ = [
     "Budget",
     "CircuitBreaker",
     "CubicRateLimiter",
+    "DecoratorOptions",
+    "ExceptionsAsDelays",
+    "HedgeOptions",
     "OverloadRun",
+    "Part",
     "Plan",
     "RateLimiter",
     "Result",
     "RetryBudget",
     "RetryLogger",
+    "RetryOptions",
     "RetryQuota",
     "Throttle",
     "ThrottledError",
@@ -124,6 +131,7 @@ __all__ = [
     "full_jitter",
     "hedge",
     "hedged",
+    "is_transient",
     "jittered",
     "linear",
     "log_retries",

@@ -7,6 +7,7 @@ names the parameter and the value it got.
 
 from __future__ import annotations
 
+import _thread
 import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -47,6 +48,11 @@ class ArgumentTypeError(_ArgumentError, TypeError):
 
 
 FLOAT_MAX = sys.float_info.max
+
+#: The longest wait a loop sleeps, in seconds; a longer one ends the loop.
+#: Half of what the platform's timed waits accept (about 146 years on Linux,
+#: 24 days on Windows): ``time.sleep`` fails on its own limit, not ours.
+LONGEST = _thread.TIMEOUT_MAX / 2
 
 
 def number(name: str, value: object) -> float:
@@ -92,6 +98,39 @@ def seconds(name: str, value: object, *, infinite: bool = False) -> float:
     return result + 0.0  # -0.0 becomes 0.0
 
 
+def wait(name: str, value: object) -> float:
+    """A wait from outside - a delay of the user's iterable, a server's hint -
+    as a float: ``inf`` when it is too long to sleep (beyond :data:`LONGEST`,
+    an integer beyond floats included).  A non-number is an
+    ``ArgumentTypeError``, a negative or NaN one an ``ArgumentValueError``,
+    each naming *name*; never an ``OverflowError``."""
+    if isinstance(value, float) and 0.0 <= value <= LONGEST:
+        return value + 0.0  # a float subclass (numpy's) as a float
+    if (not isinstance(value, (int, float)) or isinstance(value, bool)) and not is_real(value):
+        raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {value!r}")
+    try:
+        result = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond floats: far too long to sleep, or negative
+        result = math.inf if value > 0 else -math.inf  # type: ignore[operator]
+    except ValueError:  # Decimal('sNaN')
+        result = math.nan
+    if not result >= 0.0:
+        raise ArgumentValueError(
+            name, f"{name} must give non-negative numbers of seconds, got {short(value)}"
+        )
+    return result if result <= LONGEST else math.inf
+
+
+def short(value: object, most: int = 60) -> str:
+    """``repr(value)``, cut in the middle when longer than *most* characters
+    (a 5,000-digit number is not echoed whole in an error)."""
+    text = repr(value)
+    if len(text) <= most:
+        return text
+    half = (most - 5) // 2
+    return f"{text[:half]}...{text[-half:]} ({len(text)} characters)"
+
+
 def positive(name: str, value: object) -> float:
     """A finite number greater than 0 (a rate, a first sleep, a timeout)."""
     result = seconds(name, value)
@@ -131,10 +170,14 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     serves one (*one_shot*).  Anything else is a TypeError naming *name*.
     """
     kind = delays.__class__
+    if kind is tuple and delays and isinstance(delays[0], type):  # type: ignore[index]
+        exception_classes(name, delays)
     if kind is list or kind is tuple:
         return delays.__iter__, False  # type: ignore[attr-defined]
     if isinstance(delays, (str, bytes)):  # iterable, but of characters: surely a mistake
         raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {delays!r}")
+    if isinstance(delays, type):
+        exception_classes(name, delays)
     if isinstance(delays, Iterator):  # an iterator that happens to be callable is still one-shot
         return delays.__iter__, True
     if callable(delays):
@@ -142,6 +185,20 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     if isinstance(delays, Sequence) and not isinstance(delays, (str, bytes)):
         return delays.__iter__, False
     return iterable(name, delays).__iter__, True  # type: ignore[arg-type]
+
+
+def exception_classes(name: str, value: object) -> None:
+    """Refuse an exception class, or a tuple of them, given as delays: ``on=`` was meant."""
+    classes = value if isinstance(value, tuple) else (value,)
+    if all(isinstance(c, type) and issubclass(c, BaseException) for c in classes):
+        names = ", ".join(getattr(c, "__name__", "?") for c in classes)
+        meant = names if len(classes) == 1 else f"({names})"
+        raise ArgumentTypeError(
+            name,
+            f"{name} must be delays (a list of seconds, or a function returning"
+            f" them), got the exception {'class' if len(classes) == 1 else 'classes'}"
+            f" {meant}: on={meant} was probably meant, as in @retry(on={meant})",
+        )
 
 
 def reusable_delays(name: str, delays: object) -> Callable[[], Iterable[float]]:
@@ -181,6 +238,14 @@ def iterable(name: str, value: Iterable[T]) -> Iterator[T]:
         return iter(value)
     except TypeError:
         raise ArgumentTypeError(name, f"{name} must be an iterable, got {value!r}") from None
+
+
+def is_async(func: object) -> bool:
+    """An async function, a partial of one, or an object whose __call__ is one."""
+    import inspect  # on first use: it is slow to import
+
+    method = getattr(type(func), "__call__", None)  # noqa: B004 - the method itself is asked
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(method)
 
 
 def function(name: str, value: object | None) -> None:

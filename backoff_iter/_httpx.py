@@ -3,22 +3,20 @@ driver core (imported from :mod:`backoff_iter.interop`)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from . import _checks
-from ._core import BeforeSleep, ExceptionFilter, GiveUp, Policy
-from .hints import RETRY_AFTER_MAX, parse_retry_after
+from ._core import begin
+from ._options import Policy
+from .hints import parse_retry_after
 
 if TYPE_CHECKING:
-    from .breakers import Breaker
-    from .budgets import Budget
-    from .instrument import Observe
-    from .limiters import RateLimiter
-    from .throttles import Throttle
+    from typing_extensions import Unpack
+
+    from ._options import RetryOptions
 
 __all__ = ["IDEMPOTENT_METHODS", "RetryTransport"]
 
@@ -53,15 +51,17 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     When nothing is left to try - the delays, *deadline* or *budget* say so
     - the last response is returned (it never raises for a status) or the
     last exception raised.  Every response it discards is read and closed.
-    *sleep*, *deadline*, *clock*, *before_sleep*, *give_up*, *budget*,
-    *name*, *observe*, *rate_limiter*, *throttle*, *breaker* and
-    *throttled* behave as in :class:`~backoff_iter.retrying`: it runs on the
-    same driver core.  *attempt_timeout* (seconds, or an iterable or
+
+    *options* are those of every driver (:class:`~backoff_iter.RetryOptions`):
+    it runs on the same driver core.  *on* defaults, as everywhere, to
+    :func:`~backoff_iter.is_transient`, which holds httpx's
+    ``TransportError`` and ``TimeoutError``; *on_result* retries a response
+    beyond *statuses*; *retry_after* replaces the ``Retry-After`` header as
+    the server's hint.  *attempt_timeout* (seconds, or an iterable or
     factory of them) becomes httpx's timeout of each attempt - connecting,
     writing, reading and waiting for the pool - shortened to the deadline;
     with ``AsyncClient`` the attempt is also cancelled at it, and its
-    ``TimeoutError`` is retried like httpx's own transport errors (both are
-    in the default *on*).  Without *transport* it wraps
+    ``TimeoutError`` is retried.  Without *transport* it wraps
     ``httpx.HTTPTransport()`` for sync clients and
     ``httpx.AsyncHTTPTransport()`` for async ones.
     """
@@ -72,22 +72,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         *,
         delays: Callable[[], Iterable[float]] | Iterable[float] | None = None,
         statuses: Collection[int] = frozenset({429, 502, 503, 504}),
-        on: ExceptionFilter = (httpx.TransportError, TimeoutError),
         methods: Collection[str] = IDEMPOTENT_METHODS,
-        sleep: Callable[[float], Any] | None = None,
-        deadline: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        before_sleep: BeforeSleep | None = None,
-        give_up: GiveUp | None = None,
-        budget: Budget | None = None,
-        retry_after_max: float = RETRY_AFTER_MAX,
-        name: str = "call",
-        observe: Observe = None,
-        attempt_timeout: float | Callable[[], Iterable[float]] | Iterable[float] | None = None,
-        rate_limiter: RateLimiter | None = None,
-        throttle: Throttle | None = None,
-        breaker: Breaker | None = None,
-        throttled: Callable[[Any], object] | None = None,
+        **options: Unpack[RetryOptions],
     ) -> None:
         if transport is not None and not isinstance(
             transport, (httpx.BaseTransport, httpx.AsyncBaseTransport)
@@ -97,46 +83,40 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             )
         if delays is not None:
             delays = _checks.reusable_delays("delays", delays)
-        if isinstance(statuses, (str, bytes)) or not all(
-            isinstance(code, int) and not isinstance(code, bool) for code in statuses
+        if (
+            isinstance(statuses, (str, bytes))
+            or not isinstance(statuses, Iterable)
+            or not all(isinstance(code, int) and not isinstance(code, bool) for code in statuses)
         ):
             raise _checks.ArgumentTypeError(
-                "statuses", f"statuses must be HTTP status codes, got {statuses!r}"
+                "statuses", f"statuses must be a collection of HTTP status codes, got {statuses!r}"
             )
-        if isinstance(methods, (str, bytes)) or not all(isinstance(m, str) for m in methods):
+        if (
+            isinstance(methods, (str, bytes))
+            or not isinstance(methods, Iterable)
+            or not all(isinstance(m, str) for m in methods)
+        ):
             raise _checks.ArgumentTypeError(
-                "methods", f"methods must be HTTP method names, got {methods!r}"
+                "methods", f"methods must be a collection of HTTP method names, got {methods!r}"
             )
         self.statuses: frozenset[int] = frozenset(statuses)
         """The statuses retried."""
         self.methods: frozenset[str] = frozenset(method.upper() for method in methods)
         """The methods retried."""
-        self._policy = Policy(  # checks every option
-            delays,
-            on=on,
-            on_result=self._retried,
-            retry_after=_server_hint,
-            retry_after_max=retry_after_max,
-            deadline=deadline,
-            clock=clock,
-            sleep=sleep,
-            before_sleep=before_sleep,
-            give_up=give_up,
-            budget=budget,
-            name=name,
-            observe=observe,
-            attempt_timeout=attempt_timeout,
-            rate_limiter=rate_limiter,
-            throttle=throttle,
-            breaker=breaker,
-            throttled=throttled,
-        )
+        self._on_result = _checks.optional_function("on_result", options.pop("on_result", None))
+        options.setdefault("retry_after", _server_hint)
+        given: dict[str, Any] = dict(options)
+        given["on_result"] = self._retried
+        self._policy = Policy(delays, **given)  # checks every option
         self._transport = transport
         self._sync: httpx.BaseTransport | None = None
         self._async: httpx.AsyncBaseTransport | None = None
 
     def _retried(self, response: httpx.Response) -> bool:
-        return response.status_code in self.statuses
+        """A response to retry: its status, or the user's ``on_result``."""
+        if response.status_code in self.statuses:
+            return True
+        return self._on_result is not None and bool(self._on_result(response))
 
     def _retries(self, request: httpx.Request) -> bool:
         """Is *request* one to retry: its method, and a body that can be sent again?"""
@@ -164,7 +144,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if not self._retries(request):
             return transport.handle_request(request)
         response: httpx.Response | None = None
-        for attempt in self._policy.call(shown=False):
+        for attempt in begin(self._policy, shown=False):
             if response is not None:
                 response.close()  # read already: it goes back to the pool
             with attempt:
@@ -182,7 +162,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if not self._retries(request):
             return await transport.handle_async_request(request)
         response: httpx.Response | None = None
-        async for attempt in self._policy.call(in_async=True, shown=False):
+        async for attempt in begin(self._policy, in_async=True, shown=False):
             if response is not None:
                 await response.aclose()
             async with attempt:

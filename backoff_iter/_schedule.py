@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 
-from . import _checks, _sleeping
+from . import _checks
 
 Factory = Callable[[], Iterable[float]]
 
@@ -24,7 +24,7 @@ class Schedule:
 
         delays: Iterator[float] = _checks.fresh_delays(name, factory)
         # Checked as they are drawn; seekable keeps what was drawn, to be read again.
-        self._delays = seekable(map(partial(_sleeping.seconds, name=name), delays))
+        self._delays = seekable(map(partial(_checks.wait, name), delays))
         self._lock = threading.Lock()
 
     def delay(self, retry: int) -> float | None:

@@ -1,55 +1,24 @@
-"""How every loop of this library sleeps: one place for the checks on a
-delay, the platform's longest sleep, and the testing switch.
+"""How every loop of this library sleeps: the testing switch, the running
+event loop's own sleep, and the refusal of an awaitable in a sync loop.
 
-A delay comes from the user's iterable (or a server's hint), so it is
-checked here before anybody sleeps it: every real number is slept as a
-float, a bool or a non-number is a TypeError, a negative or NaN delay a
-ValueError.  A delay too long for the platform to sleep (``inf`` among
-them) is not slept at all: the loops take it as "no next attempt".
+A delay is checked before anybody sleeps it (:func:`backoff_iter._checks.wait`):
+one too long for the platform (``inf`` among them) is not slept at all; the
+loops take it as "no next attempt".
 """
 
 from __future__ import annotations
 
-import _thread
-import math
+import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from . import _checks
-
-#: The longest delay a loop sleeps, in seconds; a longer one ends the loop.
-#: Half of what the platform's timed waits accept (about 146 years on Linux,
-#: 24 days on Windows): ``time.sleep`` fails on its own limit, not ours.
-LONGEST = _thread.TIMEOUT_MAX / 2
 
 #: The lists of :func:`backoff_iter.testing.no_sleep` blocks now open, newest
 #: last.  While one is open, every loop records its delays there instead of
 #: sleeping.  Module state on purpose: it reaches every thread and task.
 recorders: list[list[float]] = []
-
-
-def seconds(value: object, name: str = "delays") -> float:
-    """A wait from outside (a delay, a server's hint) as a float; ``inf`` if it
-    is too long to sleep.  A non-number is an ArgumentTypeError, a negative or
-    NaN one an ArgumentValueError, each naming *name*."""
-    if type(value) is float and 0.0 <= value <= LONGEST:
-        return value
-    if (not isinstance(value, (int, float)) or isinstance(value, bool)) and not _checks.is_real(
-        value
-    ):
-        raise _checks.ArgumentTypeError(name, f"{name} must give numbers of seconds, got {value!r}")
-    try:
-        result = float(value)  # type: ignore[arg-type]
-    except OverflowError:  # an int beyond floats: far too long to sleep, or negative
-        result = math.inf if value > 0 else -math.inf  # type: ignore[operator]
-    except ValueError:  # Decimal('sNaN')
-        result = math.nan
-    if not result >= 0.0:
-        raise _checks.ArgumentValueError(
-            name, f"{name} must give non-negative numbers of seconds, got {value!r}"
-        )
-    return result if result <= LONGEST else math.inf
 
 
 def sleep(function: Callable[[float], Any] | None, delay: float) -> None:
@@ -79,16 +48,38 @@ def refuse_awaitable(result: object, function: object, name: str = "sleep") -> N
         )
 
 
+def running_library() -> str | None:
+    """``"asyncio"`` or ``"trio"``: the event loop running this task, as
+    sniffio tells it (anyio runs on either); None outside both."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None and asyncio._get_running_loop() is not None:
+        return "asyncio"
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+        except RuntimeError:
+            return None
+        return "trio"
+    return None
+
+
+def default_async_sleep() -> Callable[[float], Any]:
+    """The sleep of the event loop running now: ``asyncio.sleep`` or ``trio.sleep``."""
+    if running_library() == "trio":
+        return cast(Callable[[float], Any], sys.modules["trio"].sleep)
+    import asyncio  # already loaded by whoever runs this coroutine
+
+    return asyncio.sleep
+
+
 async def asleep(function: Callable[[float], Any] | None, delay: float) -> None:
-    """:func:`sleep` for async loops: ``asyncio.sleep`` by default, and a
-    plain function's result is awaited only when it is awaitable."""
+    """:func:`sleep` for async loops: the running event loop's sleep by default
+    (asyncio's or trio's), and a plain function's result is awaited only when
+    it is awaitable."""
     if recorders:
         recorders[-1].append(delay)
         return
-    if function is None:
-        import asyncio  # already loaded by whoever runs this coroutine
-
-        function = asyncio.sleep
-    result = function(delay)
+    result = (function or default_async_sleep())(delay)
     if result is not None and hasattr(result, "__await__"):
         await result

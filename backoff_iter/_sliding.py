@@ -7,6 +7,7 @@ is thread-safe on its own: each owner calls them with its lock held.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 # Readings beyond this are taken as "infinite": a time this large cannot be
@@ -14,26 +15,34 @@ from collections.abc import Callable
 _HUGE = 2.0**1000
 
 
+#: The steady reading before any good one: no time has been read yet.
+NOT_YET = -math.inf
+
+
+def steady(value: float, last: float) -> float:
+    """A clock's reading *value*, kept monotonic and finite after the steady
+    reading *last* (:data:`NOT_YET` before the first good one): a reading
+    that is NaN, infinite, beyond ±2**1000 or earlier than *last* counts as
+    no time passed - *last* again.  The one clock guard of the library: the
+    drivers, the parts and the fleet read their clocks through it."""
+    if -_HUGE <= value <= _HUGE and value > last:  # False for NaN
+        return value + 0.0  # a float, even from an int clock
+    return last
+
+
 class Readings:
-    """*clock*, made monotonic and finite: a reading that is NaN, infinite,
-    beyond ±2**1000 or earlier than the last one counts as no time passed
-    (the last reading again; 0.0 if the very first one was such)."""
+    """*clock*, made monotonic and finite by :func:`steady`; 0.0 until its
+    first good reading."""
 
     __slots__ = ("clock", "last")
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
-        self.last: float | None = None
+        self.last = NOT_YET
 
     def __call__(self) -> float:
-        value = self.clock()
-        last = self.last
-        if -_HUGE <= value <= _HUGE and (last is None or value > last):  # False for NaN
-            self.last = value
-            return value
-        if last is None:
-            self.last = last = 0.0
-        return last
+        self.last = now = steady(self.clock(), self.last)
+        return now if now > NOT_YET else 0.0
 
 
 class SlidingCounts:

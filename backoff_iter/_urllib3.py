@@ -3,17 +3,17 @@ of this library (imported from :mod:`backoff_iter.interop`)."""
 
 from __future__ import annotations
 
-import itertools
+import math
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
-from urllib3.exceptions import MaxRetryError
+from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.util.retry import Retry
 
 from . import _checks, _sleeping, instrument
 from ._schedule import Schedule
-from .hints import RETRY_AFTER_MAX, parse_retry_after, server_wait
+from .hints import RETRY_AFTER_MAX, parse_retry_after, server_wait, sleep_for
 
 if TYPE_CHECKING:  # urllib3 2's name; 1.26 (which botocore keeps on Python 3.9) lacks it
     from urllib3.response import BaseHTTPResponse
@@ -58,7 +58,7 @@ class Urllib3Retry(Retry):
         **kwargs: Any,
     ) -> None:
         if delays is None:
-            from ._core import default_delays
+            from ._options import default_delays
 
             delays = default_delays
         self.delays: Callable[[], Iterable[float]] = _checks.reusable_delays("delays", delays)
@@ -110,6 +110,11 @@ class Urllib3Retry(Retry):
             request = self._request or _Request()
             self._tell(request, "give_up", outcome, self._retries() + 1, None, "exhausted")
             raise
+        if retry._hint(response) == math.inf:  # longer than can be slept: no next attempt
+            request = retry._request or _Request()
+            self._tell(request, "give_up", outcome, self._retries() + 1, None, "retry_after")
+            reason = error or ResponseError("the server's Retry-After is too long to wait")
+            raise MaxRetryError(_pool, url, reason) from reason
         retry._outcome = outcome
         return retry
 
@@ -123,9 +128,9 @@ class Urllib3Retry(Retry):
         reason: str | None,
     ) -> None:
         """Give every hook the event of one retry or give-up of this request."""
-        hooks = self.observe + tuple(instrument.enabled)
+        hooks = self.observe + instrument.every + instrument.failures
         if hooks:
-            event = instrument.RetryEvent(
+            event = instrument.event(
                 kind,
                 self.name,
                 number,
@@ -162,13 +167,15 @@ class Urllib3Retry(Retry):
         seconds = parse_retry_after(response.headers.get("Retry-After"))
         return None if seconds is None else server_wait(seconds, self.retry_after_max)
 
+    def _hint(self, response: BaseHTTPResponse | None) -> float | None:
+        """The server's hint for *response*, if this Retry honours it."""
+        if self.respect_retry_after_header and response is not None:
+            return self.get_retry_after(response)
+        return None
+
     def sleep(self, response: BaseHTTPResponse | None = None) -> None:
         """Sleep the schedule's delay, raised to the server's hint."""
-        delay = self.get_backoff_time()
-        if self.respect_retry_after_header and response is not None:
-            hint = self.get_retry_after(response)
-            if hint is not None and hint > delay:
-                delay = hint
+        delay = sleep_for(self.get_backoff_time(), self._hint(response))
         request = self._request
         if request is not None:
             self._tell(request, "retry", self._outcome, self._retries(), delay, None)
@@ -177,15 +184,12 @@ class Urllib3Retry(Retry):
             _sleeping.sleep(self.sleep_function, delay)
 
 
-_ids = itertools.count(1).__next__
-
-
 class _Request:
     """One request's retries, for its events: an id, and the time slept and passed."""
 
     __slots__ = ("call_id", "slept", "since")
 
     def __init__(self) -> None:
-        self.call_id = -_ids()  # negative: never the id of a driver's call
+        self.call_id = -instrument.new_call_id()  # negative: never the id of a driver's call
         self.slept = 0.0
         self.since = time.monotonic()

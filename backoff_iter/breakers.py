@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, Union
 
-from . import _checks, _sleeping
+from . import _checks
 from ._sliding import Readings, SlidingCounts
 
 __all__ = ["Breaker", "BrokenCircuitError", "CircuitBreaker"]
@@ -101,7 +101,7 @@ _END: Any = object()
 def _first_break(value: object) -> float:
     """The first break duration, checked eagerly: an argument error if it is
     not a number, negative or NaN; ``inf`` if it is too long to sleep."""
-    return _sleeping.seconds(_checks.seconds("break_duration", value, infinite=True))
+    return _checks.wait("break_duration", _checks.seconds("break_duration", value, infinite=True))
 
 
 class CircuitBreaker:
@@ -278,7 +278,7 @@ class CircuitBreaker:
         if value is _END:
             return self._break
         try:
-            return _sleeping.seconds(value, "break_duration")
+            return _checks.wait("break_duration", value)
         except (TypeError, ValueError):  # not a number, negative or NaN: skipped
             return self._break
 

@@ -1,54 +1,40 @@
 """Retry drivers over any iterable of delays: ``retrying``, ``aretrying``, ``@retry``.
 
 Every form runs on the core in :mod:`backoff_iter._core`: a policy (the
-options, checked once) and, per call, an iterator of attempts whose
-``with attempt:`` block decides what the outcome means.  ``@retry`` is that
-same loop around the decorated function::
+options, :class:`~backoff_iter.RetryOptions`, checked once) and, per call,
+an iterator of attempts whose ``with attempt:`` block decides what the
+outcome means.  ``@retry`` is that same loop around the decorated function::
 
-    for attempt in policy.call():
+    for attempt in begin(policy):
         with attempt:
             result = attempt.set_result(func(*args, **kwargs))
     return result
 
 with one shortcut: when nothing judges, sees or guards the first try (no
-``on_result``, hooks, parts or timeout), it runs bare - a success is at most
-told to the budget - and the loop starts only if it fails.
+``on_result``, hooks that want successes, parts asked before an attempt,
+or timeout), it runs bare - a success is at most told to the parts - and
+the loop starts only if it fails.
 """
 
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from . import _checks, instrument
-from ._core import (
-    _NO_RESULT,
-    Attempt,
-    BeforeSleep,
-    Call,
-    Delays,
-    ExceptionFilter,
-    GiveUp,
-    Policy,
-    cancellations,
-    is_async,
-)
-from .hints import RETRY_AFTER_MAX
-from .instrument import Observe
+from ._core import _NO_RESULT, Attempt, Call, begin, cancellations
+from ._options import Policy
+from .parts import SUCCESS
 
 if TYPE_CHECKING:
-    from typing_extensions import ParamSpec
+    from typing_extensions import ParamSpec, Unpack
 
-    from .breakers import Breaker
-    from .budgets import Budget
-    from .limiters import RateLimiter
-    from .throttles import Throttle
+    from ._options import DecoratorOptions
 
     P = ParamSpec("P")
 
-__all__ = ["Attempt", "aretrying", "retry", "retrying"]
+__all__ = ["Attempt", "ExceptionsAsDelays", "aretrying", "retry", "retrying"]
 
 R = TypeVar("R")
 
@@ -72,54 +58,39 @@ class retrying(Policy, Iterable[Attempt]):
     >>> get(), slept
     ('data', [0.1, 0.2])
 
-    ``retrying(delays=None, *, on=Exception, on_result=None, retry_after=None,
-    retry_after_max=6 hours, deadline=None, clock=time.monotonic,
-    sleep=time.sleep, before_sleep=None, give_up=None, budget=None)``:
+    ``retrying(delays=None, **options)``: *options* are the keyword options
+    of every driver, :class:`~backoff_iter.RetryOptions` (``on``,
+    ``on_result``, ``deadline``, ``budget``, ``sleep``, hooks, parts...).
 
-    - *delays*: a zero-argument function returning fresh delays (made only
-      after a first failure), or a list or tuple: such a policy is
-      reusable, every ``for`` over it starts afresh.  A one-shot iterable
-      (a strategy, a generator) serves one loop; iterating the policy again
-      raises ``RuntimeError``.  Omitted, the default schedule: up to 9
-      retries of smooth jitter from 0.1 s capped at 5 s, within 45 s of
-      sleep (:func:`backoff_iter.default_delays`).
-    - *on*: an exception class, a tuple of them, or a predicate
-      ``callable(exc) -> bool``.  Other failures propagate at once, and
-      ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit`` and
-      cancellation always do.
-    - *on_result*: ``predicate(result) -> bool``; hand the result over with
-      ``attempt.set_result(value)``.  An accepted result is retried like a
-      failure; when nothing is left to try the loop ends with it.
-    - *retry_after*: ``hook(outcome) -> seconds or None``, the server's hint
-      for the exception or retried result: the next sleep is at least that
-      long, clamped to *retry_after_max*.  ``attempt.retry_after(seconds)``
-      does the same from the loop body.
-    - *deadline* (seconds per *clock*, from the first attempt): no sleep
-      starts that would end past it; the last one is shortened to end on it.
-    - *before_sleep(attempt, outcome, delay)* runs before each sleep;
-      *give_up(attempt, outcome)* when the loop stops retrying a failure
-      (see :func:`backoff_iter.log_retries`).
-    - *budget*: a :class:`~backoff_iter.TokenBucket`, a
-      :class:`~backoff_iter.RetryBudget` or your own, shared by many calls;
-      when it refuses a retry the loop gives up.
+    *delays* is a zero-argument function returning fresh delays (made only
+    after a first failure), or a list or tuple: such a policy is reusable,
+    every ``for`` over it starts afresh.  A one-shot iterable (a strategy,
+    a generator) serves one loop; iterating the policy again raises
+    ``RuntimeError``.  Omitted, the default schedule: up to 9 retries of
+    smooth jitter from 0.1 s capped at 5 s, within 45 s of sleep
+    (:func:`backoff_iter.default_delays`).
 
-    When the delays, the deadline or the budget leave no room, or a delay is
-    infinite, the last failure propagates from the ``with`` block as itself,
-    with its traceback.  Success ends the loop; it never sleeps after the
-    last attempt.
+    By default only transient failures are retried
+    (:func:`~backoff_iter.is_transient`: connection errors, timeouts, HTTP
+    transport errors); any other exception propagates from the ``with``
+    block at once.  When the delays, the deadline or a part leave no room,
+    or a delay is infinite, the last failure propagates from the ``with``
+    block as itself, with its traceback.  Success ends the loop; it never
+    sleeps after the last attempt.
     """
 
     __slots__ = ()
 
     def __iter__(self) -> Iterator[Attempt]:
-        return self.call()
+        return begin(self)
 
 
 class aretrying(Policy, AsyncIterable[Attempt]):
-    """:class:`retrying` for ``async for`` and ``async with``.
+    """:class:`retrying` for ``async for`` and ``async with``, under asyncio or trio.
 
-    *sleep* defaults to :func:`asyncio.sleep`; a plain function is called
-    and its result awaited only if it is awaitable.  An async
+    *sleep* defaults to the running event loop's sleep (``asyncio.sleep``
+    or ``trio.sleep``, found as anyio and httpx find them); a plain function
+    is called and its result awaited only if it is awaitable.  An async
     *before_sleep* is awaited.  Cancellation is never swallowed, and no
     retry starts once the task has been asked to cancel since the loop began.
 
@@ -138,31 +109,32 @@ class aretrying(Policy, AsyncIterable[Attempt]):
     __slots__ = ()
 
     def __aiter__(self) -> AsyncIterator[Attempt]:
-        return self.call(in_async=True)
+        return begin(self, in_async=True)
+
+
+class ExceptionsAsDelays:
+    """What type checkers see ``@retry(SomeError)`` return: no decorator.
+
+    An exception class (or a tuple of them) where the delays go is a
+    mistake - ``@retry(on=SomeError)`` was meant - and ``retry`` raises
+    ``ArgumentTypeError`` at once; this type makes a type checker reject
+    the decoration too ("object of type ExceptionsAsDelays is not callable").
+    """
+
+    __slots__ = ()
 
 
 @overload
-def retry(  # a delays factory is a function too: this overload comes first and wins
+def retry(  # an exception class where the delays go: `on=` was meant
+    delays: type[BaseException] | tuple[type[BaseException], ...],
+    **options: Unpack[DecoratorOptions],
+) -> ExceptionsAsDelays: ...
+
+
+@overload
+def retry(  # a delays factory is a function too: this overload comes before the bare one
     delays: Callable[[], Iterable[float]] | Iterable[float] | None = None,
-    *,
-    on: ExceptionFilter = Exception,
-    on_result: Callable[[Any], object] | None = None,
-    retry_after: Callable[[Any], float | None] | None = None,
-    retry_after_max: float = RETRY_AFTER_MAX,
-    deadline: float | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], Any] | None = None,
-    before_sleep: BeforeSleep | None = None,
-    give_up: GiveUp | None = None,
-    budget: Budget | None = None,
-    name: str | None = None,
-    observe: Observe = None,
-    attempt_timeout: float | Delays | None = None,
-    timeout_arg: str | None = None,
-    rate_limiter: RateLimiter | None = None,
-    throttle: Throttle | None = None,
-    breaker: Breaker | None = None,
-    throttled: Callable[[Any], object] | None = None,
+    **options: Unpack[DecoratorOptions],
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
@@ -170,36 +142,16 @@ def retry(  # a delays factory is a function too: this overload comes first and 
 def retry(delays: Callable[P, R]) -> Callable[P, R]: ...
 
 
-def retry(
-    delays: Any = None,
-    *,
-    on: ExceptionFilter = Exception,
-    on_result: Callable[[Any], object] | None = None,
-    retry_after: Callable[[Any], float | None] | None = None,
-    retry_after_max: float = RETRY_AFTER_MAX,
-    deadline: float | None = None,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], Any] | None = None,
-    before_sleep: BeforeSleep | None = None,
-    give_up: GiveUp | None = None,
-    budget: Budget | None = None,
-    name: str | None = None,
-    observe: Observe = None,
-    attempt_timeout: float | Delays | None = None,
-    timeout_arg: str | None = None,
-    rate_limiter: RateLimiter | None = None,
-    throttle: Throttle | None = None,
-    breaker: Breaker | None = None,
-    throttled: Callable[[Any], object] | None = None,
-) -> Any:
-    """Decorate a sync or async function so failures matching *on* are retried.
+def retry(delays: Any = None, **options: Any) -> Any:
+    """Decorate a sync or async function so its transient failures are retried.
 
     *delays* is a zero-argument function returning fresh delays for each
     call (made only once a call has failed), or a list or tuple; omitted,
-    the default schedule of :class:`retrying`.  The other arguments are
-    those of :class:`retrying`; the decorated function keeps its signature,
-    and with *on_result* its last result is returned when the retries run
-    out.
+    the default schedule of :class:`retrying`.  *options* are those of
+    every driver (:class:`~backoff_iter.RetryOptions`), and ``timeout_arg``
+    (:class:`~backoff_iter.DecoratorOptions`); the decorated function keeps
+    its signature, and with *on_result* its last result is returned when
+    the retries run out.
 
     >>> from itertools import islice
     >>> from backoff_iter import exponential
@@ -215,56 +167,46 @@ def retry(
     ('pong', [0.1, 0.2])
 
     A bare ``@retry`` decorates with every default: the default schedule,
-    retrying any ``Exception``.
+    retrying only transient failures (:func:`~backoff_iter.is_transient`),
+    each retry logged at WARNING.  An exception class where the delays go
+    is refused - ``on=`` was meant:
+
+    >>> retry(ConnectionError)
+    Traceback (most recent call last):
+    ...
+    backoff_iter.ArgumentTypeError: delays must be delays (a list of seconds, or a function returning them), got the exception class ConnectionError: on=ConnectionError was probably meant, as in @retry(on=ConnectionError)
 
     Async functions (and objects whose ``__call__`` is async) are detected
-    and sleep with ``asyncio.sleep`` unless *sleep* is given (sync or
-    async).  A generator function is rejected: its failures happen while it
-    is iterated, after the call has returned.
+    and sleep with the running event loop's sleep unless *sleep* is given.
+    A generator function is rejected: its failures happen while it is
+    iterated, after the call has returned.
     """
-    options: dict[str, Any] = {
-        "on": on,
-        "on_result": on_result,
-        "retry_after": retry_after,
-        "retry_after_max": retry_after_max,
-        "deadline": deadline,
-        "clock": clock,
-        "sleep": sleep,
-        "before_sleep": before_sleep,
-        "give_up": give_up,
-        "budget": budget,
-        "observe": observe,
-        "attempt_timeout": attempt_timeout,
-        "rate_limiter": rate_limiter,
-        "throttle": throttle,
-        "breaker": breaker,
-        "throttled": throttled,
-    }
-    if name is not None:
-        options["name"] = name
+    if not options and _decorated_bare(delays):  # @retry without parentheses
+        func = delays
+        decorated = _decorate(None, options, func)
+        if _checks.is_async(func) or not _takes_no_arguments(func):
+            return decorated
+        # A function of no arguments may also be the delays of `@retry(func)`
+        # over another function: serve both.
+        return _either_role(decorated, functools.partial(_decorate, func, options))
+    timeout_arg = options.pop("timeout_arg", None)
     if timeout_arg is not None:
         if not isinstance(timeout_arg, str) or not timeout_arg.isidentifier():
             raise _checks.ArgumentTypeError(
                 "timeout_arg", f"timeout_arg must name a keyword argument, got {timeout_arg!r}"
             )
-        if attempt_timeout is None:
+        if options.get("attempt_timeout") is None:
             raise _checks.ArgumentValueError(
                 "timeout_arg", "timeout_arg passes attempt_timeout: give attempt_timeout too"
             )
-        options["timeout_arg"] = timeout_arg
-    if _decorated_bare(delays):  # @retry without parentheses: delays is the function
-        func = delays
-        decorated = _decorate(None, options, func)
-        if is_async(func) or not _takes_no_arguments(func):
-            return decorated
-        # A function of no arguments may also be the delays of `@retry(func)`
-        # over another function: serve both.
-        return _either_role(decorated, functools.partial(_decorate, func, options))
     if delays is not None:
         _checks.reusable_delays("delays", delays)
+    attempt_timeout = options.get("attempt_timeout")
     if attempt_timeout is not None and not _checks.is_real(attempt_timeout):
         _checks.reusable_delays("attempt_timeout", attempt_timeout)
-    Policy(delays, **{k: v for k, v in options.items() if k != "timeout_arg"})  # checked now
+    Policy(delays, **options)  # checked now
+    if timeout_arg is not None:
+        options["timeout_arg"] = timeout_arg
     return functools.partial(_decorate, delays, options)
 
 
@@ -287,7 +229,7 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
         _check_accepts(func, timeout_arg)
     options.setdefault("name", _qualified_name(func))
     policy = Policy(delays, **options)
-    if is_async(func):
+    if _checks.is_async(func):
         coroutine_function = cast("Callable[P, Awaitable[R]]", func)
         return cast("Callable[P, R]", _async_wrapper(policy, coroutine_function, timeout_arg))
     return _sync_wrapper(policy, func, timeout_arg)
@@ -335,10 +277,15 @@ def _takes_no_arguments(func: object) -> bool:
 def _decorated_bare(delays: object) -> bool:
     """``@retry`` without parentheses: *delays* is the function to decorate.
 
-    Lists, tuples and iterators are delays; a callable is the decorated
-    function (one of no arguments serves as delays too: :func:`_either_role`).
+    Lists, tuples, iterators and exception classes are delays (the last
+    refused); a callable is the decorated function (one of no arguments
+    serves as delays too: :func:`_either_role`).
     """
-    return callable(delays) and not isinstance(delays, (Iterator, list, tuple))
+    return (
+        callable(delays)
+        and not isinstance(delays, (Iterator, list, tuple))
+        and not (isinstance(delays, type) and issubclass(delays, BaseException))
+    )
 
 
 def _either_role(
@@ -359,13 +306,12 @@ def _either_role(
 def _sync_wrapper(
     policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
 ) -> Callable[P, R]:
-    fast, timed, clock, hooks = policy.fast, policy.timed, policy.clock, instrument.enabled
-    budget = policy.budget
+    fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and not hooks:  # the first try runs bare
-            start = clock() if timed else 0.0
+        if fast and not instrument.every:  # the first try runs bare
+            start = clock() if timed else None
             try:
                 result = func(*args, **kwargs)
             except Exception as error:
@@ -373,11 +319,11 @@ def _sync_wrapper(
                 if not call.settle(None, error, _NO_RESULT):
                     raise
             else:
-                if budget is not None:  # all a success at once needs told
-                    budget.record_success(True, 0.0)
+                for after in afters:  # all a success at once needs told
+                    after(result, SUCCESS, 1, 0.0)
                 return result
         else:
-            call = policy.call(shown=False)
+            call = begin(policy, shown=False)
         for attempt in call:
             with attempt:
                 if timeout_arg is not None:
@@ -391,13 +337,12 @@ def _sync_wrapper(
 def _async_wrapper(
     policy: Policy, func: Callable[P, Awaitable[R]], timeout_arg: str | None = None
 ) -> Callable[P, Awaitable[R]]:
-    fast, timed, clock, hooks = policy.fast, policy.timed, policy.clock, instrument.enabled
-    budget = policy.budget
+    fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and not hooks:  # the first try runs bare
-            start = clock() if timed else 0.0
+        if fast and not instrument.every:  # the first try runs bare
+            start = clock() if timed else None
             cancelling = cancellations()
             try:
                 result = await func(*args, **kwargs)
@@ -406,11 +351,11 @@ def _async_wrapper(
                 if not await call.asettle(None, error, _NO_RESULT):
                     raise
             else:
-                if budget is not None:  # all a success at once needs told
-                    budget.record_success(True, 0.0)
+                for after in afters:  # all a success at once needs told
+                    after(result, SUCCESS, 1, 0.0)
                 return result
         else:
-            call = policy.call(in_async=True, shown=False)
+            call = begin(policy, in_async=True, shown=False)
         async for attempt in call:
             async with attempt:
                 if timeout_arg is not None:

@@ -35,9 +35,10 @@ import math
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
-from . import _checks, _sleeping
-from ._core import ExceptionFilter, _check_budget, _exception_filter, is_async, matches
+from . import _checks
+from ._filters import ExceptionFilter, exception_filter, is_transient, matches
 from .hints import RETRY_AFTER_MAX, server_wait
+from .parts import as_part
 
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec
@@ -83,18 +84,20 @@ class _Hedging:
         self._checked: tuple[float, ...] | None = None
         self._factory: Callable[[], Iterable[object]] | None = None
         if delays.__class__ is list or delays.__class__ is tuple:
-            self._checked = tuple(map(_sleeping.seconds, cast(Sequence[object], delays)))
+            self._checked = tuple(
+                _checks.wait("delays", delay) for delay in cast(Sequence[object], delays)
+            )
         elif callable(delays):
             self._factory = delays
         else:  # an iterator serves one call; other iterables each call afresh
             _checks.iterable("delays", delays)
             self._factory = functools.partial(iter, delays)
-        self._on, self._only_exceptions = _exception_filter(on)
+        self._on, self._only_exceptions = exception_filter("on", on)
         if on_result is not None:
             _checks.function("on_result", on_result)
         self._on_result = on_result
         if budget is not None:
-            _check_budget(budget)
+            as_part("budget", budget)
         self._budget = budget
         if retry_after is not None:
             _checks.function("retry_after", retry_after)
@@ -104,7 +107,10 @@ class _Hedging:
         """This call's delays, each checked; ``inf`` ends them."""
         if self._checked is not None:
             return iter(self._checked)
-        return map(_sleeping.seconds, _checks.fresh_delays("delays", cast(Any, self._factory)))
+        return map(
+            functools.partial(_checks.wait, "delays"),
+            _checks.fresh_delays("delays", cast(Any, self._factory)),
+        )
 
     def _hint(self, outcome: Any, failed: bool) -> float | None:
         """The retry_after hook's hint for *outcome*, checked.  An error of the
@@ -230,7 +236,7 @@ def hedged(
     call: Callable[[], Awaitable[R]],
     delays: Delays,
     *,
-    on: ExceptionFilter = Exception,
+    on: ExceptionFilter = is_transient,
     on_result: Callable[[Any], object] | None = None,
     budget: Budget | None = None,
     retry_after: Callable[[Any], float | None] | None = None,
@@ -290,7 +296,7 @@ def hedged(
 def hedge(
     delays: Callable[[], Iterable[float]] | Sequence[float],
     *,
-    on: ExceptionFilter = Exception,
+    on: ExceptionFilter = is_transient,
     on_result: Callable[[Any], object] | None = None,
     budget: Budget | None = None,
     retry_after: Callable[[Any], float | None] | None = None,
@@ -319,7 +325,7 @@ def hedge(
 
     def decorate(function: Callable[P, Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
         _checks.function("function", function)
-        if not is_async(function):
+        if not _checks.is_async(function):
             raise _checks.ArgumentTypeError(
                 "function",
                 f"hedge decorates async functions, got {function!r}: its attempts"

@@ -11,9 +11,9 @@ import math
 import re
 import time
 
-from . import _checks, _sleeping
+from . import _checks
 
-__all__ = ["RETRY_AFTER_MAX", "parse_retry_after", "server_wait"]
+__all__ = ["RETRY_AFTER_MAX", "parse_retry_after", "server_wait", "sleep_for"]
 
 #: The longest server hint honoured by default, in seconds: 6 hours, as
 #: urllib3's ``Retry.DEFAULT_RETRY_AFTER_MAX``.  A longer hint is clamped to it.
@@ -28,12 +28,30 @@ def server_wait(
     Any real number is taken, and one too large for a float is clamped like
     any other long hint; a negative, NaN or non-number hint is the caller's
     bug (a hook's, say), an ``ArgumentValueError``/``ArgumentTypeError``
-    naming *name*.
+    naming *name*.  With an infinite *maximum*, a hint too long to sleep is
+    ``inf``: :func:`sleep_for` then gives no next attempt.
 
     >>> server_wait(30), server_wait(10**400), server_wait(90, maximum=60.0)
     (30.0, 21600.0, 60.0)
+    >>> server_wait(10**400, maximum=float("inf"))
+    inf
     """
-    return min(_sleeping.seconds(seconds, name), maximum)
+    return min(_checks.wait(name, seconds), maximum)
+
+
+def sleep_for(delay: float, hint: float | None) -> float:
+    """The sleep before the next attempt: the schedule's *delay*, raised to the
+    server's *hint* (from :func:`server_wait`; None: no hint).  ``inf`` - no
+    next attempt, the failure stands - when the hint is too long to sleep.
+    Every retry path (the drivers, hedging, ``Urllib3Retry``) applies a
+    hint here.
+
+    >>> sleep_for(0.5, None), sleep_for(0.5, 2.0), sleep_for(3.0, 2.0)
+    (0.5, 2.0, 3.0)
+    """
+    if hint is None or hint <= delay:
+        return delay
+    return hint
 
 
 _MONTHS = {
@@ -135,17 +153,35 @@ def _epoch(match: re.Match[str], *, two_digit_year: bool, now: float) -> float |
         year += this_year - this_year % 100
         if year > this_year + 50:
             year -= 100
-    import calendar  # on first use: most hints are delay-seconds
-
     month = _MONTHS[match["month"].lower()]
     day, hour = int(match["day"]), int(match["hour"])
     minute, second = int(match["minute"]), int(match["second"])
     if not (
         year >= 1
-        and 1 <= day <= calendar.monthrange(year, month)[1]
+        and 1 <= day <= _month_length(year, month)
         and hour <= 23
         and minute <= 59
         and second <= 60
     ):  # 60: a leap second
         return None
-    return float(calendar.timegm((year, month, day, hour, minute, second)))
+    days = _days_since_epoch(year, month, day)
+    return float(((days * 24 + hour) * 60 + minute) * 60 + second)
+
+
+def _month_length(year: int, month: int) -> int:
+    """Days in *month* of *year*, proleptic Gregorian, for any year (no
+    ``datetime``, whose years end at 9999)."""
+    if month == 2:
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return 29 if leap else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _days_since_epoch(year: int, month: int, day: int) -> int:
+    """Days from 1970-01-01 to the date (Howard Hinnant's days_from_civil)."""
+    year -= month <= 2
+    era = year // 400
+    year_of_era = year - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468

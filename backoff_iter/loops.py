@@ -43,7 +43,7 @@ def attempts(
 def _attempts(delays: Iterator[float], sleep: Callable[[float], object] | None) -> Iterator[int]:
     yield 1
     for number, delay in enumerate(delays, 2):
-        seconds = _sleeping.seconds(delay)
+        seconds = _checks.wait("delays", delay)
         if seconds == math.inf:
             return
         _sleeping.sleep(sleep, seconds)

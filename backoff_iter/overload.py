@@ -77,7 +77,8 @@ from itertools import islice
 from typing import Any, NamedTuple
 
 from . import _checks
-from ._core import Call, Policy
+from ._core import Call
+from ._options import Policy
 from .breakers import BrokenCircuitError, CircuitBreaker
 from .budgets import Budget, RetryBudget, RetryQuota, TokenBucket
 from .fleet import Store, _SharedState
@@ -445,7 +446,11 @@ class _Model(NamedTuple):
                 call = (
                     None
                     if quiet
-                    else Call(policies[int(draw() * clients) if clients > 1 else 0], now)
+                    else Call(
+                        policies[int(draw() * clients) if clients > 1 else 0],
+                        now,
+                        process_hooks=False,
+                    )
                 )
                 kind = first
             elif upcoming <= later:
@@ -467,16 +472,13 @@ class _Model(NamedTuple):
                 now, request, kind, call = pop(due)
             if kind == _DUE:  # admitted by the breaker and throttle, then the limiter's wait
                 try:
-                    call.admit(wait=False)  # type: ignore[union-attr]
+                    wait = call.admit()  # type: ignore[union-attr]
                 except _REFUSED:  # refused: the request fails here, never sent
                     failed += 1
                     continue
-                limiter = call.policy.rate_limiter  # type: ignore[union-attr]
-                if limiter is not None:
-                    wait = limiter.acquire(_no_sleep)
-                    if wait:
-                        push(due, (now + wait, request, _SEND, call))
-                        continue
+                if wait:  # the rate limiter's wait (its sleep is _no_sleep)
+                    push(due, (now + wait, request, _SEND, call))
+                    continue
             # The attempt is sent now.
             attempts += 1
             second = int(now)
@@ -509,7 +511,7 @@ class _Model(NamedTuple):
                 continue
             # Nothing else hears of a quiet client's failure: it decides at once.
             if call is None:
-                call = Call(policy, now)  # as @retry makes it after a bare first try
+                call = Call(policy, now, process_hooks=False)  # as @retry makes it after a bare try
             delay = call.decide(None, error, None)
             if delay is None:
                 failed += 1

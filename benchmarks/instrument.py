@@ -90,11 +90,13 @@ def _calls(name: str, call: Callable[[], object], n: int) -> Callable[[], object
             call()
 
     def run_enabled() -> None:
+        before = instrument.enabled()
         instrument.enable(_no_op)
         try:
             run()
         finally:
             instrument.disable()
+            instrument.enable(*before)
 
     return run_enabled if name == ENABLED else run
 

@@ -38,6 +38,7 @@ def pytest_configure(config):
     """Run from a scratch folder, once pytest has found its test files."""
     os.chdir(tempfile.mkdtemp(prefix="backoff_iter-suite-"))
 
+
 # The suite must never flake: the default "ci" profile derandomizes every
 # property test (same examples every run) and keeps no example database.
 # HYPOTHESIS_PROFILE=dev explores new random examples on each run.
@@ -60,3 +61,13 @@ def switching_often():
     sys.setswitchinterval(1e-6)
     yield
     sys.setswitchinterval(interval)
+
+
+@pytest.fixture
+def no_process_hooks():
+    """No process-wide hook - not even the default one that logs retries - for one test."""
+    from backoff_iter import instrument
+
+    instrument.disable()
+    yield
+    instrument.reset()

@@ -52,7 +52,7 @@ def test_the_suite_imports_the_installed_package_when_ci_says_so():
     """Under BACKOFF_ITER_TEST_INSTALLED, backoff_iter comes from outside the checkout."""
     if not os.environ.get("BACKOFF_ITER_TEST_INSTALLED"):
         pytest.skip("a development run: CI sets BACKOFF_ITER_TEST_INSTALLED=1")
-    assert INSTALLED != SOURCE.resolve()
+    assert SOURCE.resolve() != INSTALLED
 
 
 def test_subprocesses_import_the_package_this_suite_tests():

@@ -87,7 +87,7 @@ def test_a_non_number_or_a_signalling_nan_delay_is_named_as_delays(bad, error):
 
 def test_every_real_zero_and_the_longest_sleep_are_slept():
     """0 as an int or a Fraction sleeps 0.0; the platform's longest sleep is slept, not taken for inf."""
-    from backoff_iter._sleeping import LONGEST
+    from backoff_iter._checks import LONGEST
 
     slept = []
     delays = [0, Fraction(0), Fraction(LONGEST)]

@@ -1,27 +1,23 @@
-"""A ready-made ``observe=`` hook for the standard :mod:`logging` module."""
+"""A ready-made hook for the standard :mod:`logging` module: the one every
+driver has by default, and :func:`log_retries` to make your own."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _checks
+from backoff_iter import _checks, _sleeping
+
+from . import error_type
 
 if TYPE_CHECKING:
     import logging
 
-    from .instrument import RetryEvent
+    from . import RetryEvent
 
 # logging's levels, so that importing this package does not import logging.
 WARNING, ERROR = 30, 40
 
 __all__ = ["RetryLogger", "log_retries"]
-
-
-def _describe(outcome: Any) -> tuple[str, str]:
-    """(type name, message) of an exception, or of a retried result."""
-    if isinstance(outcome, BaseException):
-        return type(outcome).__name__, str(outcome)
-    return "result", repr(outcome)
 
 
 class RetryLogger:
@@ -34,10 +30,11 @@ class RetryLogger:
     (None for a retry; ``"exhausted"``, ``"deadline"`` or ``"budget"``).
     """
 
-    __slots__ = ("logger", "level", "give_up_level")
+    __slots__ = ("_logger", "level", "give_up_level", "quiet_in_tests")
 
-    logger: logging.Logger | logging.LoggerAdapter[Any]
-    """Where the records go."""
+    #: The kinds of events it logs: a call that succeeds at once costs it nothing.
+    events = frozenset({"retry", "give_up"})
+
     level: int
     """The level of the record before each retry."""
     give_up_level: int
@@ -49,31 +46,43 @@ class RetryLogger:
         *,
         level: int = WARNING,
         give_up_level: int = ERROR,
+        quiet_in_tests: bool = False,
     ) -> None:
-        if logger is None:
-            import logging
-
-            logger = logging.getLogger("backoff_iter")
-        if not callable(getattr(logger, "log", None)):
+        if logger is not None and not callable(getattr(logger, "log", None)):
             raise _checks.ArgumentTypeError(
                 "logger", f"logger must be a logging.Logger, got {logger!r}"
             )
         _checks.count("level", level)
         _checks.count("give_up_level", give_up_level)
-        self.logger = logger
+        self._logger = logger  # None: backoff_iter's, looked up at the first record
         self.level = level
         self.give_up_level = give_up_level
+        self.quiet_in_tests = quiet_in_tests
+        """Log nothing while :func:`~backoff_iter.testing.no_sleep` is open (the default hook)."""
+
+    @property
+    def logger(self) -> logging.Logger | logging.LoggerAdapter[Any]:
+        """Where the records go (``logging.getLogger("backoff_iter")`` unless given)."""
+        if self._logger is None:
+            import logging  # on the first record: `import backoff_iter` does not load logging
+
+            self._logger = logging.getLogger("backoff_iter")
+        return self._logger
 
     def __call__(self, event: RetryEvent) -> None:
         """Log a retry ("fetch: attempt 2 failed (OSError: reset); retrying in 0.40 s")
         or a give-up ("...; giving up (exhausted)"); other events are not logged."""
+        if self.quiet_in_tests and _sleeping.recorders:
+            return
         if event.kind == "retry":
             level, action = self.level, f"retrying in {event.delay:.2f} s"
         elif event.kind == "give_up":
             level, action = self.give_up_level, f"giving up ({event.reason})"
         else:
             return
-        kind, message = _describe(event.outcome)
+        outcome = event.outcome
+        kind = error_type(outcome)
+        message = str(outcome) if isinstance(outcome, BaseException) else repr(outcome)
         self.logger.log(
             level,
             "%s: attempt %d failed (%s: %s); %s",

@@ -1,0 +1,332 @@
+"""The options of a retry policy, defined once: their names and types
+(:class:`RetryOptions`, what type checkers see in every driver's signature),
+their defaults and their checks (:class:`Policy`).
+
+Adding an option is one field of :class:`RetryOptions` with its docstring,
+one default and one check in :class:`Policy`, and its use in the loop
+(``_core.Call``); every driver - ``retrying``, ``aretrying``, ``@retry``,
+``RetryTransport`` - takes it from there.  ``tests/test_options.py`` checks
+that the three agree.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict, Union, cast
+
+from . import _checks, instrument
+from ._filters import ExceptionFilter, Filter, exception_filter, is_transient
+from .hints import RETRY_AFTER_MAX
+from .parts import Part, as_part, overrides, timeout_part, user_parts
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._core import Attempt
+    from .breakers import Breaker
+    from .budgets import Budget
+    from .limiters import RateLimiter
+    from .throttles import Throttle
+
+__all__ = ["DecoratorOptions", "HedgeOptions", "Policy", "RetryOptions", "default_delays"]
+
+#: What a policy takes as delays: a zero-argument function returning fresh
+#: delays for each call (the reusable form), a list or tuple (reusable too),
+#: or any one-shot iterable.
+Delays = Union[Callable[[], Iterable[float]], Sequence[float], Iterable[float]]
+#: ``before_sleep(attempt, outcome, delay)``: *outcome* is the exception, or
+#: the result that ``on_result`` asked to retry.
+BeforeSleep = Callable[["Attempt", Any, float], object]
+#: ``give_up(attempt, outcome)``: the driver stops retrying *outcome*.
+GiveUp = Callable[["Attempt", Any], object]
+
+
+def default_delays() -> Iterator[float]:
+    """The delays of a policy given none: 9 retries (10 attempts) of smooth
+    jitter from 0.1 s, capped at 5 s, stopping before 45 s of sleep in all.
+
+    Smooth jitter (Polly's default) spreads clients apart like decorrelated
+    jitter while each delay stays near the exponential's (0.1, 0.2, 0.4 s
+    ... 5 s): no burst of near-zero sleeps as full jitter gives, no long
+    tail.  Ten attempts within 45 s is stamina's budget.
+
+    >>> delays = list(default_delays())
+    >>> len(delays) <= 9 and sum(delays) <= 45.0 and max(delays) <= 5.0
+    True
+    """
+    from itertools import islice
+
+    from .adaptors import within
+    from .strategies import smooth_jitter
+
+    return within(islice(smooth_jitter(0.1, cap=5.0), 9), 45.0)
+
+
+class HedgeOptions(TypedDict, total=False):
+    """The options hedging shares with the retry drivers (:func:`~backoff_iter.hedged`)."""
+
+    on: ExceptionFilter
+    """What to retry: an exception class, a tuple of them, or a predicate
+    ``callable(exc) -> bool``.  Default :func:`~backoff_iter.is_transient`:
+    connection errors, timeouts and HTTP transport errors, never a
+    programming error; ``on=Exception`` retries every ``Exception``.
+    ``KeyboardInterrupt``, ``SystemExit`` and cancellation are never retried."""
+    on_result: Callable[[Any], object] | None
+    """``predicate(result) -> bool``: a result it accepts is retried like a
+    failure (in the loop forms hand it over with ``attempt.set_result``);
+    when nothing is left to try, the last result is returned."""
+    retry_after: Callable[[Any], float | None] | None
+    """``hook(outcome) -> seconds or None``: the server's hint for the
+    exception or retried result; the next sleep is at least that long."""
+    retry_after_max: float
+    """The longest server hint honoured, in seconds (default 6 hours); a
+    longer one is clamped to it.  ``inf`` honours any hint, and one too long
+    to sleep then means no next attempt."""
+    budget: Budget | None
+    """A :class:`~backoff_iter.Budget` shared by many calls
+    (:class:`~backoff_iter.TokenBucket`, :class:`~backoff_iter.RetryBudget`,
+    :class:`~backoff_iter.RetryQuota`, or your own): when it refuses a
+    retry, the call gives up."""
+    name: str
+    """What the events and logs call this policy's calls: ``@retry``'s
+    default is the function's qualified name, the loops' ``"call"``."""
+    observe: instrument.Observe
+    """A hook, or a list of hooks, told a :class:`~backoff_iter.instrument.RetryEvent`
+    after each attempt (see :mod:`backoff_iter.instrument`)."""
+
+
+class RetryOptions(HedgeOptions, total=False):
+    """The keyword options of every retry driver: ``retrying``, ``aretrying``,
+    ``@retry`` and ``RetryTransport`` take exactly these."""
+
+    deadline: float | None
+    """Seconds from the start of the first attempt (per *clock*): no attempt
+    starts past it, and no sleep that would end past it; the last sleep is
+    shortened to end on it."""
+    clock: Callable[[], float]
+    """The clock of *deadline* and of the events' ``elapsed`` (default
+    ``time.monotonic``).  A reading that is not finite, or goes back,
+    counts as no time passed."""
+    sleep: Callable[[float], Any] | None
+    """How to sleep between attempts: ``time.sleep`` in sync loops, the
+    running event loop's sleep (asyncio's or trio's) in async ones; an async
+    function is awaited.  Tests pass ``sleep=`` or use
+    :func:`~backoff_iter.testing.no_sleep`."""
+    before_sleep: BeforeSleep | None
+    """``hook(attempt, outcome, delay)``, run before each sleep (awaited if async)."""
+    give_up: GiveUp | None
+    """``hook(attempt, outcome)``, run when the call stops retrying a failure."""
+    attempt_timeout: float | Delays | None
+    """Seconds each attempt may take, or an iterable of them (the last one
+    repeats), shortened to the deadline: ``attempt.timeout``; the async
+    loops cancel the attempt at it and retry its ``TimeoutError``."""
+    rate_limiter: RateLimiter | None
+    """A :class:`~backoff_iter.RateLimiter` every attempt waits for."""
+    throttle: Throttle | None
+    """A :class:`~backoff_iter.Throttle` that may refuse attempts
+    (:class:`~backoff_iter.ThrottledError`)."""
+    breaker: Breaker | None
+    """A :class:`~backoff_iter.Breaker` that may refuse attempts
+    (:class:`~backoff_iter.BrokenCircuitError`)."""
+    throttled: Callable[[Any], object] | None
+    """``predicate(outcome) -> bool``: which retried failures are the server
+    pushing back (for the rate limiter, throttle and parts); without it,
+    every retried failure is."""
+    parts: Iterable[Part]
+    """Your own :class:`~backoff_iter.parts.Part` objects, consulted around
+    each attempt after the budget, breaker, throttle and rate limiter."""
+
+
+class DecoratorOptions(RetryOptions, total=False):
+    """``@retry``'s options: :class:`RetryOptions`, and how to hand each
+    attempt its timeout."""
+
+    timeout_arg: str | None
+    """The keyword argument of the decorated function that receives each
+    attempt's timeout (``attempt_timeout`` shortened to the deadline)."""
+
+
+# -- defaults and checks ----------------------------------------------------------------------
+
+
+def _set(check: Callable[[str, Any], Any]) -> Callable[[dict[str, Any], str, Any], None]:
+    """A setter that stores the checked value under the option's own name."""
+
+    def store(into: dict[str, Any], name: str, value: Any) -> None:
+        into[name] = check(name, value)
+
+    return store
+
+
+def _on(into: dict[str, Any], name: str, value: Any) -> None:
+    into["on"], into["only_exceptions"] = exception_filter(name, value)
+
+
+def _optional_seconds(name: str, value: object) -> float | None:
+    return None if value is None else _checks.seconds(name, value, infinite=True)
+
+
+def _function(name: str, value: object) -> object:
+    _checks.function(name, value)
+    return value
+
+
+def _attempt_timeout(into: dict[str, Any], name: str, value: Any) -> None:
+    into[name] = value
+    if value is not None:
+        into["timeout_part"], one_shot = timeout_part(name, value)
+        if one_shot:
+            into["one_shot"] = True
+
+
+def _part(name: str, value: object) -> object:
+    if value is not None:
+        as_part(name, value)  # checked now; made into a part by _derive
+    return value
+
+
+#: How each option is checked and stored: setter(into, name, value).
+SETTERS: dict[str, Callable[[dict[str, Any], str, Any], None]] = {
+    "on": _on,
+    "on_result": _set(_checks.optional_function),
+    "retry_after": _set(_checks.optional_function),
+    "retry_after_max": _set(lambda name, value: _checks.seconds(name, value, infinite=True)),
+    "budget": _set(_part),
+    "name": _set(_checks.text),
+    "observe": _set(lambda name, value: instrument.hooks(value, name)),
+    "deadline": _set(_optional_seconds),
+    "clock": _set(_function),
+    "sleep": _set(_checks.optional_function),
+    "before_sleep": _set(_checks.optional_function),
+    "give_up": _set(_checks.optional_function),
+    "attempt_timeout": _attempt_timeout,
+    "rate_limiter": _set(_part),
+    "throttle": _set(_part),
+    "breaker": _set(_part),
+    "throttled": _set(_checks.optional_function),
+    "parts": _set(user_parts),
+}
+
+
+class Policy:
+    """The checked options of a retry policy, shared by all its calls; frozen.
+
+    An option left at its default is read from the class: a policy made for
+    every call (``for attempt in retrying(...)``) sets only what it was given.
+    """
+
+    # -- the defaults, one per option of RetryOptions ------------------------------------------
+    on: Filter = staticmethod(is_transient)
+    only_exceptions: bool = False  # `on` is classes, each a subclass of Exception
+    on_result: Callable[[Any], object] | None = None
+    retry_after: Callable[[Any], float | None] | None = None
+    retry_after_max: float = RETRY_AFTER_MAX
+    budget: Budget | None = None
+    name: str = "call"
+    observe: tuple[instrument.Hook, ...] = ()
+    deadline: float | None = None
+    clock: Callable[[], float] = time.monotonic  # a builtin: no method binding
+    sleep: Callable[[float], Any] | None = None
+    before_sleep: BeforeSleep | None = None
+    give_up: GiveUp | None = None
+    attempt_timeout: float | Delays | None = None
+    rate_limiter: RateLimiter | None = None
+    throttle: Throttle | None = None
+    breaker: Breaker | None = None
+    throttled: Callable[[Any], object] | None = None
+    parts: tuple[Part, ...] = ()
+
+    # -- the delays ----------------------------------------------------------------------------
+    factory: Callable[[], Iterable[float]] = staticmethod(default_delays)
+    """Fresh delays for a call."""
+    one_shot: bool = False  # made from a one-shot iterable: one loop only
+    used: bool = False  # ... which a loop has used
+    timeout_part: Part | None = None  # attempt_timeout, as a part
+
+    # -- what the options mean for a call (_derive; a test checks these defaults) --------------
+    befores: tuple[Callable[[Any], float], ...] = ()  # parts asked before each attempt
+    abefores: tuple[tuple[Callable[[Any], Any], bool], ...] = ()  # ... in async loops
+    afters: tuple[Callable[[Any, str, int, float], None], ...] = ()  # ... after each one
+    allows: tuple[Callable[[Any, str], float], ...] = ()  # ... before each retry
+    guarded: bool = False  # something to do before each attempt
+    fast: bool = True  # the first try may run bare: nothing judges, sees or guards it
+    quiet: bool = True  # ... and a success is told to nobody
+    simple: bool = True  # a retry is just the next delay: no hint, deadline or gate
+    timed: bool = False  # someone reads the call's start time
+    observed: bool = False  # a hook wants to see the Attempt of the first try
+    warned: bool = False  # the endless-schedule warning was given
+
+    def __init__(self, delays: Delays | None = None, **options: Unpack[RetryOptions]) -> None:
+        into = self.__dict__
+        if delays is not None:
+            if delays.__class__ is list:  # the common case, at once
+                into["factory"] = cast(list[float], delays).__iter__
+            else:
+                into["factory"], one_shot = _checks.delays_factory("delays", delays)
+                if one_shot:
+                    into["one_shot"] = True
+        if not options:
+            return  # every option at its default, and so what it means (the class's)
+        for name, value in options.items():
+            setter = SETTERS.get(name)
+            if setter is None:
+                raise _checks.ArgumentTypeError(
+                    name,
+                    f"{type(self).__name__}() got an unexpected keyword argument {name!r}",
+                )
+            setter(into, name, value)
+        self._derive()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(
+            f"a retry policy is frozen: make a new one with {name}= instead of setting it"
+        )
+
+    def _derive(self) -> None:
+        """What the options mean for a call, in one place."""
+        every_failure = self.throttled is None
+        parts: list[Part] = [
+            as_part(name, value, every_failure)
+            for name, value in (
+                ("budget", self.budget),
+                ("breaker", self.breaker),
+                ("throttle", self.throttle),
+                ("rate_limiter", self.rate_limiter),
+            )
+            if value is not None
+        ]
+        parts.extend(self.parts)
+        if self.timeout_part is not None:
+            parts.append(self.timeout_part)
+        into = self.__dict__
+        into["befores"] = tuple(p.before_attempt for p in parts if overrides(p, "before_attempt"))
+        into["abefores"] = tuple(
+            (p.abefore_attempt, True)
+            if overrides(p, "abefore_attempt")
+            else (p.before_attempt, False)
+            for p in parts
+            if overrides(p, "before_attempt") or overrides(p, "abefore_attempt")
+        )
+        into["afters"] = tuple(
+            p.after_attempt for p in reversed(parts) if overrides(p, "after_attempt")
+        )
+        into["allows"] = tuple(p.allow_retry for p in parts if overrides(p, "allow_retry"))
+        into["guarded"] = guarded = bool(self.abefores)
+        into["fast"] = fast = self.on_result is None and not self.observe and not guarded
+        into["quiet"] = fast and not self.afters
+        into["simple"] = self.retry_after is None and self.deadline is None and not self.allows
+        observed = self.before_sleep is not None or self.give_up is not None
+        into["observed"] = observed
+        into["timed"] = self.deadline is not None or observed
+
+    def claim(self) -> None:
+        """Refuse a second loop over a policy made from a one-shot iterator."""
+        if self.used:
+            raise RuntimeError(
+                "this retry policy was made from a one-shot iterator of delays,"
+                " which its first loop used up; pass a function returning fresh"
+                " delays (lambda: islice(exponential(0.1), 5)) or a list to"
+                " reuse the policy"
+            )
+        self.__dict__["used"] = True

@@ -1,0 +1,247 @@
+"""See retries in production: the event every driver reports, and hooks that count it.
+
+Every driver tells its hooks one :class:`RetryEvent` per attempt: a
+``"retry"`` (the attempt failed and the driver is about to sleep), a
+``"give_up"`` (it failed and nothing is left to try: the delays ran out,
+the deadline or the budget said no), or the end of the call: ``"success"``,
+or ``"error"`` (an exception the policy does not retry).  So a call that
+fails three times and then succeeds reports three retries and one success:
+four attempts.  Hedged calls (:func:`~backoff_iter.hedged`) also report a
+``"hedge"`` for each further attempt they send and a ``"cancelled"`` for
+each attempt they cancel.
+
+Give hooks to one policy with ``observe=`` (one hook or a list), or to
+every driver of the process with :func:`enable`:
+
+>>> from backoff_iter import retry
+>>> seen = []
+>>> @retry([0.5, 1.0], name="fetch", observe=seen.append, sleep=lambda s: None)
+... def fetch(replies=iter([ConnectionError("reset"), "ok"])):
+...     reply = next(replies)
+...     if isinstance(reply, Exception):
+...         raise reply
+...     return reply
+>>> fetch()
+'ok'
+>>> [(e.kind, e.name, e.number, e.delay) for e in seen]
+[('retry', 'fetch', 1, 0.5), ('success', 'fetch', 2, None)]
+
+A hook is a plain function of the event, called in the retried call's
+thread or task; keep it fast and let it not raise (its error would end the
+call).  With no hook at all, the drivers make no event: the success path
+costs nothing more.  A hook that wants only some kinds of events says so
+with an ``events`` attribute (a set of kinds): one that lists neither
+``"success"`` nor ``"error"`` costs a call that succeeds at once nothing.
+
+**Retries are logged by default.**  Every driver starts with one hook
+enabled for the whole process: :func:`~backoff_iter.log_retries`'s
+logger, which logs each retry and each give-up at ``WARNING`` on the
+``backoff_iter`` logger (the call's name, the attempt, the delay, the
+error's type and message), as stamina does.  Silence it with ordinary
+logging, ``logging.getLogger("backoff_iter").setLevel(logging.ERROR)``, or
+turn every process-wide hook off with :func:`disable`.  Inside
+:func:`backoff_iter.testing.no_sleep` it stays quiet.
+
+Two more hooks are ready-made: :func:`prometheus` counts attempts, retries,
+give-ups and sleeps into prometheus-client, and :func:`opentelemetry`
+records the same as OpenTelemetry metrics, with a span per call.  Their
+libraries are imported only when these are called (``pip install
+'backoff_iter[prometheus]'``, ``'backoff_iter[otel]'``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
+
+from backoff_iter import _checks
+
+if TYPE_CHECKING:
+    from ._opentelemetry import opentelemetry
+    from ._prometheus import prometheus
+
+__all__ = [
+    "SLEEP_BUCKETS",
+    "Hook",
+    "Observe",
+    "RetryEvent",
+    "disable",
+    "enable",
+    "enabled",
+    "log_retries",
+    "opentelemetry",
+    "prometheus",
+    "reset",
+]
+
+
+class RetryEvent(NamedTuple):
+    """What a driver tells its hooks after each attempt; a frozen record."""
+
+    kind: str
+    """``"retry"``, ``"give_up"``, ``"success"`` or ``"error"`` (and, for
+    hedged calls, ``"hedge"`` and ``"cancelled"``)."""
+    name: str
+    """The policy's ``name``: for ``@retry`` the function's qualified name, else ``"call"``."""
+    number: int
+    """The attempt's number, from 1."""
+    outcome: Any
+    """The attempt's exception, or its result (retried or not)."""
+    delay: float | None
+    """For a retry, the sleep about to begin; None otherwise."""
+    slept: float
+    """Seconds the call has slept so far, before this delay."""
+    elapsed: float
+    """Seconds from the start of the call's first attempt, per the policy's
+    clock (from the end of the first attempt when only hooks that want no
+    success are listening: a call that succeeds at once reads no clock)."""
+    reason: str | None
+    """For a give-up, why: ``"exhausted"`` (the delays ran out),
+    ``"deadline"``, ``"budget"`` or ``"committed"`` (a stream failed after
+    delivering items)."""
+    call_id: int
+    """The same for every event of one call, and different between calls of the process."""
+
+
+#: A hook: a function of one :class:`RetryEvent`.
+Hook = Callable[[RetryEvent], object]
+#: What ``observe=`` takes: a hook, an iterable of hooks, or None.
+Observe = Union[Hook, Iterable[Hook], None]
+
+_tuple_new = tuple.__new__
+
+#: A new call id for the events of one call (drivers count up from 1;
+#: ``Urllib3Retry``'s requests count down from -1).
+new_call_id = itertools.count(1).__next__
+
+
+def event(
+    kind: str,
+    name: str,
+    number: int,
+    outcome: Any,
+    delay: float | None,
+    slept: float,
+    elapsed: float,
+    reason: str | None,
+    call_id: int,
+) -> RetryEvent:
+    """A :class:`RetryEvent`, made as the tuple it is (a NamedTuple's own
+    ``__new__`` is Python code, twice as slow): every driver makes its events here."""
+    return _tuple_new(
+        RetryEvent, (kind, name, number, outcome, delay, slept, elapsed, reason, call_id)
+    )
+
+
+def hooks(observe: Observe, name: str = "observe") -> tuple[Hook, ...]:
+    """``observe=`` as a tuple of hooks, each checked to be callable."""
+    if observe is None:
+        return ()
+    if callable(observe):
+        return (observe,)
+    if isinstance(observe, (str, bytes)) or not isinstance(observe, Iterable):
+        raise _checks.ArgumentTypeError(
+            name, f"{name} must be a hook, a list of hooks or None, got {observe!r}"
+        )
+    checked = tuple(observe)
+    for hook in checked:
+        _checks.function(name, hook)
+    return checked
+
+
+def _wants_successes(hook: Hook) -> bool:
+    """Does *hook* want to hear of calls that end well (``"success"`` or ``"error"``)?"""
+    events = getattr(hook, "events", None)
+    return events is None or "success" in events or "error" in events
+
+
+#: The process-wide hooks that hear every event ...
+every: tuple[Hook, ...] = ()
+#: ... and those that hear only retries and give-ups (the default logger),
+#: which a call that succeeds at once never pays for.  The drivers read both
+#: at each call; only :func:`enable` and :func:`disable` change them.
+failures: tuple[Hook, ...] = ()
+
+
+def enable(*new: Hook) -> None:
+    """Give *new* hooks to every driver of the process, beside their own ``observe=``.
+
+    Like stamina's ``set_on_retry_hooks``: one line at start-up instruments
+    every retry, including those of libraries you do not control.  Calls
+    already under way keep the hooks they started with.
+
+    >>> from backoff_iter import retrying
+    >>> seen = []
+    >>> enable(seen.append)
+    >>> for attempt in retrying([0.0], sleep=lambda s: None):
+    ...     with attempt:
+    ...         pass
+    >>> reset()  # back to the default: only the logger of retries
+    >>> [event.kind for event in seen]
+    ['success']
+    """
+    global every, failures
+    checked = hooks(list(new), "new")
+    every += tuple(hook for hook in checked if _wants_successes(hook))
+    failures += tuple(hook for hook in checked if not _wants_successes(hook))
+
+
+def disable() -> None:
+    """Remove every process-wide hook: those :func:`enable` gave, and the
+    default one that logs retries (``enable(log_retries())`` brings it back)."""
+    global every, failures
+    every = failures = ()
+
+
+def reset() -> None:
+    """Back to the start: only the default hook, which logs retries (quiet
+    under :func:`~backoff_iter.testing.no_sleep`)."""
+    disable()
+    enable(RetryLogger(give_up_level=logs.WARNING, quiet_in_tests=True))
+
+
+def enabled() -> tuple[Hook, ...]:
+    """The process-wide hooks, in the order they were enabled."""
+    return every + failures
+
+
+def error_type(outcome: Any) -> str:
+    """The error type of an outcome, as logs and metrics name it: its
+    exception's class name, or ``"result"`` for a retried result."""
+    return type(outcome).__name__ if isinstance(outcome, BaseException) else "result"
+
+
+#: The sleep histograms' bucket bounds, in seconds: 1-2.5-5 per decade from
+#: 10 ms to 10 s, then 30 s, 1, 2 and 5 minutes.  The default schedule's
+#: 0.1-5 s, the usual caps (AWS SDKs' 20 s, Google clients' 60 s, gRPC's
+#: reconnect 120 s) and a server's ``Retry-After`` of minutes each fall in a
+#: bucket of their own; longer waits land in +Inf, and one bucket holds all
+#: below 10 ms (full jitter's near-zero draws).  Prometheus' default buckets
+#: stop at 10 s; OpenTelemetry's default ones are meant for milliseconds.
+SLEEP_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+def missing(what: str, package: str, extra: str, error: ImportError) -> ImportError:
+    """The error of a backend whose library is not installed: what to install."""
+    return ModuleNotFoundError(
+        f"backoff_iter.instrument.{what}() needs {package}: pip install 'backoff_iter[{extra}]'"
+        f" ({error})"
+    )
+
+
+def __getattr__(name: str) -> object:
+    """The backends, imported on first use: ``import backoff_iter`` loads neither."""
+    from importlib import import_module
+
+    if name not in ("prometheus", "opentelemetry"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(import_module(f"._{name}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+from . import logs  # noqa: E402 - it uses the names above
+from .logs import RetryLogger, log_retries  # noqa: E402
+
+reset()  # retries are visible by default

@@ -1,0 +1,230 @@
+"""The OpenTelemetry hook: :func:`opentelemetry` (opentelemetry-api, imported when called)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, cast
+
+from backoff_iter import _checks
+
+from . import SLEEP_BUCKETS, Hook, RetryEvent, missing
+from . import error_type as type_of
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Counter, Histogram, MeterProvider
+    from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
+
+__all__ = ["opentelemetry"]
+
+
+#: The most calls whose span is open at once; beyond it the oldest is ended
+#: and dropped (a loop left by ``break`` after a retry never reports an end).
+_OPEN_SPANS_MAX = 4096
+
+
+def opentelemetry(
+    meter_provider: MeterProvider | None = None, tracer_provider: TracerProvider | None = None
+) -> Hook:
+    """A hook that records every driver's retries as OpenTelemetry metrics and one span per call.
+
+    Metrics, from a meter ``backoff_iter`` of *meter_provider* (the global
+    one if None):
+
+    - counters ``backoff_iter.attempts`` (every attempt),
+      ``backoff_iter.retries`` (attribute ``error_type``: the exception's
+      class name, or ``"result"``) and ``backoff_iter.give_ups`` (attribute
+      ``reason``: ``"exhausted"``, ``"deadline"`` or ``"budget"``);
+    - the histogram ``backoff_iter.sleep`` of each retry's delay, unit
+      ``s`` (bucket bounds :data:`SLEEP_BUCKETS` advised);
+
+    each with the attribute ``name``, the driver's ``name=``.  Traces, from
+    *tracer_provider* (the global one if None): one span per call, named
+    after ``name``, from the start of its first attempt to the end of its
+    last, with an event ``"retry"`` per retry carrying ``retry.attempt``,
+    ``retry.delay`` and ``exception.type``, and the attribute
+    ``retry.attempts`` at the end.  A call that gives up or fails on an
+    error the policy does not retry records the exception and ends with
+    status ERROR (``"gave up (exhausted): TimeoutError"``).  The span's
+    parent is the span current when the first attempt ends.
+
+    The span is started once the first attempt has ended, backdated to its
+    start: the attempts' own spans are its siblings, not its children.  At
+    most 4096 calls have a span open at once; beyond that the oldest (a
+    loop left by ``break`` after a retry never ends) is ended with the
+    attribute ``retry.abandoned``.  The hook is thread-safe.  Needs ``pip
+    install 'backoff_iter[otel]'`` (opentelemetry-api; an SDK exports).
+
+    >>> from opentelemetry.sdk.trace import TracerProvider
+    >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    >>> from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+    ...     InMemorySpanExporter)
+    >>> from backoff_iter import retry
+    >>> exporter = InMemorySpanExporter()
+    >>> tracer_provider = TracerProvider()
+    >>> tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    >>> hook = opentelemetry(tracer_provider=tracer_provider)
+    >>> @retry([0.5, 1.0], name="fetch", observe=hook, sleep=lambda s: None)
+    ... def fetch(replies=iter([TimeoutError(), "ok"])):
+    ...     reply = next(replies)
+    ...     if isinstance(reply, Exception):
+    ...         raise reply
+    ...     return reply
+    >>> fetch()
+    'ok'
+    >>> [span] = exporter.get_finished_spans()
+    >>> span.name, [(e.name, dict(e.attributes)) for e in span.events]
+    ('fetch', [('retry', {'retry.attempt': 1, 'retry.delay': 0.5, 'exception.type': 'TimeoutError'})])
+    """
+    try:
+        from opentelemetry import metrics, trace
+    except ImportError as error:
+        raise missing("opentelemetry", "opentelemetry-api", "otel", error) from error
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        __version__ = version("backoff_iter")
+    except PackageNotFoundError:  # run from a source folder that was never installed
+        __version__ = "unknown"
+
+    if meter_provider is None:
+        meter_provider = metrics.get_meter_provider()
+    elif not callable(getattr(meter_provider, "get_meter", None)):
+        raise _checks.ArgumentTypeError(
+            "meter_provider",
+            f"meter_provider must be an opentelemetry MeterProvider or None, got {meter_provider!r}",
+        )
+    if tracer_provider is None:
+        tracer_provider = trace.get_tracer_provider()
+    elif not callable(getattr(tracer_provider, "get_tracer", None)):
+        raise _checks.ArgumentTypeError(
+            "tracer_provider",
+            "tracer_provider must be an opentelemetry TracerProvider or None,"
+            f" got {tracer_provider!r}",
+        )
+    meter = meter_provider.get_meter("backoff_iter", __version__)
+    description = "Delays slept before retries."
+    try:
+        sleep = meter.create_histogram(
+            "backoff_iter.sleep",
+            unit="s",
+            description=description,
+            explicit_bucket_boundaries_advisory=SLEEP_BUCKETS,
+        )
+    except TypeError:  # an older opentelemetry-api takes no advice
+        sleep = meter.create_histogram("backoff_iter.sleep", unit="s", description=description)
+    return _OpenTelemetry(
+        meter.create_counter(
+            "backoff_iter.attempts", unit="{attempt}", description="Attempts of retried calls."
+        ),
+        meter.create_counter(
+            "backoff_iter.retries",
+            unit="{retry}",
+            description="Failed attempts that were retried, by error type (or 'result').",
+        ),
+        meter.create_counter(
+            "backoff_iter.give_ups",
+            unit="{call}",
+            description="Calls that gave up retrying, by reason: exhausted, deadline or budget.",
+        ),
+        sleep,
+        tracer_provider.get_tracer("backoff_iter", __version__),
+        trace.Status,
+        trace.StatusCode.ERROR,
+    )
+
+
+class _OpenTelemetry:
+    """The hook :func:`opentelemetry` returns: metrics for each event, a span per call."""
+
+    __slots__ = (
+        "attempts",
+        "retries",
+        "give_ups",
+        "sleep",
+        "tracer",
+        "status",
+        "error",
+        "_open",
+        "_lock",
+    )
+
+    def __init__(
+        self,
+        attempts: Counter,
+        retries: Counter,
+        give_ups: Counter,
+        sleep: Histogram,
+        tracer: Tracer,
+        status: type[Status],
+        error: StatusCode,
+    ) -> None:
+        self.attempts = attempts
+        self.retries = retries
+        self.give_ups = give_ups
+        self.sleep = sleep
+        self.tracer = tracer
+        self.status = status
+        self.error = error
+        # The open span of each call that has retried and not ended, oldest first.
+        self._open: dict[int, Span] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, event: RetryEvent) -> None:
+        name = event.name
+        kind = event.kind
+        by_name = {"name": name}
+        self.attempts.add(1, by_name)
+        if kind == "retry":
+            delay = cast(float, event.delay)  # a retry's is a number
+            error_type = type_of(event.outcome)
+            self.retries.add(1, {"name": name, "error_type": error_type})
+            self.sleep.record(delay, by_name)
+            retrying, oldest = self._opened(event)
+            retrying.add_event(
+                "retry",
+                {"retry.attempt": event.number, "retry.delay": delay, "exception.type": error_type},
+            )
+            if oldest is not None:
+                oldest.set_attribute("retry.abandoned", True)
+                oldest.end()
+            return
+        with self._lock:
+            opened = self._open.pop(event.call_id, None)
+        # The call's first event may be its last: then its span starts and ends now.
+        span = self._start(event) if opened is None else opened
+        span.set_attribute("retry.attempts", event.number)
+        outcome = event.outcome
+        if kind == "give_up":
+            error_type = type_of(outcome)
+            self.give_ups.add(1, {"name": name, "reason": str(event.reason)})
+            if isinstance(outcome, BaseException):
+                span.record_exception(outcome)
+            span.set_status(self.status(self.error, f"gave up ({event.reason}): {error_type}"))
+        elif kind == "error":
+            span.record_exception(outcome)
+            span.set_status(self.status(self.error, type_of(outcome)))
+        span.end()
+
+    def _start(self, event: RetryEvent) -> Span:
+        """A span for *event*'s call, begun when its first attempt began."""
+        start = time.time_ns() - int(event.elapsed * 1e9)
+        return self.tracer.start_span(event.name, start_time=max(start, 0))
+
+    def _opened(self, event: RetryEvent) -> tuple[Span, Span | None]:
+        """The open span of *event*'s call (started now if it has none), and the
+        oldest open span if it had to make room."""
+        with self._lock:
+            span = self._open.get(event.call_id)
+        if span is not None:
+            return span, None
+        span = self._start(event)
+        oldest = None
+        with self._lock:
+            if len(self._open) >= _OPEN_SPANS_MAX:
+                oldest = self._open.pop(next(iter(self._open)))
+            self._open[event.call_id] = span
+        return span, oldest
+
+    def __repr__(self) -> str:
+        return f"<backoff_iter.instrument.opentelemetry hook at {id(self):#x}>"

@@ -1,0 +1,302 @@
+"""Parts: what a retry policy consults around each attempt, through one interface.
+
+A budget, a circuit breaker, a throttle, a rate limiter and the per-attempt
+timeout are each a :class:`Part`.  The driver core knows no part by name:
+it asks every part of the policy, in a fixed order, at three moments:
+
+1. **before each attempt** (the first included): ``before_attempt(call)``
+   may refuse the attempt by raising (a breaker's ``BrokenCircuitError``;
+   the error ends the call, the attempt never runs), make it wait (a rate
+   limiter; ``abefore_attempt`` in async loops), or set its timeout;
+2. **after each attempt**: ``after_attempt(outcome, kind, number, spent)``
+   hears how it went;
+3. **before each retry**, once the delays and the deadline leave room:
+   ``allow_retry(outcome, kind)`` may refuse it (a budget), and what it
+   returns is what the retry took.
+
+The order: the budget, the breaker, the throttle, the rate limiter, your
+own ``parts=``, then the attempt timeout - before an attempt in that order,
+after it in the reverse one (as middleware unwinds), so a refusal comes
+before any wait and the budget hears last.
+
+Write your own by subclassing :class:`Part` and overriding what you need;
+give it to any driver with ``parts=[...]``:
+
+>>> from backoff_iter import retry
+>>> from backoff_iter.parts import Part
+>>> class Tally(Part):
+...     '''Counts the outcomes of every attempt it sees.'''
+...     def __init__(self):
+...         self.kinds = []
+...     def after_attempt(self, outcome, kind, number, spent):
+...         self.kinds.append(kind)
+>>> tally = Tally()
+>>> @retry([0.0, 0.0], on=ConnectionError, parts=[tally], sleep=lambda s: None)
+... def fetch(replies=iter([ConnectionError(), "ok"])):
+...     reply = next(replies)
+...     if isinstance(reply, Exception):
+...         raise reply
+...     return reply
+>>> fetch(), tally.kinds
+('ok', ['failure', 'success'])
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from . import _checks
+
+if TYPE_CHECKING:
+    from ._core import Call
+    from .breakers import Breaker
+    from .budgets import Budget
+    from .limiters import RateLimiter
+    from .throttles import Throttle
+
+__all__ = ["ERROR", "FAILURE", "SUCCESS", "THROTTLE", "Part"]
+
+#: An attempt's outcome, as parts hear it: a success (a result not retried) ...
+SUCCESS = "success"
+#: ... an exception the policy does not retry (it ends the call) ...
+ERROR = "error"
+#: ... a failure the policy retries (an exception ``on`` matches, or a
+#: result ``on_result`` accepts) ...
+FAILURE = "failure"
+#: ... or such a failure that the policy's ``throttled`` predicate says was
+#: the server pushing back.
+THROTTLE = "throttle"
+
+
+class Part:
+    """A piece of a retry policy that the core consults around each attempt.
+
+    Subclass it and override what you need; each method's default does
+    nothing.  A part is shared by every call of its policy (and often by
+    many policies), from any thread or task: keep it thread-safe, and keep
+    what one call needs on that call (``before_attempt`` gets it).
+    """
+
+    __slots__ = ()
+
+    def before_attempt(self, call: Call) -> float:
+        """Before each attempt of *call*: raise to refuse it, or return.
+
+        What it returns is the seconds it made the attempt wait (``0.0``
+        when it did not); a simulator that does not really sleep reads it.
+        *call* tells ``call.number`` (the attempt about to run, from 1),
+        ``call.last`` (the failure retried before it, or None),
+        ``call.policy`` and ``call.elapsed()``; set ``call.timeout`` to
+        bound the attempt.
+        """
+        return 0.0
+
+    async def abefore_attempt(self, call: Call) -> float:
+        """:meth:`before_attempt` in async loops: wait here without blocking."""
+        return self.before_attempt(call)
+
+    def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
+        """After each attempt that ran: its *outcome* (the exception or the
+        result), *kind* (:data:`SUCCESS`, :data:`ERROR`, :data:`FAILURE` or
+        :data:`THROTTLE`), its *number* (from 1) and what the call's retries
+        have *spent* so far (the sum of :meth:`allow_retry`'s answers)."""
+
+    def allow_retry(self, outcome: Any, kind: str) -> float:
+        """May the call retry *outcome* (of *kind*) now?  Asked last, once the
+        delays and the deadline leave room: a falsy answer refuses, a truthy
+        one is what the retry took (``True`` counts as 1)."""
+        return True
+
+
+def overrides(part: object, method: str) -> bool:
+    """Does *part* do something at *method*: a Part subclass overriding it?"""
+    return getattr(type(part), method) is not getattr(Part, method)
+
+
+# -- the parts of the options: budget=, breaker=, throttle=, rate_limiter= -----------------
+
+
+class BudgetPart(Part):
+    """A :class:`~backoff_iter.Budget` as a part: told of every failure it may
+    pay for and every success, asked before each retry."""
+
+    __slots__ = ("budget",)
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+
+    def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
+        if kind is SUCCESS:
+            self.budget.record_success(number == 1, spent)
+        elif kind is not ERROR:
+            self.budget.record_failure(number == 1)
+
+    def allow_retry(self, outcome: Any, kind: str) -> float:
+        return self.budget.try_retry(outcome)
+
+
+class BreakerPart(Part):
+    """A :class:`~backoff_iter.Breaker` as a part: it may refuse each attempt,
+    and counts each failure the policy retries against the dependency."""
+
+    __slots__ = ("breaker",)
+
+    def __init__(self, breaker: Breaker) -> None:
+        self.breaker = breaker
+
+    def before_attempt(self, call: Call) -> float:
+        self.breaker.check()
+        return 0.0
+
+    def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
+        self.breaker.record(kind is SUCCESS or kind is ERROR)
+
+
+class ThrottlePart(Part):
+    """A :class:`~backoff_iter.Throttle` as a part: it may refuse each
+    attempt, and hears whether the server accepted it.  Without a
+    ``throttled`` predicate every failure retried counts as a throttle."""
+
+    __slots__ = ("throttle", "every_failure")
+
+    def __init__(self, throttle: Throttle, every_failure: bool) -> None:
+        self.throttle = throttle
+        self.every_failure = every_failure
+
+    def before_attempt(self, call: Call) -> float:
+        self.throttle.check()
+        return 0.0
+
+    def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
+        self.throttle.record(not (kind is THROTTLE or (kind is FAILURE and self.every_failure)))
+
+
+class RateLimiterPart(Part):
+    """A :class:`~backoff_iter.RateLimiter` as a part: each attempt waits for
+    it, and it hears whether each response was a throttle (every failure
+    retried, without a ``throttled`` predicate)."""
+
+    __slots__ = ("limiter", "every_failure")
+
+    def __init__(self, limiter: RateLimiter, every_failure: bool) -> None:
+        self.limiter = limiter
+        self.every_failure = every_failure
+
+    def before_attempt(self, call: Call) -> float:
+        return self.limiter.acquire(call.policy.sleep) or 0.0
+
+    async def abefore_attempt(self, call: Call) -> float:
+        return await self.limiter.aacquire(call.policy.sleep) or 0.0
+
+    def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
+        self.limiter.record(kind is THROTTLE or (kind is FAILURE and self.every_failure))
+
+
+class TimeoutPart(Part):
+    """``attempt_timeout``: each attempt's timeout, the next of its values
+    (the last one again once they run out), no longer than the deadline
+    leaves; the async loops cancel the attempt at it."""
+
+    __slots__ = ("factory",)
+
+    def __init__(self, factory: Callable[[], Iterable[float]]) -> None:
+        self.factory = factory
+
+    def before_attempt(self, call: Call) -> float:
+        timeouts: Iterator[Any] | None = call.timeouts
+        if timeouts is None:
+            timeouts = call.timeouts = _checks.fresh_delays("attempt_timeout", self.factory)
+        value = next(timeouts, None)
+        if value is None:
+            value = call.timeout_last
+        else:
+            value = call.timeout_last = _checks.wait("attempt_timeout", value)
+        deadline = call.policy.deadline
+        if deadline is not None:
+            value = max(0.0, min(value, deadline - call.elapsed()))
+        call.timeout = value
+        return 0.0
+
+
+def timeout_part(name: str, value: object) -> tuple[TimeoutPart, bool]:
+    """``attempt_timeout`` checked: a part, and whether it is one-shot."""
+    if _checks.is_real(value) or value.__class__ is int:
+        seconds = _checks.seconds(name, value, infinite=True)
+        return TimeoutPart(functools.partial(itertools.repeat, seconds)), False
+    factory, one_shot = _checks.delays_factory(name, value)
+    return TimeoutPart(factory), one_shot
+
+
+# The methods of each option's protocol.
+_PROTOCOLS = {
+    "budget": ("record_success", "record_failure", "try_retry"),
+    "breaker": ("check", "record"),
+    "throttle": ("check", "record"),
+    "rate_limiter": ("acquire", "aacquire", "record"),
+}
+_CHECKED: set[type] = set()  # budget classes whose record_success takes `spent`
+
+
+def as_part(name: str, value: object, every_failure: bool = True) -> Part:
+    """The part that *value* - given as the option *name* - plays: a Part
+    itself, or the protocol object wrapped; an argument error naming *name*
+    if it is neither."""
+    if isinstance(value, Part):
+        return value
+    methods = _PROTOCOLS[name]
+    if not all(callable(getattr(value, method, None)) for method in methods):
+        wanted = ", ".join(f"{m}()" for m in methods)
+        raise _checks.ArgumentTypeError(
+            name, f"{name} must be a Part, or have {wanted} methods, got {value!r}"
+        )
+    part: Any = value  # of the protocol: its methods were checked
+    if name == "budget":
+        _check_spent(part)
+        return BudgetPart(part)
+    if name == "breaker":
+        return BreakerPart(part)
+    if name == "throttle":
+        return ThrottlePart(part, every_failure)
+    return RateLimiterPart(part, every_failure)
+
+
+def _check_spent(budget: object) -> None:
+    """A budget's record_success must take *spent* (the Budget protocol); its
+    signature is read once per class."""
+    kind = type(budget)
+    if kind in _CHECKED:
+        return
+    import inspect
+
+    try:
+        inspect.signature(budget.record_success).bind(True, 0.0)  # type: ignore[attr-defined]
+    except TypeError:
+        raise _checks.ArgumentTypeError(
+            "budget",
+            f"budget {budget!r}: record_success(first_attempt, spent) must take what"
+            " the call's retries spent (the Budget protocol), not only first_attempt",
+        ) from None
+    except ValueError:  # no signature to read (a builtin): trust it
+        pass
+    if len(_CHECKED) < 1024:  # bounded: classes made on the fly are checked each time
+        _CHECKED.add(kind)
+
+
+def user_parts(name: str, value: object) -> tuple[Part, ...]:
+    """``parts=``: an iterable of :class:`Part` objects."""
+    if isinstance(value, Part):
+        return (value,)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise _checks.ArgumentTypeError(
+            name, f"{name} must be an iterable of Part objects, got {value!r}"
+        )
+    checked = tuple(value)
+    for part in checked:
+        if not isinstance(part, Part):
+            raise _checks.ArgumentTypeError(
+                name, f"{name} must hold Part objects (subclasses of Part), got {part!r}"
+            )
+    return checked
