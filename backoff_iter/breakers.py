@@ -3,7 +3,7 @@
 Retries with backoff still send every call to a dependency that is down.
 :class:`CircuitBreaker` counts the failures over a sliding window; when
 there were enough calls and too many failed it *opens*, and calls fail at
-once with :class:`BrokenCircuitError` without running.  After the break
+once with :class:`~backoff_iter.BrokenCircuitError` without running.  After the break
 duration one probe call goes through (*half open*): its success closes the
 circuit, its failure opens it again for the next break duration.
 

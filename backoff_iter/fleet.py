@@ -69,7 +69,7 @@ per budget (and give each a name).  Every process must give a budget the
 same parameters.  After ``os.fork()`` the child is a new member with a
 thread of its own.
 
-Simulations use :class:`_SharedState` in place of a ``RedisStore``: the
+Simulations use ``_SharedState`` in place of a ``RedisStore``: the
 script's arithmetic in Python, exchanged inline when a budget is used.
 """
 

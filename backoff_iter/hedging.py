@@ -2,7 +2,7 @@
 
 "The Tail at Scale" (Dean and Barroso, 2013): when a call is slower than
 nearly all others, a copy sent to another replica usually answers first.
-:func:`hedged` starts attempt 1 at once and each further attempt (a
+:func:`~backoff_iter.hedged` starts attempt 1 at once and each further attempt (a
 *hedge*) when its delay after the previous attempt has passed; the first
 result accepted wins, and every other attempt is cancelled and awaited
 before it returns.  The delays are this library's schedules: a list, a

@@ -1,7 +1,7 @@
 """Server hints: the HTTP ``Retry-After`` header, parsed without ever raising,
 and the one clamp every retry path applies to a hint.
 
-A header is untrusted input: whatever it holds, :func:`parse_retry_after`
+A header is untrusted input: whatever it holds, :func:`~backoff_iter.parse_retry_after`
 returns a number of seconds or ``None``, never an exception.
 """
 

@@ -187,10 +187,11 @@ def simulate_overload(
     """Run every strategy with every budget; one :class:`OverloadRun` per pair.
 
     Strategies are the library's names plus ``"none"`` (no retries); a
-    budget is ``"none"``, or names of :data:`BUDGETS` (one at most) and
-    :data:`PARTS` joined by ``+``.  With a *seed* runs repeat exactly, each
-    pair drawing from its own stream.  *progress(strategy, budget,
-    share_done)* is called as a run goes, first at its first arrival.
+    budget is ``"none"``, or names of :data:`~backoff_iter.overload.BUDGETS`
+    (one at most) and :data:`~backoff_iter.overload.PARTS` joined by ``+``.
+    With a *seed* runs repeat exactly, each pair drawing from its own
+    stream.  *progress(strategy, budget, share_done)* is called as a run
+    goes, first at its first arrival.
     """
     names = list(strategies)
     for name in names:

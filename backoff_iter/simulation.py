@@ -273,7 +273,8 @@ def simulate(
 ) -> list[Result]:
     """Mean work and time for each strategy and client count, over *runs* runs.
 
-    *strategies* are names from :data:`STUDY_STRATEGIES` (default: five
+    *strategies* are names from
+    :data:`~backoff_iter.simulation.STUDY_STRATEGIES` (default: five
     strategies of the library, without ``"none"``); a name or count given
     twice counts once.  With a *seed* the results repeat exactly: each run
     has its own stream, so asking for fewer strategies, or running on more

@@ -5,7 +5,7 @@ its load.  :class:`AdaptiveThrottle` rejects requests locally, before they
 are sent, with probability ``max(0, (requests - k x accepts) / (requests +
 1))`` over the last two minutes: with ``k = 2`` the client sends about
 twice what the backend accepts, and the rest fail at once with
-:class:`ThrottledError`.
+:class:`~backoff_iter.ThrottledError`.
 
 >>> from random import Random
 >>> from backoff_iter import AdaptiveThrottle, ThrottledError

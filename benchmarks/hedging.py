@@ -1,6 +1,6 @@
 """Hedged requests against a seeded latency model: the tail without and with a hedge.
 
-    python benchmarks/hedging.py                      # the README's table and picture
+    python benchmarks/hedging.py                      # the docs' table and picture
     python benchmarks/hedging.py --quick --out DIR    # a small run (the test suite's check)
 
 The model: each attempt of a call takes about 10 ms (98% of attempts:

@@ -1,6 +1,6 @@
-"""The fleet table of the README's overload section, and its picture.
+"""The fleet tables of the studies page (docs/studies.rst), and their picture.
 
-    python benchmarks/overload_fleet.py                    # the README's tables and picture
+    python benchmarks/overload_fleet.py                    # the docs' tables and picture
     python benchmarks/overload_fleet.py --quick --out DIR  # a small run (the test suite's check)
 
 The default storm of ``python -m backoff_iter overload`` (800 requests a
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     for server in SERVERS:
         rows = [
-            [budget, "-" if budget == "none" else scope]
+            [budget, "\\-" if budget == "none" else scope]  # a bare "-" is a reST bullet
             + [cell(results[budget, scope, clients, server]) for clients in counts]
             for budget, scope in ROWS
         ]

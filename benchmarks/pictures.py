@@ -1,4 +1,4 @@
-"""Make the README's pictures, from seeded runs of the command line itself.
+"""Make the docs' pictures, from seeded runs of the command line itself.
 
     python benchmarks/pictures.py            # into benchmarks/pictures/
     python benchmarks/pictures.py --quick --out DIR   # small runs (the test suite's check)
@@ -6,7 +6,8 @@
 Needs the plot extra (matplotlib).  Every picture is what a user gets from
 the same ``python -m backoff_iter ... --plot`` command, printed as it runs;
 ``hedging.png`` is drawn by ``benchmarks/hedging.py``, ``overload-fleet.png``
-by ``benchmarks/overload_fleet.py``.
+by ``benchmarks/overload_fleet.py``.  The docs' pages show them where they
+lie (``.. image:: ../benchmarks/pictures/NAME.png``).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def main(argv: list[str]) -> int:
         ]
         print("$", " ".join(["python", *full[1:]]), flush=True)
         subprocess.run(full, check=True, stdout=subprocess.DEVNULL)
-    # hedging.png comes from its benchmark, which also prints the README's table.
+    # hedging.png comes from its benchmark, which also prints the docs' table.
     hedging = [sys.executable, os.path.join(HERE, "hedging.py"), "--seed", SEED, "--out", args.out]
     hedging += ["--quick"] if args.quick else []
     print("$", " ".join(["python", *hedging[1:]]), flush=True)

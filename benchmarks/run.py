@@ -2,7 +2,7 @@
 
     python benchmarks/run.py            # the full run (a few minutes)
     python benchmarks/run.py --quick    # a smoke run, under 30 s
-    python benchmarks/run.py --rst README.rst
+    python benchmarks/run.py --rst docs/benchmarks.rst   # the docs' tables
 
 Peers come from the ``bench`` extra (``pip install '.[bench]'``); a peer that
 is not installed is left out of the tables.  ``--rst FILE`` writes the tables
@@ -247,7 +247,7 @@ def report(quick: bool) -> list[str]:
         "",
         f"**Retry drivers**: ns per successful call, and ns per retry ({drivers.RETRIES}"
         " failures, then success; sleep is a no-op). The delays come from a factory"
-        " (``lambda: islice(constant(0), 10)``), as the README writes it. *overhead*"
+        " (``lambda: islice(constant(0), 10)``), as the guides write it. *overhead*"
         " is over the bare call; *per retry* is compared with the hand-written loop's.",
         "",
     ]

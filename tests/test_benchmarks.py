@@ -91,9 +91,26 @@ def test_rst_output_replaces_only_the_marked_section(tmp_path):
         import run
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    target = tmp_path / "README.rst"
+    target = tmp_path / "benchmarks.rst"
     target.write_text("intro\n.. benchmark-start\nold\n.. benchmark-end\noutro\n")
     run.write_rst(str(target), ["new table"])
     assert target.read_text() == (
         "intro\n.. benchmark-start\n\nnew table\n\n.. benchmark-end\noutro\n"
     )
+
+
+def test_the_benchmarks_page_marks_the_one_section_that_run_py_rewrites():
+    """docs/benchmarks.rst, the page run.py's usage names for --rst, has each marker once, in
+    order (without them --rst would overwrite the whole page), and the tables between them."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import run
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert "--rst docs/benchmarks.rst" in run.__doc__
+    text = (ROOT / "docs" / "benchmarks.rst").read_text(encoding="utf-8")
+    assert text.count(".. benchmark-start") == 1 and text.count(".. benchmark-end") == 1
+    assert text.index(".. benchmark-start") < text.index(".. benchmark-end")
+    section = text.split(".. benchmark-start", 1)[1].split(".. benchmark-end", 1)[0]
+    assert section.lstrip().startswith("Machine:")
+    assert ("driver", "backoff_iter @retry") in rows(section)

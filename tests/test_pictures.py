@@ -1,4 +1,5 @@
-"""The pictures: what they show, and benchmarks/pictures.py, which makes the README's."""
+"""The pictures: what they show, benchmarks/pictures.py, which makes them, and the docs
+pages that show them."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_picture_script_writes_every_picture(tmp_path):
-    """--quick into a fresh directory: each picture the README shows is a non-empty PNG."""
+    """--quick into a fresh directory: each picture the docs show is a non-empty PNG."""
     result = subprocess.run(
         [
             sys.executable,
@@ -36,6 +37,24 @@ def test_the_picture_script_writes_every_picture(tmp_path):
     for path in tmp_path.iterdir():
         data = path.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def shown_on_the_docs_pages():
+    """{picture file: the docs pages showing it}, from their image directives."""
+    shown = {}
+    for page in sorted((ROOT / "docs").rglob("*.rst")):
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if line.startswith(".. image::"):
+                path = (page.parent / line.split("::", 1)[1].strip()).resolve()
+                shown.setdefault(path, []).append(page.name)
+    return shown
+
+
+def test_every_picture_is_shown_on_a_docs_page_and_every_image_shown_exists():
+    """The committed pictures and the docs' image directives name the same files."""
+    committed = set((ROOT / "benchmarks" / "pictures").resolve().iterdir())
+    shown = shown_on_the_docs_pages()
+    assert set(shown) == committed, sorted(path.name for path in set(shown) ^ committed)
 
 
 # -- what the pictures show (drawn in this process, looked at before saving) -----------------

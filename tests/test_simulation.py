@@ -324,11 +324,13 @@ def test_one_generator_through_several_runs_draws_what_gauss_would():
     assert rng.gauss(0.0, 1.0) == 2.9391883507600585
 
 
-def readme_study_tables():
-    """The study section's two tables: {clients: [cells]} for work and for time."""
+def docs_study_tables():
+    """The two tables of the studies page's contention study: {clients: [cells]}
+    for work and for time."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parent.parent / "README.rst").read_text()
+    page = Path(__file__).resolve().parent.parent / "docs" / "studies.rst"
+    text = page.read_text(encoding="utf-8")
     section = text.split(".. study-start", 1)[1].split(".. study-end", 1)[0]
     tables, header = [], None
     for line in section.splitlines():
@@ -341,9 +343,9 @@ def readme_study_tables():
     return tables
 
 
-def test_the_readme_tables_show_what_the_default_study_gives_for_a_few_rows():
+def test_the_docs_tables_show_what_the_default_study_gives_for_a_few_rows():
     """The rows for 10, 20 and 50 clients, recomputed with seed 2026 (a subset of the study)."""
-    work, time = readme_study_tables()
+    work, time = docs_study_tables()
     assert sorted(work) == sorted(time) == [10, 20, 50, 100, 150, 190]
     assert list(work[10]) == list(time[10]) == list(DEFAULT_STRATEGIES)
     for r in simulate(clients=[10, 20, 50], runs=100, seed=2026):
