@@ -357,7 +357,7 @@ class Call:
         """A part refused the next attempt: the call ends with its error, which
         keeps the failure that led to it (the call's last, if it retried one)."""
         self.state = _DONE
-        if self.last is not None and refused.__cause__ is None:
+        if self.last is not None:  # the call's own failure before the one the part tells
             refused.__cause__ = self.last
         self.last = None  # the call is over: it keeps no failure (nor its frames)
         if self._hooks:

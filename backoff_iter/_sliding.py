@@ -45,6 +45,21 @@ class Readings:
         return now if now > NOT_YET else 0.0
 
 
+def detached(failure: object) -> BaseException | None:
+    """A copy of the exception *failure* without its traceback, cause or
+    context, for a long-lived part to keep as the cause of refusals to come
+    (the original would keep the frames of its traceback alive, and every
+    local in them); None for a result, or an exception that cannot be copied."""
+    if not isinstance(failure, BaseException):
+        return None
+    import copy
+
+    try:
+        return copy.copy(failure)  # args and __dict__: no traceback, cause or context
+    except Exception:  # an exception class whose arguments cannot be replayed
+        return None
+
+
 class SlidingCounts:
     """Two counts (say successes and failures) over the last *span* time units.
 

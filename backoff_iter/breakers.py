@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, Union
 
 from . import _checks
-from ._sliding import Readings, SlidingCounts
+from ._sliding import Readings, SlidingCounts, detached
 
 __all__ = ["Breaker", "BrokenCircuitError", "CircuitBreaker"]
 
@@ -154,6 +154,7 @@ class CircuitBreaker:
         "_durations",
         "_restart",
         "_counts",
+        "_opened_by",
     )
 
     failure_ratio: float
@@ -219,6 +220,7 @@ class CircuitBreaker:
         self._state = _CLOSED
         self._until = 0.0  # open: when the break ends; half open: when another probe may go
         self._counts = SlidingCounts(self.sampling_duration, _BUCKETS)  # successes, failures
+        self._opened_by: BaseException | None = None  # the failure that last opened it
 
     @property
     def state(self) -> str:
@@ -226,7 +228,11 @@ class CircuitBreaker:
         return self._state
 
     def check(self) -> None:
-        """Admit a call, or raise :class:`BrokenCircuitError` while the circuit is open."""
+        """Admit a call, or raise :class:`BrokenCircuitError` while the circuit is open.
+
+        The error's ``__cause__`` is the failure that opened the circuit (a
+        copy without its traceback), when :meth:`record` was told it; a
+        driver replaces it with the refused call's own last failure."""
         if self._state is _CLOSED:  # one read of one attribute: no lock needed
             return
         with self._lock:
@@ -239,10 +245,15 @@ class CircuitBreaker:
                 self._until = now + self._break
                 return
             retry_after = self._until - now
-        raise BrokenCircuitError(retry_after, state is _HALF_OPEN)
+            opened_by = self._opened_by
+        refused = BrokenCircuitError(retry_after, state is _HALF_OPEN)
+        if opened_by is not None:
+            refused.__cause__ = opened_by
+        raise refused
 
-    def record(self, success: bool) -> None:
-        """Tell the breaker how a call it let go ended."""
+    def record(self, success: bool, failure: object = None) -> None:
+        """Tell the breaker how a call it let go ended; *failure*, the outcome
+        of one that failed, becomes the cause of the refusals it leads to."""
         with self._lock:
             now = self._now()
             state = self._state
@@ -250,7 +261,7 @@ class CircuitBreaker:
                 if success:
                     self._close()
                 else:
-                    self._open(now)
+                    self._open(now, failure)
             elif success:
                 self._counts.add_first(now)
             else:
@@ -259,9 +270,10 @@ class CircuitBreaker:
                     successes, failures = self._counts.totals(now)
                     calls = successes + failures
                     if calls >= self.minimum_throughput and failures / calls >= self.failure_ratio:
-                        self._open(now)
+                        self._open(now, failure)
 
-    def _open(self, now: float) -> None:
+    def _open(self, now: float, failure: object) -> None:
+        self._opened_by = detached(failure)
         duration = self._next_break()
         self._break = duration
         self._until = now + duration

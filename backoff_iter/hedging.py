@@ -2,11 +2,11 @@
 
 "The Tail at Scale" (Dean and Barroso, 2013): when a call is slower than
 nearly all others, a copy sent to another replica usually answers first.
-:func:`~backoff_iter.hedged` starts attempt 1 at once and each further attempt (a
-*hedge*) when its delay after the previous attempt has passed; the first
-result accepted wins, and every other attempt is cancelled and awaited
-before it returns.  The delays are this library's schedules: a list, a
-strategy, or a factory of them.
+:func:`~backoff_iter.hedged` starts attempt 1 at once and each further
+attempt (a *hedge*) when its delay after the previous attempt has passed;
+the first result accepted wins, and every other attempt is cancelled and
+awaited before it returns.  The delays are this library's schedules: a
+list, a strategy, or a factory of them.
 
 >>> import asyncio
 >>> from backoff_iter import hedged
@@ -24,26 +24,36 @@ failure cancels every attempt and propagates; a budget refusing a hedge
 means no more hedges, while the attempts already sent go on.  Each call
 keeps its own state, so a ``@hedge`` function may run in any number of
 tasks at once; only the budget is shared, and the budgets of this library
-are thread-safe.
+are thread-safe.  It runs under asyncio and under trio (or anyio on
+either), finding the running one itself.
+
+It runs on the retry core's pieces: the options are the drivers'
+(:class:`~backoff_iter.HedgeOptions`), the budget is consulted as a part,
+the server's hint is applied by the one rule of
+:func:`~backoff_iter.hints.sleep_for`, and the hooks hear a ``"hedge"``
+event for each hedge sent, a ``"retry"`` for each attempt that failed
+while the call went on, a ``"cancelled"`` for each loser, and the call's
+end (``"success"``, ``"error"`` or ``"give_up"``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import math
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 
-from . import _checks
-from ._filters import ExceptionFilter, exception_filter, is_transient, matches
-from .hints import RETRY_AFTER_MAX, server_wait
-from .parts import as_part
+from . import _checks, _sleeping
+from ._core import Call
+from ._filters import matches
+from ._options import Policy
+from .hints import server_wait, sleep_for
+from .parts import FAILURE, SUCCESS
 
 if TYPE_CHECKING:
-    from typing_extensions import ParamSpec
+    from typing_extensions import ParamSpec, Unpack
 
-    from .budgets import Budget
+    from ._options import HedgeOptions
 
     P = ParamSpec("P")
 
@@ -55,31 +65,18 @@ R = TypeVar("R")
 #: delays for each call, a list or tuple, or (for :func:`hedged`) any iterable.
 Delays = Union[Callable[[], Iterable[float]], Sequence[float], Iterable[float]]
 
-_END: Any = object()  # no further hedge
+_INF = math.inf
+#: One attempt's end: (its number, its exception or None, its result).
+Finished = tuple[int, Union[BaseException, None], Any]
 
 
 class _Hedging:
     """The checked options of hedged calls: one per :func:`hedged` call, one
     per :func:`hedge` decoration, shared by all its calls."""
 
-    __slots__ = (
-        "_checked",
-        "_factory",
-        "_on",
-        "_only_exceptions",
-        "_on_result",
-        "_budget",
-        "_hook",
-    )
+    __slots__ = ("_checked", "_factory", "policy")
 
-    def __init__(
-        self,
-        delays: Delays,
-        on: ExceptionFilter,
-        on_result: Callable[[Any], object] | None,
-        budget: Budget | None,
-        retry_after: Callable[[Any], float | None] | None,
-    ) -> None:
+    def __init__(self, delays: Delays, options: dict[str, Any], reusable: bool) -> None:
         # A list or tuple is checked whole, at once; other delays as they are drawn.
         self._checked: tuple[float, ...] | None = None
         self._factory: Callable[[], Iterable[object]] | None = None
@@ -87,21 +84,11 @@ class _Hedging:
             self._checked = tuple(
                 _checks.wait("delays", delay) for delay in cast(Sequence[object], delays)
             )
-        elif callable(delays):
-            self._factory = delays
-        else:  # an iterator serves one call; other iterables each call afresh
-            _checks.iterable("delays", delays)
-            self._factory = functools.partial(iter, delays)
-        self._on, self._only_exceptions = exception_filter("on", on)
-        if on_result is not None:
-            _checks.function("on_result", on_result)
-        self._on_result = on_result
-        if budget is not None:
-            as_part("budget", budget)
-        self._budget = budget
-        if retry_after is not None:
-            _checks.function("retry_after", retry_after)
-        self._hook = retry_after
+        elif reusable:
+            self._factory = _checks.reusable_delays("delays", delays)
+        else:
+            self._factory, _ = _checks.delays_factory("delays", delays)
+        self.policy = Policy(None, **options)
 
     def _gaps(self) -> Iterator[float]:
         """This call's delays, each checked; ``inf`` ends them."""
@@ -112,135 +99,320 @@ class _Hedging:
             _checks.fresh_delays("delays", cast(Any, self._factory)),
         )
 
-    def _hint(self, outcome: Any, failed: bool) -> float | None:
-        """The retry_after hook's hint for *outcome*, checked.  An error of the
+    def _hint(self, outcome: Any) -> float | None:
+        """The retry_after hook's hint for *outcome*, clamped.  An error of the
         hook, or a bad hint, keeps the attempt's failure as its ``__context__``."""
+        hook = self.policy.retry_after
+        if hook is None:
+            return None
         try:
-            hint = self._hook(outcome)  # type: ignore[misc]
-            return None if hint is None else server_wait(hint, RETRY_AFTER_MAX)
+            hint = hook(outcome)
+            return None if hint is None else server_wait(hint, self.policy.retry_after_max)
         except BaseException as error:
-            if failed and error.__context__ is None:
+            if isinstance(outcome, BaseException) and error.__context__ is None:
                 error.__context__ = outcome
             raise
 
     async def run(self, call: Callable[[], Awaitable[R]], name: str) -> R:
         """Run one hedged call of *call*: its attempts, in tasks named after *name*."""
-        loop = asyncio.get_running_loop()
-        budget = self._budget
+        policy = self.policy
+        events = Call(policy, None)  # the call's events: its hooks, its clock, its id
+        group: _Attempts = (
+            _TrioAttempts(call, name)
+            if _sleeping.running_library() == "trio"
+            else _AsyncioAttempts(call, name)
+        )
+        async with group:
+            outcome, failed = await self._hedge(group, events)
+            if failed:  # raised from here, with no local left that holds it: no cycle
+                try:
+                    raise outcome
+                finally:
+                    outcome = None
+            return cast(R, outcome)
+
+    async def _hedge(self, group: _Attempts, events: Call) -> tuple[Any, bool]:
+        """The schedule of one hedged call in *group*: (its winner's result,
+        False), or (the outcome that ends it, whether it is an exception):
+        a failure ``on`` does not match, or the last outcome once every
+        attempt failed and no hedge is left."""
+        policy = self.policy
         gaps = self._gaps()
-        running: dict[asyncio.Future[R], int] = {}  # each attempt, to its number
         number = 0  # of the latest attempt started
-        due: float | None = 0.0  # loop time at which the next attempt starts; None: never
-        not_before = -math.inf  # a server's hint: no hedge before then
+        due: float | None = 0.0  # group time at which the next attempt starts; None: never
+        started = 0.0  # when the latest attempt started
+        not_before = -_INF  # a server's hint: no hedge before then
         trigger: Any = None  # the outcome that brought the next hedge forward
-        spent = 0.0  # what the budget's try_retry returned for this call
+        spent = 0.0  # what the parts' allow_retry returned for this call
         last: Any = None  # the latest outcome, an exception or a rejected result
         failed = True  # ... whether it is an exception
-        try:
-            while True:
-                if due is not None:
-                    now = loop.time()
-                    if now >= due:
-                        if number and budget is not None:
-                            allowed = budget.try_retry(trigger)
-                            if not allowed:  # A6: hedges never wait for the budget
-                                due = None
-                                continue
-                            spent += allowed
-                        gap = next(gaps, _END)
-                        due = None if gap is _END or gap == math.inf else now + gap
-                        number += 1
-                        trigger = None
-                        running[_start(loop, call, name, number)] = number
-                        continue
-                if not running:
-                    if due is None:  # every attempt failed, no hedge left to send
-                        break
-                    await asyncio.sleep(due - loop.time())
+        while True:
+            if due is not None:
+                now = group.now()
+                if now >= due:
+                    if number:
+                        taken = _allowed(policy, trigger)
+                        if not taken:  # A6: hedges never wait for the budget
+                            due = None
+                            continue
+                        spent += taken
+                    gap = next(gaps, None)
+                    due = None if gap is None or gap == _INF else now + gap
+                    number += 1
+                    if number > 1 and events._failure_hooks:
+                        events.emit("hedge", trigger, number, now - started)
+                    started = now
+                    trigger = None
+                    group.start(number)
                     continue
-                timeout = None if due is None else max(0.0, due - loop.time())
-                done, _ = await asyncio.wait(
-                    running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-                )
-                for task in sorted(done, key=running.__getitem__):
-                    first = running.pop(task) == 1
-                    try:
-                        result = task.result()
-                    except BaseException as exc:  # the attempt's failure, not ours
-                        if not matches(self._on, self._only_exceptions, exc):
-                            raise  # fatal: the others are cancelled on the way out
-                        last, failed = exc, True
-                    else:
-                        if self._on_result is None or not self._on_result(result):
-                            if budget is not None:
-                                budget.record_success(first, spent)
-                            return result
-                        last, failed = result, False
-                    if budget is not None:
-                        budget.record_failure(first)
-                    if due is not None:  # the next hedge goes at once, or when the server says
-                        now = loop.time()
-                        if self._hook is not None:
-                            hint = self._hint(last, failed)
-                            if hint is not None:
-                                not_before = max(not_before, now + hint)
+            if not group.running:
+                if due is None:  # every attempt failed, no hedge left to send
+                    break
+                await group.sleep(due - group.now())
+                continue
+            timeout = None if due is None else max(0.0, due - group.now())
+            for attempt, exc, result in await group.finished(timeout):
+                if exc is not None:
+                    if not matches(policy.on, policy.only_exceptions, exc):
+                        for after in policy.afters:
+                            after(exc, "error", attempt, spent)
+                        await self._cancel_rest(group, events)
+                        if events._hooks:
+                            events.emit("error", exc, attempt)
+                        return exc, True  # fatal: the others are cancelled
+                    last, failed = exc, True
+                elif policy.on_result is None or not policy.on_result(result):
+                    for after in policy.afters:
+                        after(result, SUCCESS, attempt, spent)
+                    await self._cancel_rest(group, events)
+                    if events._hooks:
+                        events.emit("success", result, attempt)
+                    return result, False
+                else:
+                    last, failed = result, False
+                for after in policy.afters:
+                    after(last, FAILURE, attempt, spent)
+                if due is not None:  # the next hedge goes at once, or when the server says
+                    now = group.now()
+                    hint = self._hint(last)
+                    if hint is not None:
+                        if sleep_for(0.0, hint) == _INF:  # longer than can be waited: no more
+                            due = None
+                        else:
+                            not_before = max(not_before, now + hint)
+                    if due is not None:
                         due = max(now, not_before)
-                        trigger = last
-        finally:
-            if running:
-                await _cancel(running)
-        if failed:
-            raise last
-        return cast(R, last)
+                    trigger = last
+                if (due is not None or group.running) and events._failure_hooks:
+                    wait = 0.0 if due is None else max(0.0, due - group.now())
+                    events.emit("retry", last, attempt, wait)
+        if events._failure_hooks:
+            events.emit("give_up", last, number, reason="exhausted")
+        return last, failed
+
+    async def _cancel_rest(self, group: _Attempts, events: Call) -> None:
+        """Cancel the attempts still running, and tell the hooks of each."""
+        for number in await group.cancel_rest():
+            if events._hooks:
+                events.emit("cancelled", None, number)
 
 
-def _start(
-    loop: asyncio.AbstractEventLoop, call: Callable[[], Awaitable[R]], name: str, number: int
-) -> asyncio.Future[R]:
-    """Attempt *number* of *call*, running in a task of its own."""
-    awaitable = call()
-    if asyncio.iscoroutine(awaitable):
-        return loop.create_task(awaitable, name=f"{name} attempt {number}")
-    if not hasattr(awaitable, "__await__"):
-        raise _checks.ArgumentTypeError(
-            "call",
-            f"call must be a zero-argument async function, but {call!r}"
-            f" returned {awaitable!r}, which cannot be awaited",
+def _allowed(policy: Policy, outcome: Any) -> float:
+    """What the parts' allow_retry took for one more hedge (0.0: refused)."""
+    taken = 0.0
+    for allow in policy.allows:
+        took = allow(outcome, FAILURE)
+        if not took:
+            return 0.0
+        taken += took
+    return taken if policy.allows else 1.0
+
+
+class _Attempts:
+    """The attempts of one hedged call, each in a task of the running event loop."""
+
+    running: int = 0  # attempts under way
+
+    def __init__(self, call: Callable[[], Awaitable[Any]], name: str) -> None:
+        self._call = call
+        self._name = name
+
+    async def __aenter__(self) -> _Attempts:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Cancel every attempt left and wait for each: none outlives the call."""
+        await self.cancel_rest()
+
+    def now(self) -> float:
+        raise NotImplementedError  # pragma: no cover - an interface
+
+    def start(self, number: int) -> None:
+        raise NotImplementedError  # pragma: no cover - an interface
+
+    async def sleep(self, seconds: float) -> None:
+        raise NotImplementedError  # pragma: no cover - an interface
+
+    async def finished(self, timeout: float | None) -> list[Finished]:
+        """The attempts that end within *timeout* seconds (None: no limit), oldest first."""
+        raise NotImplementedError  # pragma: no cover - an interface
+
+    async def cancel_rest(self) -> list[int]:
+        """Cancel the attempts under way and wait until each has ended; their numbers."""
+        raise NotImplementedError  # pragma: no cover - an interface
+
+    def _awaitable(self) -> Awaitable[Any]:
+        awaitable = self._call()
+        if not hasattr(awaitable, "__await__"):
+            raise _checks.ArgumentTypeError(
+                "call",
+                f"call must be a zero-argument async function, but {self._call!r}"
+                f" returned {awaitable!r}, which cannot be awaited",
+            )
+        return awaitable
+
+
+class _AsyncioAttempts(_Attempts):
+    """Attempts as asyncio tasks."""
+
+    def __init__(self, call: Callable[[], Awaitable[Any]], name: str) -> None:
+        import asyncio
+
+        super().__init__(call, name)
+        self._asyncio = asyncio
+        self._loop = asyncio.get_running_loop()
+        self._tasks: dict[Any, int] = {}  # each attempt's task, to its number
+
+    @property  # type: ignore[override]
+    def running(self) -> int:
+        return len(self._tasks)
+
+    def now(self) -> float:
+        return self._loop.time()
+
+    def start(self, number: int) -> None:
+        awaitable = self._awaitable()
+        if self._asyncio.iscoroutine(awaitable):
+            task = self._loop.create_task(awaitable, name=f"{self._name} attempt {number}")
+        else:
+            task = self._asyncio.ensure_future(awaitable)
+        self._tasks[task] = number
+
+    async def sleep(self, seconds: float) -> None:
+        await self._asyncio.sleep(seconds)
+
+    async def finished(self, timeout: float | None) -> list[Finished]:
+        done, _ = await self._asyncio.wait(
+            self._tasks, timeout=timeout, return_when=self._asyncio.FIRST_COMPLETED
         )
-    return asyncio.ensure_future(awaitable)
+        ended: list[Finished] = []
+        for task in sorted(done, key=self._tasks.__getitem__):
+            number = self._tasks.pop(task)
+            try:
+                ended.append((number, None, task.result()))
+            except BaseException as exc:  # the attempt's failure, or its own cancellation
+                ended.append((number, exc, None))
+        return ended
+
+    async def cancel_rest(self) -> list[int]:
+        """Cancel the attempts and wait for each.  A cancellation of the caller
+        that arrives meanwhile is raised once they have: none is left running."""
+        attempts = list(self._tasks)
+        numbers = [self._tasks[task] for task in attempts]
+        self._tasks.clear()
+        for task in attempts:
+            task.cancel()
+        interrupted: BaseException | None = None
+        pending = set(attempts)
+        while pending:
+            try:
+                _, pending = await self._asyncio.wait(pending)
+            except self._asyncio.CancelledError as error:
+                interrupted = error
+        for task in attempts:
+            if not task.cancelled():
+                task.exception()  # seen: asyncio logs no "exception was never retrieved"
+        if interrupted is not None:
+            try:
+                raise interrupted
+            finally:
+                interrupted = None
+        return numbers
 
 
-async def _cancel(attempts: Iterable[asyncio.Future[Any]]) -> None:
-    """Cancel *attempts* and wait until every one has finished.
+class _TrioAttempts(_Attempts):
+    """Attempts as trio tasks in a nursery of the call, each in its own cancel scope."""
 
-    A cancellation of the caller that arrives meanwhile is raised once they
-    have: no attempt is left running, whatever happens."""
-    attempts = list(attempts)
-    for task in attempts:
-        task.cancel()
-    interrupted: BaseException | None = None
-    pending = set(attempts)
-    while pending:
-        try:
-            _, pending = await asyncio.wait(pending)
-        except asyncio.CancelledError as error:
-            interrupted = error
-    for task in attempts:
-        if not task.cancelled():
-            task.exception()  # seen: asyncio logs no "exception was never retrieved"
-    if interrupted is not None:
-        raise interrupted
+    def __init__(self, call: Callable[[], Awaitable[Any]], name: str) -> None:
+        import trio
+
+        super().__init__(call, name)
+        self._trio = trio
+        self._scopes: dict[int, Any] = {}  # each attempt under way's cancel scope
+        self._send, self._receive = trio.open_memory_channel[Finished](_INF)
+        self._nursery: Any = None
+        self._opened: Any = None
+
+    @property  # type: ignore[override]
+    def running(self) -> int:
+        return len(self._scopes)
+
+    async def __aenter__(self) -> _Attempts:
+        self._opened = self._trio.open_nursery()
+        self._nursery = await self._opened.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        for scope in self._scopes.values():
+            scope.cancel()
+        self._scopes.clear()
+        await self._opened.__aexit__(*exc_info)
+
+    def now(self) -> float:
+        return float(self._trio.current_time())
+
+    def start(self, number: int) -> None:
+        scope = self._trio.CancelScope()
+        self._scopes[number] = scope
+        self._nursery.start_soon(
+            self._attempt, number, scope, self._awaitable(), name=f"{self._name} attempt {number}"
+        )
+
+    async def _attempt(self, number: int, scope: Any, awaitable: Awaitable[Any]) -> None:
+        with scope:
+            try:
+                result = await awaitable
+            except Exception as exc:
+                self._send.send_nowait((number, exc, None))
+            else:
+                self._send.send_nowait((number, None, result))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._trio.sleep(seconds)
+
+    async def finished(self, timeout: float | None) -> list[Finished]:
+        ended: list[Finished] = []
+        with self._trio.move_on_after(_INF if timeout is None else timeout):
+            ended.append(await self._receive.receive())
+        while True:
+            try:
+                ended.append(self._receive.receive_nowait())
+            except self._trio.WouldBlock:
+                break
+        for number, _, _ in ended:
+            self._scopes.pop(number, None)
+        return sorted(ended, key=lambda end: end[0])
+
+    async def cancel_rest(self) -> list[int]:
+        numbers = sorted(self._scopes)
+        for scope in self._scopes.values():
+            scope.cancel()
+        self._scopes.clear()
+        return numbers
 
 
 def hedged(
-    call: Callable[[], Awaitable[R]],
-    delays: Delays,
-    *,
-    on: ExceptionFilter = is_transient,
-    on_result: Callable[[Any], object] | None = None,
-    budget: Budget | None = None,
-    retry_after: Callable[[Any], float | None] | None = None,
-    name: str = "call",
+    call: Callable[[], Awaitable[R]], delays: Delays, **options: Unpack[HedgeOptions]
 ) -> Coroutine[Any, Any, R]:
     """Await ``call()`` with hedges: further attempts when the previous one is slow.
 
@@ -253,23 +425,21 @@ def hedged(
     - *call*: a zero-argument async function; every attempt calls it anew.
     - *delays*: an iterable of seconds, or a zero-argument function
       returning one.
-    - *on*: an exception class, a tuple of them, or a predicate
-      ``callable(exc) -> bool``.  A failure it matches sends the next hedge
-      at once; any other failure (and an attempt's own cancellation)
-      cancels every attempt and propagates as itself.
-    - *on_result*: ``predicate(result) -> bool``; a result it accepts is
-      rejected as an answer and counted like a matched failure.
-    - *budget*: a :class:`~backoff_iter.TokenBucket`, a
-      :class:`~backoff_iter.RetryBudget` or your own.  Each hedge must be
+    - *options* (:class:`~backoff_iter.HedgeOptions`), as for the drivers:
+      *on* (default :func:`~backoff_iter.is_transient`): a failure it
+      matches sends the next hedge at once; any other failure (and an
+      attempt's own cancellation) cancels every attempt and propagates as
+      itself.  *on_result*: a result it accepts is rejected as an answer
+      and counted like a matched failure.  *budget*: each hedge must be
       allowed by ``try_retry(outcome)`` (the failure that brought it
       forward, or None when its delay passed); a refusal means no more
-      hedges, never a wait.  Matched failures are recorded with
+      hedges, never a wait; matched failures are recorded with
       ``record_failure``, the winner with ``record_success``; cancelled
-      attempts are not recorded.
-    - *retry_after*: ``hook(outcome) -> seconds or None`` on a matched
-      failure or rejected result; no further hedge starts before that
-      many seconds from now (clamped to 6 hours, ``RETRY_AFTER_MAX``).
-    - *name*: names the attempts' tasks (``"call attempt 2"``).
+      attempts are not recorded.  *retry_after*: no further hedge starts
+      before that many seconds from now (clamped to *retry_after_max*; a
+      hint too long to wait sends no further hedge).  *name* names the
+      attempts' tasks (``"call attempt 2"``) and the events; *observe*
+      gives hooks.
 
     The first result accepted is returned once every other attempt has been
     cancelled and has finished.  When every attempt has failed and no hedge
@@ -289,18 +459,12 @@ def hedged(
     ('answer from attempt 3', [1, 2, 3])
     """
     _checks.function("call", call)
-    policy = _Hedging(delays, on, on_result, budget, retry_after)
-    return policy.run(call, _checks.text("name", name))
+    hedging = _Hedging(delays, dict(options), reusable=False)
+    return hedging.run(call, hedging.policy.name)
 
 
 def hedge(
-    delays: Callable[[], Iterable[float]] | Sequence[float],
-    *,
-    on: ExceptionFilter = is_transient,
-    on_result: Callable[[Any], object] | None = None,
-    budget: Budget | None = None,
-    retry_after: Callable[[Any], float | None] | None = None,
-    name: str | None = None,
+    delays: Callable[[], Iterable[float]] | Sequence[float], **options: Unpack[HedgeOptions]
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Coroutine[Any, Any, R]]]:
     """Decorate an async function so each call is :func:`hedged`.
 
@@ -308,7 +472,7 @@ def hedge(
     is a zero-argument function returning fresh delays for each call, or a
     list or tuple (a one-shot iterator would serve one call only, and is
     refused); *name* defaults to the function's qualified name; the other
-    arguments are those of :func:`hedged`.
+    options are those of :func:`hedged`.
 
     >>> import asyncio
     >>> @hedge([0.01], on=ConnectionError)
@@ -318,10 +482,8 @@ def hedge(
     >>> asyncio.run(lookup("a"))
     'A'
     """
-    _checks.reusable_delays("delays", delays)  # a one-shot iterator would serve one call
-    policy = _Hedging(delays, on, on_result, budget, retry_after)
-    if name is not None:
-        name = _checks.text("name", name)
+    given = dict(options)
+    _Hedging(delays, given, reusable=True)  # checked now
 
     def decorate(function: Callable[P, Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
         _checks.function("function", function)
@@ -331,11 +493,14 @@ def hedge(
                 f"hedge decorates async functions, got {function!r}: its attempts"
                 " run concurrently in tasks",
             )
-        label = name if name is not None else getattr(function, "__qualname__", repr(function))
+        named = dict(given)
+        named.setdefault("name", getattr(function, "__qualname__", repr(function)))
+        hedging = _Hedging(delays, named, reusable=True)
+        label = hedging.policy.name
 
         @functools.wraps(function)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            return await policy.run(lambda: function(*args, **kwargs), label)
+            return await hedging.run(lambda: function(*args, **kwargs), label)
 
         return wrapper
 

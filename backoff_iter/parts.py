@@ -100,8 +100,9 @@ class Part:
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         """After each attempt that ran: its *outcome* (the exception or the
-        result), *kind* (:data:`SUCCESS`, :data:`ERROR`, :data:`FAILURE` or
-        :data:`THROTTLE`), its *number* (from 1) and what the call's retries
+        result), *kind* (:data:`~backoff_iter.parts.SUCCESS`,
+        :data:`~backoff_iter.parts.ERROR`, :data:`~backoff_iter.parts.FAILURE` or
+        :data:`~backoff_iter.parts.THROTTLE`), its *number* (from 1) and what the call's retries
         have *spent* so far (the sum of :meth:`allow_retry`'s answers)."""
 
     def allow_retry(self, outcome: Any, kind: str) -> float:
@@ -142,17 +143,23 @@ class BreakerPart(Part):
     """A :class:`~backoff_iter.Breaker` as a part: it may refuse each attempt,
     and counts each failure the policy retries against the dependency."""
 
-    __slots__ = ("breaker",)
+    __slots__ = ("breaker", "record")
 
     def __init__(self, breaker: Breaker) -> None:
+        from .breakers import CircuitBreaker
+
         self.breaker = breaker
+        # The library's breaker hears the failure too: the cause of its refusals.
+        self.record = (
+            breaker.record if isinstance(breaker, CircuitBreaker) else _success_only(breaker.record)
+        )
 
     def before_attempt(self, call: Call) -> float:
         self.breaker.check()
         return 0.0
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
-        self.breaker.record(kind is SUCCESS or kind is ERROR)
+        self.record(kind is SUCCESS or kind is ERROR, outcome)
 
 
 class ThrottlePart(Part):
@@ -160,18 +167,36 @@ class ThrottlePart(Part):
     attempt, and hears whether the server accepted it.  Without a
     ``throttled`` predicate every failure retried counts as a throttle."""
 
-    __slots__ = ("throttle", "every_failure")
+    __slots__ = ("throttle", "every_failure", "record")
 
     def __init__(self, throttle: Throttle, every_failure: bool) -> None:
+        from .throttles import AdaptiveThrottle
+
         self.throttle = throttle
         self.every_failure = every_failure
+        # The library's throttle hears the failure too: the cause of its refusals.
+        self.record = (
+            throttle.record
+            if isinstance(throttle, AdaptiveThrottle)
+            else _success_only(throttle.record)
+        )
 
     def before_attempt(self, call: Call) -> float:
         self.throttle.check()
         return 0.0
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
-        self.throttle.record(not (kind is THROTTLE or (kind is FAILURE and self.every_failure)))
+        throttled = kind is THROTTLE or (kind is FAILURE and self.every_failure)
+        self.record(not throttled, outcome)
+
+
+def _success_only(record: Callable[[bool], None]) -> Callable[[bool, Any], None]:
+    """A protocol's ``record(success)``, called with the outcome too (which it does not take)."""
+
+    def told(success: bool, outcome: Any) -> None:
+        record(success)
+
+    return told
 
 
 class RateLimiterPart(Part):

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from . import _checks, _jitter
-from ._sliding import Readings, SlidingCounts
+from ._sliding import Readings, SlidingCounts, detached
 
 __all__ = ["AdaptiveThrottle", "Throttle", "ThrottledError"]
 
@@ -108,7 +108,7 @@ class AdaptiveThrottle:
     lock guards the counts; nothing blocks or sleeps.
     """
 
-    __slots__ = ("k", "window", "_now", "_random", "_counts", "_lock")
+    __slots__ = ("k", "window", "_now", "_random", "_counts", "_lock", "_rejected_by")
 
     k: float
     """Requests allowed per accepted request, as given."""
@@ -130,6 +130,7 @@ class AdaptiveThrottle:
         self._now = Readings(clock)
         self._counts = SlidingCounts(self.window, _BUCKETS)  # requests, accepts
         self._lock = _thread.allocate_lock()
+        self._rejected_by: BaseException | None = None  # the latest failure recorded
 
     def _probability(self, requests: int, accepts: int) -> float:
         return max(0.0, (requests - self.k * accepts) / (requests + 1))
@@ -141,20 +142,31 @@ class AdaptiveThrottle:
             return self._probability(*self._counts.totals(self._now()))
 
     def check(self) -> None:
-        """Count a request and admit it, or raise :class:`ThrottledError`."""
+        """Count a request and admit it, or raise :class:`ThrottledError`, whose
+        ``__cause__`` is the latest refusal :meth:`record` was told of (a copy
+        without its traceback); a driver replaces it with the refused call's
+        own last failure."""
         with self._lock:
             now = self._now()
             probability = self._probability(*self._counts.totals(now))
             self._counts.add_first(now)
             if not (probability > 0.0 and self._random() < probability):
                 return
-        raise ThrottledError(probability)
+            rejected_by = self._rejected_by
+        refused = ThrottledError(probability)
+        if rejected_by is not None:
+            refused.__cause__ = rejected_by
+        raise refused
 
-    def record(self, accepted: bool) -> None:
-        """Tell the throttle whether the backend accepted a request it let go."""
+    def record(self, accepted: bool, failure: object = None) -> None:
+        """Tell the throttle whether the backend accepted a request it let go;
+        *failure*, the outcome of one it refused, becomes the cause of the
+        rejections that follow."""
         if accepted:
             with self._lock:
                 self._counts.add_second(self._now())
+        elif failure is not None:
+            self._rejected_by = detached(failure)
 
     def __repr__(self) -> str:
         return f"AdaptiveThrottle(k={self.k!r}, window={self.window!r})"

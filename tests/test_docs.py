@@ -22,16 +22,18 @@ API = ROOT / "docs" / "api"
 # What sets the module of the names that follow, and what documents a name.
 MODULE = re.compile(r"^\.\. (?:py:)?(?:module|currentmodule|automodule):: *(\S+)")
 DOCUMENTS = re.compile(
-    r"^\.\. auto(?:function|class|exception|data|decorator|attribute|method):: *([\w.]+)"
+    r"^\.\. (?:auto(?:function|class|exception|data|decorator|attribute|method)|py:type)::"
+    r" *([\w.]+)"
 )
 
 
 def public_modules() -> list[str]:
-    """Every module of the package whose name has no leading underscore."""
+    """Every module of the package, subpackages' included, with no part of its
+    name starting with an underscore."""
     return sorted(
-        f"backoff_iter.{info.name}"
-        for info in pkgutil.iter_modules(backoff_iter.__path__)
-        if not info.name.startswith("_")
+        info.name
+        for info in pkgutil.walk_packages(backoff_iter.__path__, "backoff_iter.")
+        if not any(part.startswith("_") for part in info.name.split("."))
     )
 
 
@@ -107,6 +109,7 @@ def test_a_name_missing_from_the_reference_is_reported(tmp_path):
     drivers = importlib.import_module("backoff_iter.drivers")
     assert missing(drivers, backoff_iter, names) == [
         "backoff_iter.drivers.Attempt",
+        "backoff_iter.drivers.ExceptionsAsDelays",
         "backoff_iter.drivers.aretrying",
         "backoff_iter.drivers.retrying",
     ]

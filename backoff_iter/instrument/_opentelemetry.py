@@ -174,6 +174,15 @@ class _OpenTelemetry:
         name = event.name
         kind = event.kind
         by_name = {"name": name}
+        if kind == "hedge" or kind == "cancelled":  # a hedged call goes on: an event on its span
+            span, oldest = self._opened(event)
+            span.add_event(kind, {"retry.attempt": event.number})
+            if oldest is not None:
+                oldest.set_attribute("retry.abandoned", True)
+                oldest.end()
+            if kind == "cancelled":
+                self.attempts.add(1, by_name)
+            return
         self.attempts.add(1, by_name)
         if kind == "retry":
             delay = cast(float, event.delay)  # a retry's is a number

@@ -146,11 +146,13 @@ class _Prometheus:
 
     def __call__(self, event: RetryEvent) -> None:
         name = event.name
+        kind = event.kind
+        if kind == "hedge":  # an attempt starting: counted when it ends
+            return
         child = self._attempts.get(name)
         if child is None:
             child = self._attempts[name] = self.attempts.labels(name)
         child.inc()
-        kind = event.kind
         if kind == "retry":
             key = (name, type_of(event.outcome))
             child = self._retries.get(key)

@@ -1,5 +1,5 @@
 """A ready-made hook for the standard :mod:`logging` module: the one every
-driver has by default, and :func:`log_retries` to make your own."""
+driver has by default, and :func:`~backoff_iter.log_retries` to make your own."""
 
 from __future__ import annotations
 
