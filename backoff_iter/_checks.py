@@ -233,7 +233,10 @@ def fresh_delays(name: str, factory: Callable[[], Iterable[T]]) -> Iterator[T]:
 
 
 def iterable(name: str, value: Iterable[T]) -> Iterator[T]:
-    """``iter(value)``, with a TypeError that names the parameter."""
+    """``iter(value)``, with a TypeError that names the parameter; a string is
+    refused (its characters are no numbers)."""
+    if isinstance(value, (str, bytes)):
+        raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {value!r}")
     try:
         return iter(value)
     except TypeError:

@@ -13,6 +13,8 @@ import math
 import sys
 from typing import Any
 
+from ._sleeping import running_library
+
 __all__ = ["scope"]
 
 _EXPIRED = "backoff_iter: the attempt timed out"
@@ -33,24 +35,13 @@ class _Scope:
 
 def scope(seconds: float) -> _Scope:
     """A timeout of *seconds* for the attempt about to run in the current task."""
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is not None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            if sys.version_info >= (3, 11):
-                return _AsyncioScope(seconds)
-            return _LegacyAsyncioScope(seconds)  # pragma: no cover - Python 3.9 and 3.10 only
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            trio.lowlevel.current_task()
-        except RuntimeError:
-            pass
-        else:
-            return _TrioScope(seconds)
+    library = running_library()
+    if library == "asyncio":
+        if sys.version_info >= (3, 11):
+            return _AsyncioScope(seconds)
+        return _LegacyAsyncioScope(seconds)  # pragma: no cover - Python 3.9 and 3.10 only
+    if library == "trio":
+        return _TrioScope(seconds)
     raise RuntimeError(
         "attempt_timeout needs a running asyncio or trio event loop to cancel an attempt"
     )
@@ -79,7 +70,14 @@ class _AsyncioScope(_Scope):
 
 class _LegacyAsyncioScope(_Scope):
     """A timer that cancels the task with a message of its own, which tells its
-    cancellation from the task's (Python 3.9 and 3.10 have no asyncio.timeout)."""
+    cancellation from the task's (Python 3.9 and 3.10 have no asyncio.timeout).
+
+    A caller's ``task.cancel()`` landing in the same pass of the event loop as
+    the expiry wins: the timer asks for its cancellation twice, so that the
+    task remembers its message (the first request cancels the future the task
+    waits on, the second is kept by the task), and a later request of the
+    caller replaces that message - then the cancellation is the caller's,
+    never a timeout."""
 
     def __init__(self, seconds: float) -> None:
         self._seconds = seconds
@@ -95,6 +93,7 @@ class _LegacyAsyncioScope(_Scope):
             def expire() -> None:
                 self._expired = True
                 task.cancel(_EXPIRED)
+                task.cancel(_EXPIRED)  # kept by the task, until a caller's request replaces it
 
             self._handle = asyncio.get_running_loop().call_later(self._seconds, expire)
 
@@ -105,7 +104,13 @@ class _LegacyAsyncioScope(_Scope):
 
         if self._handle is not None:
             self._handle.cancel()
-        if self._expired and isinstance(exc, asyncio.CancelledError) and exc.args == (_EXPIRED,):
+        task = asyncio.current_task()
+        if (
+            self._expired
+            and isinstance(exc, asyncio.CancelledError)
+            and exc.args == (_EXPIRED,)
+            and getattr(task, "_cancel_message", _EXPIRED) == _EXPIRED  # no caller's since
+        ):
             expired = TimeoutError(f"the attempt timed out after {self._seconds:g} s")
             expired.__cause__ = exc
             return expired

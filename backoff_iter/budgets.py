@@ -72,6 +72,11 @@ class Budget(Protocol):
     def try_retry(self, outcome: Any) -> float: ...
 
 
+#: The largest reserve a RetryBudget takes, in retries a second: a billion
+#: (counted in thousandths, over a minute, it stays an exact integer).
+_MOST_PER_SECOND = 1e9
+
+
 def _thousandths(name: str, value: float, unit: str, minimum: int = 1) -> int:
     """*value* counted in whole thousandths, refusing what they cannot hold."""
     milli = value * 1000.0
@@ -294,10 +299,11 @@ class RetryBudget:
         if not 0.0 <= ratio <= 1000.0:
             raise _checks.ArgumentValueError("ratio", f"ratio must be in [0, 1000], got {ratio!r}")
         min_per_second = _checks.number("min_per_second", min_per_second)
-        if not 0.0 <= min_per_second < float("inf"):
+        if not 0.0 <= min_per_second <= _MOST_PER_SECOND:
             raise _checks.ArgumentValueError(
                 "min_per_second",
-                f"min_per_second must be a finite number of at least 0, got {min_per_second!r}",
+                f"min_per_second must be in [0, {_MOST_PER_SECOND:g}] retries a second,"
+                f" got {min_per_second!r}",
             )
         window = _checks.number("window", window)
         if not 1.0 <= window <= 60.0:

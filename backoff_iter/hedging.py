@@ -124,12 +124,12 @@ class _Hedging:
         )
         async with group:
             outcome, failed = await self._hedge(group, events)
-            if failed:  # raised from here, with no local left that holds it: no cycle
-                try:
-                    raise outcome
-                finally:
-                    outcome = None
-            return cast(R, outcome)
+        if failed:  # raised out of the group (a nursery would wrap it), holding no local: no cycle
+            try:
+                raise outcome
+            finally:
+                outcome = None
+        return cast(R, outcome)
 
     async def _hedge(self, group: _Attempts, events: Call) -> tuple[Any, bool]:
         """The schedule of one hedged call in *group*: (its winner's result,
@@ -231,8 +231,6 @@ def _allowed(policy: Policy, outcome: Any) -> float:
 class _Attempts:
     """The attempts of one hedged call, each in a task of the running event loop."""
 
-    running: int = 0  # attempts under way
-
     def __init__(self, call: Callable[[], Awaitable[Any]], name: str) -> None:
         self._call = call
         self._name = name
@@ -243,6 +241,11 @@ class _Attempts:
     async def __aexit__(self, *exc_info: object) -> None:
         """Cancel every attempt left and wait for each: none outlives the call."""
         await self.cancel_rest()
+
+    @property
+    def running(self) -> int:
+        """How many attempts are under way."""
+        raise NotImplementedError  # pragma: no cover - an interface
 
     def now(self) -> float:
         raise NotImplementedError  # pragma: no cover - an interface
@@ -283,7 +286,7 @@ class _AsyncioAttempts(_Attempts):
         self._loop = asyncio.get_running_loop()
         self._tasks: dict[Any, int] = {}  # each attempt's task, to its number
 
-    @property  # type: ignore[override]
+    @property
     def running(self) -> int:
         return len(self._tasks)
 
@@ -308,10 +311,14 @@ class _AsyncioAttempts(_Attempts):
         ended: list[Finished] = []
         for task in sorted(done, key=self._tasks.__getitem__):
             number = self._tasks.pop(task)
-            try:
+            # Read, never raised here: raising would add this frame, which holds
+            # `ended`, to the failure's traceback - a cycle only the collector frees.
+            if task.cancelled():  # the attempt's own cancellation
+                ended.append((number, self._asyncio.CancelledError(), None))
+            elif task.exception() is not None:
+                ended.append((number, task.exception(), None))
+            else:
                 ended.append((number, None, task.result()))
-            except BaseException as exc:  # the attempt's failure, or its own cancellation
-                ended.append((number, exc, None))
         return ended
 
     async def cancel_rest(self) -> list[int]:
@@ -353,7 +360,7 @@ class _TrioAttempts(_Attempts):
         self._nursery: Any = None
         self._opened: Any = None
 
-    @property  # type: ignore[override]
+    @property
     def running(self) -> int:
         return len(self._scopes)
 

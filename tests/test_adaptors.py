@@ -133,3 +133,14 @@ BAD = [
 def test_bad_arguments_raise_at_the_call(call, error, words):
     """Adaptors check their arguments before anything is iterated, naming what was wrong."""
     rejects(call, error, *words)
+
+
+@pytest.mark.parametrize(
+    "adaptor",
+    [lambda d: capped(d, 1.0), lambda d: within(d, 10.0), lambda d: jittered(d), elapsed],
+    ids=["capped", "within", "jittered", "elapsed"],
+)
+@pytest.mark.parametrize("text", ["1.5", b"1.5"])
+def test_a_string_of_delays_is_refused_when_the_adaptor_is_made(adaptor, text):
+    """capped("1.5", ...) and friends: an argument error naming delays at once, not at the first value."""
+    rejects(lambda: adaptor(text), TypeError, "delays")

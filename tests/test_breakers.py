@@ -406,3 +406,58 @@ def test_repr_shows_the_options_and_the_state():
 def test_bad_arguments_name_the_parameter(make, error, name):
     """Out-of-range or mistyped arguments, an empty schedule or a bad first duration fail when the breaker is made."""
     rejects(make, error, name)
+
+
+# -- a refusal keeps the failure that led to it ----------------------------------------------
+
+
+def test_a_refusal_carries_the_failure_that_opened_the_circuit_as_its_cause():
+    """check() after record(False, failure) raises BrokenCircuitError from a traceback-free copy of it."""
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=2, clock=Clock())
+    breaker.check()
+    breaker.record(True)
+    try:
+        raise ConnectionResetError(104, "reset by peer")
+    except ConnectionResetError as error:
+        failure = error
+        breaker.check()
+        breaker.record(False, failure)
+    cause = refused(breaker).__cause__
+    assert isinstance(cause, ConnectionResetError) and cause.args == (104, "reset by peer")
+    assert cause is not failure and cause.__traceback__ is None
+
+
+def test_a_call_refused_after_its_own_failure_has_that_failure_as_cause():
+    """A call whose retry the breaker refuses: its error's __cause__ is the call's own last failure."""
+    from backoff_iter import retry
+
+    breaker = CircuitBreaker(
+        failure_ratio=0.5, minimum_throughput=1, break_duration=60, clock=Clock()
+    )
+    failures = [OSError("first"), OSError("second")]
+
+    @retry([0.0], breaker=breaker, sleep=lambda s: None)
+    def fetch():
+        raise failures.pop(0)
+
+    with pytest.raises(BrokenCircuitError) as raised:
+        fetch()
+    assert raised.value.__cause__.args == ("first",) and raised.value.__cause__.__traceback__
+    with pytest.raises(BrokenCircuitError) as before_any_attempt:
+        fetch()
+    cause = before_any_attempt.value.__cause__
+    assert isinstance(cause, OSError) and cause.args == ("first",) and cause.__traceback__ is None
+    assert len(failures) == 1  # the second call never ran an attempt
+
+
+def test_a_failure_that_cannot_be_copied_leaves_the_refusal_without_a_cause():
+    """An exception whose class cannot be rebuilt from its args: no cause, no crash."""
+
+    class Stubborn(Exception):
+        def __init__(self, code, detail):
+            super().__init__(f"{code}: {detail}")
+
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1, clock=Clock())
+    breaker.check()
+    breaker.record(False, Stubborn(1, "x"))
+    assert breaker.state == "open" and refused(breaker).__cause__ is None

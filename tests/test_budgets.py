@@ -531,3 +531,9 @@ def test_every_budget_takes_spent_and_answers_what_a_retry_took():
 def test_bad_arguments_name_the_parameter(make, name):
     """Out-of-range budget arguments and non-budgets are rejected at once."""
     rejects(make, (TypeError, ValueError), name)
+
+
+def test_a_reserve_too_large_to_count_is_an_argument_error():
+    """RetryBudget(min_per_second=1e307): an ArgumentValueError naming it, never an OverflowError."""
+    rejects(lambda: RetryBudget(min_per_second=1e307), ValueError, "min_per_second", "1e+09")
+    assert RetryBudget(min_per_second=1e9, window=60).min_per_second == 1e9

@@ -14,7 +14,15 @@ from checks import rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backoff_iter import ArgumentValueError, aretrying, constant, exponential, retry, retrying
+from backoff_iter import (
+    ArgumentValueError,
+    _checks,
+    aretrying,
+    constant,
+    exponential,
+    retry,
+    retrying,
+)
 
 
 class FakeTime:
@@ -2432,3 +2440,204 @@ def test_events_name_a_callable_object_and_a_function_of_main_by_their_qualified
         job.__qualname__,
         orphan.__qualname__,
     ]
+
+
+# -- cancellation and TaskGroups (issue 23: 7, 8, 9) ------------------------------------------------
+
+
+async def fail_after_the_body(error):
+    """A TaskGroup child that fails once the group's body has finished."""
+    await asyncio.sleep(0)
+    raise error
+
+
+@needs_task_groups
+@pytest.mark.parametrize("form", ["aretrying", "@retry"])
+def test_a_task_group_child_failing_after_the_body_is_retried(form):
+    """The group's leftover cancellation count (3.11, 3.12) is no cancellation: the README's pattern retries."""
+    calls = []
+
+    async def attempt_once():
+        calls.append(1)
+        if len(calls) < 3:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(fail_after_the_body(ConnectionError("reset")))
+        return len(calls)
+
+    async def main():
+        if form == "@retry":
+            return await retry([0.0] * 3, on=in_group, sleep=lambda s: None)(attempt_once)()
+        async for attempt in aretrying([0.0] * 3, on=in_group, sleep=lambda s: None):
+            async with attempt:
+                return await attempt_once()
+
+    assert asyncio.run(main()) == 3 and len(calls) == 3
+
+
+async def cut_when_cancelled():
+    """A TaskGroup child that turns its cancellation into an error (a closed connection, say)."""
+    try:
+        await asyncio.sleep(10)
+    except asyncio.CancelledError:
+        raise ConnectionError("cut") from None
+
+
+@needs_task_groups
+@pytest.mark.parametrize("form", ["aretrying", "@retry"])
+def test_an_outer_timeout_that_a_task_group_turned_into_an_error_ends_the_call(form):
+    """asyncio.timeout(0) cancels the attempt; its TaskGroup raises the children's ConnectionError: no retry, TimeoutError."""
+    calls = []
+
+    async def attempt_once():
+        calls.append(1)
+        async with asyncio.TaskGroup() as group:
+            group.create_task(cut_when_cancelled())
+            await asyncio.sleep(10)
+
+    async def retried():
+        if form == "@retry":
+            return await retry([0.0] * 5, on=in_group, sleep=lambda s: None)(attempt_once)()
+        async for attempt in aretrying([0.0] * 5, on=in_group, sleep=lambda s: None):
+            async with attempt:
+                await attempt_once()
+
+    async def main():
+        async with asyncio.timeout(0):
+            await retried()
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(main())
+    assert calls == [1]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout and cancelling() are 3.11+")
+@pytest.mark.parametrize("form", ["aretrying", "@retry"])
+def test_no_on_result_retry_starts_after_a_cancellation_turned_into_a_result(form):
+    """The attempt catches the timeout's cancellation and returns a value on_result retries: the call ends at once."""
+    calls = []
+
+    async def attempt_once():
+        calls.append(1)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            return "gave up waiting"
+        return "answer"
+
+    retried = lambda result: result == "gave up waiting"
+
+    async def run_once():
+        if form == "@retry":
+            return await retry([0.0] * 5, on_result=retried, sleep=lambda s: None)(attempt_once)()
+        async for attempt in aretrying([0.0] * 5, on_result=retried, sleep=lambda s: None):
+            async with attempt:
+                attempt.set_result(await attempt_once())
+
+    async def main():
+        async with asyncio.timeout(0):
+            await run_once()
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(main())
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("first", ["the caller", "the timeout"])
+def test_a_callers_cancel_in_the_same_loop_pass_as_an_attempt_timeout_wins(first):
+    """task.cancel() and an attempt_timeout expiring in one pass of the loop: CancelledError, no retry (3.9/3.10 too)."""
+    calls = []
+
+    async def body():
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        async for attempt in aretrying([0.0] * 3, on=Exception, attempt_timeout=0.0):
+            if first == "the caller":  # its timer goes before the attempt's own
+                loop.call_later(0.0, task.cancel)
+            async with attempt:
+                if first == "the timeout":
+                    loop.call_later(0.0, task.cancel)
+                calls.append(attempt.number)
+                await asyncio.sleep(10)
+
+    async def main():
+        task = asyncio.ensure_future(body())
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert calls == [1]
+
+
+# -- hints too long to sleep, factories with options, wild clocks (issue 23: 10, 11, 13) ------------
+
+TOO_LONG = [math.inf, 10**400, _checks.LONGEST * 1.01]
+
+
+@each_driver
+@pytest.mark.parametrize("hint", TOO_LONG, ids=["inf", "10**400", "146 years"])
+def test_a_hint_too_long_to_sleep_ends_the_call_with_its_failure(run, hint):
+    """retry_after_max=inf and a hint past what can be slept: the failure itself, no sleep, no OverflowError."""
+    time, events = FakeTime(), []
+    failure = OSError("busy")
+    with pytest.raises(OSError) as raised:
+        run(
+            [1.0, 1.0],
+            Operation([failure] * 3),
+            time,
+            retry_after=lambda outcome: hint,
+            retry_after_max=math.inf,
+            observe=events.append,
+        )
+    assert raised.value is failure and time.slept == []
+    assert [(e.kind, e.reason) for e in events] == [("give_up", "retry_after")]
+
+
+@pytest.mark.parametrize("hint", TOO_LONG, ids=["inf", "10**400", "146 years"])
+def test_a_hint_too_long_given_by_the_loop_body_ends_the_loop(hint):
+    """attempt.retry_after(10**400) under retry_after_max=inf: the loop ends with the failure."""
+    slept = []
+    with pytest.raises(OSError):
+        for attempt in retrying([1.0], retry_after_max=math.inf, sleep=slept.append):
+            with attempt:
+                attempt.retry_after(hint)
+                raise OSError("busy")
+    assert slept == []
+
+
+def test_a_factory_with_an_attempt_timeout_and_timeout_arg_is_the_delays():
+    """@retry(factory, attempt_timeout=2, timeout_arg="timeout") decorates: the factory gives the delays."""
+    slept, seen = [], []
+
+    @retry(lambda: [0.25, 0.5], attempt_timeout=2.0, timeout_arg="timeout", sleep=slept.append)
+    def fetch(timeout=None):
+        seen.append(timeout)
+        if len(seen) < 3:
+            raise OSError("slow")
+        return "ok"
+
+    assert fetch() == "ok" and slept == [0.25, 0.5] and seen == [2.0, 2.0, 2.0]
+
+
+@each_driver
+@pytest.mark.parametrize("wild", [10**400, -(10**400)], ids=["+10**400", "-10**400"])
+def test_a_clock_jumping_to_huge_readings_counts_as_no_time_passing(run, wild):
+    """Readings alternating between the fake time and ±10**400: no OverflowError, the deadline as if no time passed."""
+
+    class WildClock(FakeTime):
+        readings = 0
+
+        def clock(self):
+            self.readings += 1
+            return self.now if self.readings % 2 else wild
+
+    time, elapsed = WildClock(), []
+    with pytest.raises(OSError):
+        run(
+            [1.0, 1.0, 1.0],
+            Operation([OSError()] * 4),
+            time,
+            deadline=2.5,
+            before_sleep=lambda attempt, outcome, delay: elapsed.append(attempt.elapsed),
+        )
+    assert time.slept == [1.0, 1.0, 0.5]
+    assert all(0.0 <= seconds <= 2.5 for seconds in elapsed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import importlib.util
 import logging
@@ -932,3 +933,44 @@ def test_the_benchmark_prints_both_rows_and_draws_its_picture(tmp_path):
     assert number(hedge[2]) * 10 < number(plain[2])  # p99.9
     assert number(plain[3]) == 0.0 and 0.0 < number(hedge[3]) <= 10.0  # extra attempts, %
     assert (tmp_path / "hedging.png").stat().st_size > 10_000
+
+
+# -- no garbage for the cyclic collector (issue 23: 14) -------------------------------------------
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_a_failing_hedged_call_leaves_nothing_for_the_cyclic_collector(library):
+    """Calls whose every attempt fails, and one that wins after failures: gc.collect() finds nothing.
+
+    Counted inside one run of the event loop: trio.run and asyncio.run leave
+    cycles of their own when they end."""
+    import trio
+    import trio.testing
+
+    async def down(replies):
+        if next(replies) == "fail":
+            raise ConnectionError("down")  # no local keeps it: no cycle of the test's own
+        return "ok"
+
+    async def call(*replies):
+        left = iter(replies)
+        with contextlib.suppress(ConnectionError):
+            await hedged(lambda: down(left), [0.0])
+
+    async def garbage():
+        await call("fail", "fail")  # warm up: the event loop's and the modules' own objects
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(20):
+                await call("fail", "fail")
+            await call("fail", "ok")
+            return gc.collect()
+        finally:
+            gc.enable()
+
+    if library == "trio":
+        found = trio.run(garbage, clock=trio.testing.MockClock(autojump_threshold=0))
+    else:
+        found = asyncio.run(garbage())
+    assert found == 0

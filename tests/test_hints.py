@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import calendar
 import math
+import time
 
 import pytest
 from checks import rejects
@@ -129,3 +130,54 @@ def test_letters_and_digits_of_other_scripts_are_no_hint():
     assert parse_retry_after("\u0661\u0662\u0660") is None
     assert parse_retry_after("Sun, \u0660\u0666 Nov 1994 08:49:37 GMT", now=NOW) is None
     assert parse_retry_after("\u017fun, 06 Nov 1994 08:49:37 GMT", now=NOW) is None
+
+
+def years(first, last):
+    """Seconds from 1 January of *first* to 1 January of *last*, proleptic Gregorian."""
+    leap = lambda year: year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return sum(366 if leap(year) else 365 for year in range(first, last)) * 86400.0
+
+
+@pytest.mark.parametrize(
+    ("value", "now", "expected"),
+    [
+        # now is 1 January 10000: "15" is 10015 (within 50 years ahead), "51" is 9951 (past)
+        ("Monday, 01-Jan-15 00:00:00 GMT", 253402300800, years(10000, 10015)),
+        ("Monday, 01-Jan-51 00:00:00 GMT", 253402300800, 0.0),
+        ("Saturday, 01-Jan-00 00:00:10 GMT", 10**12, 0.0),  # year 33658: "00" is 33600, past
+    ],
+)
+def test_rfc_850_dates_past_the_year_9999_are_read_not_raised(value, now, expected):
+    """A two-digit year that lands past 9999 (now beyond year 10000): a number of seconds, never ValueError."""
+    assert years(1970, 10000) == 253402300800
+    assert parse_retry_after(value, now=now) == expected
+
+
+@given(
+    st.from_regex(
+        r"(Monday|Sunday), [0-3][0-9]-(Jan|Feb|Dec)-[0-9]{2} [0-2][0-9]:[0-5][0-9]:[0-6][0-9] GMT",
+        fullmatch=True,
+    ),
+    st.one_of(st.floats(allow_nan=True), st.integers(min_value=-(10**30), max_value=10**30)),
+)
+def test_an_rfc_850_date_against_any_now_never_raises(value, now):
+    """Whatever the clock says, parsing returns seconds or None."""
+    result = parse_retry_after(value, now=now)
+    assert result is None or result >= 0.0
+
+
+@pytest.mark.parametrize(
+    ("date", "real"),
+    [
+        ("Tue, 29 Feb 2000 00:00:00 GMT", True),  # divisible by 400: a leap year
+        ("Mon, 29 Feb 2100 00:00:00 GMT", False),  # by 100 only: none
+        ("Sun, 29 Feb 2004 00:00:00 GMT", True),
+        ("Sat, 29 Feb 2003 00:00:00 GMT", False),
+    ],
+)
+def test_the_29th_of_february_exists_in_leap_years_only(date, real):
+    """A date that no calendar holds gives None; a real one its seconds (the Gregorian leap rule)."""
+    result = parse_retry_after(date, now=0.0)
+    assert (result is not None) is real
+    if real:
+        assert result == calendar.timegm(time.strptime(date, "%a, %d %b %Y %H:%M:%S GMT"))

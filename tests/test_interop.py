@@ -8,7 +8,7 @@ import email.utils
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from itertools import count, islice
+from itertools import chain, count, islice, repeat
 
 import pytest
 from checks import rejects
@@ -988,7 +988,7 @@ def test_httpx_on_deadline_and_clock_reach_the_driver_core():
         with httpx.Client(transport=transport) as client, pytest.raises(httpx.ConnectError):
             client.get(url)
     assert slept == []  # a ConnectError is no KeyError
-    readings = iter([0.0, 100.0])
+    readings = chain([0.0], repeat(100.0))
     with Script([BUSY]) as script, no_sleep() as slept:
         transport = RetryTransport(delays=[0.1], deadline=10, clock=lambda: next(readings))
         with httpx.Client(transport=transport) as client:
@@ -1126,3 +1126,40 @@ def test_an_adapter_without_its_peer_says_what_to_install(name, peer, monkeypatc
     assert error.value.name == peer
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
         interop.Nothing  # noqa: B018
+
+
+# -- a Retry-After too long to sleep (issue 23: 10) --------------------------------------------
+
+FOREVER = "99999999999999"  # seconds: about three million years
+
+
+def test_urllib3_a_retry_after_too_long_to_sleep_ends_the_request():
+    """retry_after_max=inf and Retry-After: 99999999999999: one request, no sleep, urllib3's own error."""
+    with Server(failures=None, retry_after=FOREVER) as server, no_sleep() as slept:
+        with pytest.raises(requests.exceptions.RetryError):
+            session(
+                delays=[0.1, 0.1], total=3, status_forcelist=[503], retry_after_max=float("inf")
+            ).get(server.url)
+    assert len(server.seen) == 1 and slept == []
+
+
+def test_httpx_a_retry_after_too_long_to_sleep_returns_the_response_sync_and_async():
+    """RetryTransport with retry_after_max=inf: the 503 comes back after one request, never an OverflowError or a hang."""
+    with Server(failures=None, retry_after=FOREVER) as server, no_sleep() as slept:
+        transport = RetryTransport(delays=[0.1, 0.1], retry_after_max=float("inf"))
+        with httpx.Client(transport=transport) as client:
+            assert client.get(server.url).status_code == 503
+
+        async def fetch():
+            async with httpx.AsyncClient(transport=transport) as client:
+                return (await client.get(server.url)).status_code
+
+        assert asyncio.run(fetch()) == 503
+    assert len(server.seen) == 2 and slept == []
+
+
+@pytest.mark.parametrize("given", [{"statuses": 503}, {"methods": None}, {"statuses": None}])
+def test_statuses_and_methods_that_are_no_collection_are_named(given):
+    """RetryTransport(statuses=503) or methods=None: an argument error naming the parameter."""
+    [parameter] = given
+    rejects(lambda: RetryTransport(**given), TypeError, parameter, "collection")

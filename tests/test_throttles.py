@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import pickle
 import random
@@ -292,3 +293,22 @@ def test_throttled_error_is_its_own_exception_with_the_probability():
 def test_bad_arguments_name_the_parameter(make, error, name):
     """Out-of-range or mistyped arguments are rejected when the throttle is made."""
     rejects(make, error, name)
+
+
+def test_a_rejection_carries_the_latest_refusal_of_the_backend_as_its_cause():
+    """check() after record(False, failure) raises ThrottledError from a traceback-free copy of it."""
+    throttle = AdaptiveThrottle(k=1.0, rng=Random(3))
+    try:
+        raise ConnectionRefusedError("overloaded")
+    except ConnectionRefusedError as error:
+        failure = error
+        for _ in range(50):
+            with contextlib.suppress(ThrottledError):
+                throttle.check()
+            throttle.record(False, failure)
+    with pytest.raises(ThrottledError) as raised:
+        for _ in range(100):
+            throttle.check()
+    cause = raised.value.__cause__
+    assert isinstance(cause, ConnectionRefusedError) and cause.args == ("overloaded",)
+    assert cause is not failure and cause.__traceback__ is None

@@ -204,3 +204,24 @@ async def replica(key: str) -> bytes:
 async def read() -> bytes:
     first: bytes = await replica("k")
     return first + await hedged(lambda: replica("k"), [0.05], budget=TokenBucket())
+
+
+# An exception class where the delays go is a mistake (on= was meant): both type checkers
+# refuse the decoration, so each ignore below is needed, and an unneeded one fails the check.
+@retry(ConnectionError)  # type: ignore[operator]
+def mistaken() -> str:
+    return "never decorated"
+
+
+@retry((ConnectionError, TimeoutError))  # type: ignore[operator]
+def mistaken_twice() -> str:
+    return "never decorated"
+
+
+@retry(on=ConnectionError)
+def meant() -> str:
+    return "decorated"
+
+
+meant_result: str = meant()
+transient: bool = backoff_iter.is_transient(OSError())

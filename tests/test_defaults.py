@@ -1,0 +1,324 @@
+"""The decorator people pick: safe and loud by default.
+
+An exception class where the delays go is refused; with no ``on=`` only
+transient failures are retried; every retry is logged at WARNING; a
+schedule with no end is warned about.  Every form of driver is checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import sys
+import time
+import warnings
+from itertools import islice
+
+import pytest
+from checks import rejects
+from test_drivers import RUNNERS, FakeTime, Operation, each_driver
+
+from backoff_iter import (
+    ArgumentTypeError,
+    aretrying,
+    constant,
+    hedged,
+    instrument,
+    is_transient,
+    retry,
+    retrying,
+)
+from backoff_iter.testing import no_sleep
+
+# -- 1. an exception class where the delays go ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        (ConnectionError, "on=ConnectionError"),
+        ((ConnectionError, TimeoutError), "on=(ConnectionError, TimeoutError)"),
+    ],
+)
+def test_an_exception_class_as_delays_is_refused_saying_on_was_meant(given, meant):
+    """@retry(ConnectionError) and @retry((A, B)) raise at once, naming delays and the on= meant."""
+    rejects(lambda: retry(given), TypeError, "delays", meant, "was probably meant")
+    rejects(lambda: retrying(given), TypeError, "delays", meant)
+    rejects(lambda: aretrying(given), TypeError, "delays", meant)
+
+
+def test_an_exception_class_as_delays_never_becomes_the_decorated_function():
+    """The old trap: @retry(ConnectionError) made the function a ConnectionError; now nothing is decorated."""
+    with pytest.raises(ArgumentTypeError):
+
+        @retry(ConnectionError)
+        def fetch():  # pragma: no cover - never decorated
+            return "data"
+
+
+# -- 2. with no on=, transient failures only ---------------------------------------------------
+
+PROGRAMMING_ERRORS = [
+    KeyError("id"),
+    TypeError("bad"),
+    AttributeError("x"),
+    AssertionError(),
+    ValueError(),
+    RuntimeError(),
+]
+
+
+@each_driver
+@pytest.mark.parametrize("error", PROGRAMMING_ERRORS, ids=lambda e: type(e).__name__)
+def test_with_no_on_a_programming_error_fails_at_once(run, error):
+    """KeyError, TypeError, AttributeError, AssertionError, ValueError: one attempt, no sleep."""
+    time, operation = FakeTime(), Operation([error, "never"])
+    with pytest.raises(type(error)):
+        run([1.0, 1.0], operation, time)
+    assert operation.calls == 1 and time.slept == []
+
+
+@each_driver
+@pytest.mark.parametrize(
+    "error",
+    [ConnectionResetError(), ConnectionRefusedError(), OSError(), TimeoutError()],
+    ids=lambda e: type(e).__name__,
+)
+def test_with_no_on_a_transient_failure_is_retried(run, error):
+    """Connection errors and timeouts are retried by default."""
+    time, operation = FakeTime(), Operation([error, error, "ok"])
+    assert run([1.0, 2.0], operation, time) == "ok"
+    assert time.slept == [1.0, 2.0]
+
+
+@each_driver
+def test_on_exception_keeps_retrying_everything(run):
+    """on=Exception retries a KeyError as before."""
+    time, operation = FakeTime(), Operation([KeyError("id"), "ok"])
+    assert run([1.0], operation, time, on=Exception) == "ok"
+
+
+def test_the_transport_errors_of_the_http_clients_are_transient():
+    """httpx's, requests' and urllib3's connection and timeout errors; not their status errors."""
+    import httpx
+    import requests
+    import urllib3.exceptions as urllib3
+
+    request = httpx.Request("GET", "http://127.0.0.1/")
+    transient = [
+        httpx.ConnectError("refused", request=request),
+        httpx.ReadTimeout("slow", request=request),
+        httpx.RemoteProtocolError("cut", request=request),
+        requests.ConnectionError(),
+        requests.Timeout(),
+        urllib3.ProtocolError("cut"),
+        urllib3.NewConnectionError(None, "refused"),
+        urllib3.ReadTimeoutError(None, "/", "slow"),
+        urllib3.ConnectTimeoutError(),
+        asyncio.TimeoutError(),
+    ]
+    assert [is_transient(error) for error in transient] == [True] * len(transient)
+    response = httpx.Response(503, request=request)
+    status_error = httpx.HTTPStatusError("503", request=request, response=response)
+    assert not is_transient(status_error)
+    assert not is_transient(urllib3.LocationParseError("x"))
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception groups are 3.11+")
+def test_a_group_is_transient_when_every_exception_in_it_is():
+    """A TaskGroup's group of connection errors is retried; one holding a KeyError is not."""
+    group = ExceptionGroup("tasks", [ConnectionError(), ExceptionGroup("inner", [TimeoutError()])])  # noqa: F821
+    assert is_transient(group)
+    assert not is_transient(ExceptionGroup("tasks", [ConnectionError(), KeyError()]))  # noqa: F821
+
+
+def test_knowing_the_http_clients_imports_none_of_them():
+    """is_transient looks only at the libraries already loaded: none is imported to ask."""
+    code = (
+        "import sys; from backoff_iter import is_transient; is_transient(KeyError());"
+        " print(sorted(m for m in ('httpx', 'requests', 'urllib3') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_hedged_calls_fail_at_once_on_a_programming_error():
+    """hedged() with no on=: a KeyError cancels nothing more and propagates from the first attempt."""
+    calls = []
+
+    async def lookup():
+        calls.append(1)
+        raise KeyError("id")
+
+    with pytest.raises(KeyError):
+        asyncio.run(hedged(lookup, [10.0, 10.0]))  # no hedge is due before it fails
+    assert calls == [1]
+
+
+# -- 3. retries are logged by default ------------------------------------------------------------
+
+
+@pytest.fixture
+def slept(monkeypatch):
+    """time.sleep and asyncio.sleep record what they are asked instead of sleeping."""
+    seconds = []
+
+    async def asleep(delay):
+        seconds.append(delay)
+
+    monkeypatch.setattr(time, "sleep", seconds.append)
+    monkeypatch.setattr(asyncio, "sleep", asleep)
+    return seconds
+
+
+def records(caplog):
+    """The backoff_iter logger's records: (level, message)."""
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "backoff_iter"]
+
+
+def test_a_bare_retry_runs_a_key_error_once_and_logs_nothing(caplog, slept):
+    """The new user's trap of before: a bare @retry retried a KeyError ten times, silently."""
+    calls = []
+
+    @retry
+    def lookup():
+        calls.append(1)
+        return {}["id"]
+
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(KeyError):
+        lookup()
+    assert calls == [1] and slept == [] and records(caplog) == []
+
+
+def test_a_bare_retry_logs_a_warning_per_retry_of_a_connection_error(caplog, slept):
+    """Two connection errors, then success: two WARNING lines naming the call, attempt, delay and error."""
+    operation = Operation([ConnectionResetError("reset by peer")] * 2)
+
+    @retry
+    def fetch():
+        return operation()
+
+    caplog.set_level(logging.DEBUG)
+    assert fetch() == "ok"
+    logged = records(caplog)
+    name = f"{__name__}.test_a_bare_retry_logs_a_warning_per_retry_of_a_connection_error.<locals>.fetch"
+    assert [level for level, _ in logged] == ["WARNING", "WARNING"]
+    for (_, message), number, delay in zip(logged, (1, 2), slept):
+        assert message == (
+            f"{name}: attempt {number} failed (ConnectionResetError: reset by peer);"
+            f" retrying in {delay:.2f} s"
+        )
+
+
+@each_driver
+def test_every_driver_logs_its_retries_and_its_give_up(run, caplog):
+    """retrying, aretrying and @retry (sync and async): a WARNING per retry, one for giving up."""
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(OSError):
+        run([0.5, 1.0], Operation([OSError("down")] * 3), FakeTime(), name="fetch")
+    assert records(caplog) == [
+        ("WARNING", "fetch: attempt 1 failed (OSError: down); retrying in 0.50 s"),
+        ("WARNING", "fetch: attempt 2 failed (OSError: down); retrying in 1.00 s"),
+        ("WARNING", "fetch: attempt 3 failed (OSError: down); giving up (exhausted)"),
+    ]
+    record = next(r for r in caplog.records if r.name == "backoff_iter")
+    assert (record.retry_name, record.retry_attempt, record.retry_delay) == ("fetch", 1, 0.5)
+
+
+def test_logging_levels_silence_it_and_disable_removes_it(caplog):
+    """setLevel(ERROR) on the backoff_iter logger silences it; disable() removes the hook; reset() brings it back."""
+    time = FakeTime()
+    logger = logging.getLogger("backoff_iter")
+    caplog.set_level(logging.DEBUG)
+    logger.setLevel(logging.ERROR)
+    try:
+        with pytest.raises(OSError):
+            RUNNERS[0]([0.0], Operation([OSError()] * 2), time)
+    finally:
+        logger.setLevel(logging.NOTSET)
+    assert records(caplog) == []
+    instrument.disable()
+    try:
+        with pytest.raises(OSError):
+            RUNNERS[0]([0.0], Operation([OSError()] * 2), time)
+        assert records(caplog) == [] and instrument.enabled() == ()
+    finally:
+        instrument.reset()
+    with pytest.raises(OSError):
+        RUNNERS[0]([0.0], Operation([OSError()] * 2), time)
+    assert len(records(caplog)) == 2
+
+
+def test_no_sleep_keeps_the_default_log_quiet(caplog):
+    """Under testing.no_sleep() the default hook logs nothing; a hook you asked for still does."""
+    caplog.set_level(logging.DEBUG)
+    seen = []
+    with no_sleep():
+        with pytest.raises(OSError):
+            retry([1.0], observe=seen.append)(Operation([OSError()] * 2))()
+    assert records(caplog) == [] and [e.kind for e in seen] == ["retry", "give_up"]
+
+
+def test_a_call_that_succeeds_at_once_never_calls_the_default_hook(monkeypatch):
+    """The default log costs a call that succeeds at once nothing: no event is made."""
+    made = []
+    monkeypatch.setattr(instrument, "event", lambda *fields: made.append(fields))
+    assert retry([1.0])(lambda: "ok")() == "ok"
+    for attempt in retrying([1.0]):
+        with attempt:
+            pass
+    assert made == []
+
+
+# -- 4. a schedule with no end is warned about ------------------------------------------------------
+
+
+def endless(retries, delay=0.0, **options):
+    """A policy of *retries* retries of *delay* whose calls always fail, run once with no sleep."""
+    policy = retry(lambda: islice(constant(delay), retries), sleep=lambda s: None, **options)
+    with pytest.raises(OSError):
+        policy(Operation([OSError()] * (retries + 1)))()
+
+
+@pytest.mark.usefixtures("no_process_hooks")
+def test_past_a_hundred_retries_a_policy_warns_once_how_to_bound_it():
+    """The 101st retry warns (RuntimeWarning naming the policy, islice, within, deadline=); the 100th does not."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        endless(100, name="quiet")
+        assert caught == []
+        endless(101, name="fetch")
+    [warning] = caught
+    assert warning.category is RuntimeWarning
+    for word in ("'fetch'", "101 retries", "islice", "within", "deadline="):
+        assert word in str(warning.message)
+
+
+@pytest.mark.usefixtures("no_process_hooks")
+def test_a_delay_past_an_hour_warns_and_an_hour_does_not():
+    """One delay of 3600.5 s with no deadline warns; 3600 s does not; a deadline silences it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        endless(1, 3600.0)
+        endless(1, 3600.5, deadline=1e9)
+        assert caught == []
+        endless(1, 3600.5)
+    assert len(caught) == 1 and "a delay of 3600.5 s" in str(caught[0].message)
+
+
+@pytest.mark.usefixtures("no_process_hooks")
+def test_a_policy_warns_only_once():
+    """Two endless calls of one policy: one warning."""
+    decorated = retry(lambda: islice(constant(0.0), 150), sleep=lambda s: None)(
+        Operation([OSError()] * 400)
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            with pytest.raises(OSError):
+                decorated()
+    assert len(caught) == 1

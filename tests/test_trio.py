@@ -1,0 +1,149 @@
+"""Under trio, and under anyio on either backend, the async drivers and hedging find
+the running library themselves: they sleep, time out and cancel with its primitives,
+and need no ``sleep=``.  trio runs on its MockClock, which jumps over every sleep:
+nothing really sleeps, and trio's own clock tells how long each wait was."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+import trio
+import trio.testing
+from test_drivers import Operation
+
+from backoff_iter import CubicRateLimiter, aretrying, hedge, hedged, retry
+
+
+def run_trio(main):
+    """trio.run(main) on a clock that skips every sleep at once; (result, seconds passed)."""
+    clock = trio.testing.MockClock(autojump_threshold=0)
+
+    async def timed():
+        start = trio.current_time()
+        result = await main()
+        return result, trio.current_time() - start
+
+    return trio.run(timed, clock=clock)
+
+
+def test_aretrying_under_trio_sleeps_with_trio_and_needs_no_sleep_argument():
+    """aretrying([0.25, 0.5]) under trio: two failures, trio.sleep of each delay (trio's clock moves 0.75 s)."""
+    operation = Operation([OSError(), OSError()])
+
+    async def main():
+        async for attempt in aretrying([0.25, 0.5]):
+            async with attempt:
+                return operation()
+
+    assert run_trio(main) == ("ok", 0.75)
+
+
+def test_an_async_retry_under_trio_sleeps_with_trio():
+    """@retry on an async function under trio: the default schedule's sleeps pass on trio's clock."""
+    operation = Operation([ConnectionError()])
+
+    @retry([0.5, 1.0])
+    async def fetch():
+        return operation()
+
+    assert run_trio(fetch) == ("ok", 0.5)
+
+
+def test_an_attempt_timeout_under_trio_cancels_the_attempt_with_a_cancel_scope():
+    """attempt_timeout=1 under trio: a hanging first attempt is cut at 1 s, the retry answers."""
+    calls = []
+
+    @retry([0.5], attempt_timeout=1.0)
+    async def fetch():
+        calls.append(trio.current_time())
+        if len(calls) == 1:
+            await trio.sleep(60)
+        return "ok"
+
+    assert run_trio(fetch) == ("ok", 1.5)
+
+
+def test_the_rate_limiter_waits_with_trio_too():
+    """A CUBIC limiter turned on waits with trio.sleep before the next attempt, never blocking."""
+    now = [0.0]
+    limiter = CubicRateLimiter(clock=lambda: now[0])
+    limiter.record(throttled=True)  # on, with its bucket empty: the next request waits
+
+    async def main():
+        async for attempt in aretrying([0.0], rate_limiter=limiter):
+            async with attempt:
+                return "sent"
+
+    result, seconds = run_trio(main)
+    assert result == "sent" and seconds > 0.0
+
+
+def test_hedged_under_trio_takes_the_fast_hedge_and_cancels_the_slow_attempt():
+    """hedged() under trio: attempt 1 hangs, the hedge at 0.1 s answers; attempt 1 is cancelled and its finally runs."""
+    ended = []
+
+    replicas = iter([60, 0.05])
+
+    async def read():
+        delay = next(replicas)
+        try:
+            await trio.sleep(delay)
+            return f"answer after {delay}"
+        finally:
+            ended.append(delay)
+
+    result, seconds = run_trio(lambda: hedged(read, [0.1], name="read"))
+    assert result == "answer after 0.05" and seconds == pytest.approx(0.15)
+    assert sorted(ended) == [0.05, 60]
+
+
+def test_hedge_under_trio_sends_the_next_hedge_at_once_after_a_matched_failure():
+    """@hedge under trio: a ConnectionError sends the next hedge at once, not after its 30 s delay."""
+    attempts = []
+
+    @hedge([30.0, 30.0], on=ConnectionError)
+    async def lookup(key):
+        attempts.append(trio.current_time())
+        if len(attempts) < 3:
+            raise ConnectionError("replica down")
+        return key.upper()
+
+    assert run_trio(lambda: lookup("a")) == ("A", 0.0)
+    assert len(attempts) == 3
+
+
+def test_hedged_under_trio_raises_the_last_failure_when_every_attempt_fails():
+    """Every attempt fails and no hedge is left: the last failure propagates as itself."""
+
+    errors = iter(["1", "2"])
+
+    async def down():
+        raise TimeoutError(next(errors))
+
+    with pytest.raises(TimeoutError, match="2"):
+        run_trio(lambda: hedged(down, [0.1]))
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_under_anyio_on_either_backend_the_drivers_and_hedging_need_no_sleep(backend):
+    """anyio.run on asyncio and on trio: aretrying, @retry and hedged work with their defaults."""
+    operation, fetched = Operation([OSError()]), Operation([OSError()])
+
+    @retry([0.0])
+    async def fetch():
+        return fetched()
+
+    replicas = iter([3600, 0])
+
+    async def read():
+        await anyio.sleep(next(replicas))
+        return "fast"
+
+    async def main():
+        async for attempt in aretrying([0.0]):
+            async with attempt:
+                first = operation()
+        return first, await fetch(), await hedged(read, [0.0])
+
+    options = {"clock": trio.testing.MockClock(autojump_threshold=0)} if backend == "trio" else {}
+    assert anyio.run(main, backend=backend, backend_options=options) == ("ok", "ok", "fast")
