@@ -230,7 +230,7 @@ def _from_cancellation(exc: BaseException | None) -> bool:
 class Call:
     """One run of a policy: the iterator of its attempts, and every decision.
 
-    What a part reads of it (:meth:`~backoff_iter.parts.Part.before_attempt`):
+    What a part reads of it (:meth:`~backoff_iter.Part.before_attempt`):
     ``number``, ``last``, ``policy``, ``elapsed()``, and ``timeout``.
     """
 
