@@ -21,13 +21,13 @@
 from __future__ import annotations
 
 import math
-import sys
 import warnings
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
 from . import _checks, _sleeping, _timeouts, instrument
+from ._cancelling import cancellations, no_retry_if_cancelled
 from ._filters import matches
 from ._options import Policy
 from ._sliding import NOT_YET, steady
@@ -182,49 +182,6 @@ class Attempt:
 
     def __repr__(self) -> str:
         return f"<Attempt number={self.number} delay={self.delay!r} elapsed={self.elapsed!r}>"
-
-
-_current_task: Callable[[], Any] | None = None  # asyncio.current_task, once asyncio is loaded
-
-
-def cancellations() -> tuple[Any, int]:
-    """The asyncio task running now and its pending cancellation requests, or
-    (None, 0): outside a task, under trio, and before Python 3.11, which
-    does not count them."""
-    global _current_task
-    current_task = _current_task
-    if current_task is None:
-        asyncio = sys.modules.get("asyncio")
-        if asyncio is None or sys.version_info < (3, 11):
-            return None, 0
-        current_task = _current_task = asyncio.current_task
-    try:
-        task = current_task()
-    except RuntimeError:  # no asyncio loop running: trio, or a coroutine driven by hand
-        return None, 0
-    return (None, 0) if task is None else (task, task.cancelling())
-
-
-def _from_cancellation(exc: BaseException | None) -> bool:
-    """Does *exc* come from a cancellation: a CancelledError in its chain of
-    causes and contexts, or in any exception of a group?"""
-    import asyncio
-
-    seen: set[int] = set()
-    todo = [exc]
-    while todo:
-        error = todo.pop()
-        if error is None or id(error) in seen:
-            continue
-        seen.add(id(error))
-        if isinstance(error, asyncio.CancelledError):
-            return True
-        todo.append(error.__cause__)
-        todo.append(error.__context__)
-        members = getattr(error, "exceptions", None)
-        if isinstance(members, tuple):
-            todo.extend(members)
-    return False
 
 
 class Call:
@@ -430,34 +387,6 @@ class Call:
         self.slept += delay
         return True
 
-    def _check_cancelled(self, exc: BaseException | None) -> None:
-        """No retry of any kind starts once the task has been asked to cancel
-        since the call began.
-
-        A TaskGroup can turn the task's own cancellation (from
-        ``asyncio.timeout``, say) into an ordinary failure, or the attempt can
-        catch it and return a value: retrying would run on past the timeout.
-        On Python 3.11 and 3.12 a TaskGroup whose child fails after its body
-        has finished leaves the count one too high for good; such a group's
-        failure, with no cancellation anywhere in it, is no cancellation of
-        the task: the call goes on, counting from there.
-        """
-        count = self._task.cancelling()
-        if count <= self._cancelling:
-            return
-        if (
-            exc is not None
-            and sys.version_info < (3, 13)
-            and getattr(exc, "exceptions", None) is not None
-            and not _from_cancellation(exc)
-        ):
-            self._cancelling = count  # the group's leftover: not a cancellation
-            return
-        self.state = _DONE
-        import asyncio
-
-        raise asyncio.CancelledError("the task is being cancelled: no retry")
-
     def stop(self, exc: BaseException) -> bool:
         """End the call on *exc* without a decision (the caller's own bug)."""
         self.state = _DONE
@@ -552,7 +481,7 @@ class Call:
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
         if self._task is not None:  # an async call (3.11+): is the task being cancelled?
-            self._check_cancelled(exc)
+            self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
         kind = FAILURE
         if policy.afters or policy.allows:
             if policy.throttled is not None and policy.throttled(outcome):

@@ -12,6 +12,7 @@ from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.util.retry import Retry
 
 from . import _checks, _sleeping, instrument
+from ._options import Policy
 from ._schedule import Schedule
 from .hints import RETRY_AFTER_MAX, parse_retry_after, server_wait, sleep_for
 
@@ -57,25 +58,24 @@ class Urllib3Retry(Retry):
         observe: instrument.Observe = None,
         **kwargs: Any,
     ) -> None:
-        if delays is None:
-            from ._options import default_delays
-
-            delays = default_delays
-        self.delays: Callable[[], Iterable[float]] = _checks.reusable_delays("delays", delays)
-        """The factory of each request's delays."""
-        self.sleep_function: Callable[[float], Any] | None = _checks.optional_function(
-            "sleep", sleep
+        if delays is not None:
+            delays = _checks.reusable_delays("delays", delays)
+        # The drivers' options, checked and defaulted where the drivers' are.
+        policy = Policy(
+            delays, sleep=sleep, retry_after_max=retry_after_max, name=name, observe=observe
         )
+        self.delays: Callable[[], Iterable[float]] = policy.factory
+        """The factory of each request's delays."""
+        self.sleep_function: Callable[[float], Any] | None = policy.sleep
         """What sleeps between attempts (None: ``time.sleep``)."""
-        retry_after_max = _checks.seconds("retry_after_max", retry_after_max, infinite=True)
-        self.name: str = _checks.text("name", name)
+        self.name: str = policy.name
         """What the events call the request's retries."""
-        self.observe: tuple[instrument.Hook, ...] = instrument.hooks(observe)
+        self.observe: tuple[instrument.Hook, ...] = policy.observe
         """This policy's own hooks."""
         super().__init__(total, **kwargs)
         # Applied here (get_retry_after), not by urllib3: 1.26 has no such option, and
         # 2 annotates it as int, where any number of seconds works.
-        self.retry_after_max: int = cast(int, retry_after_max)
+        self.retry_after_max: int = cast(int, policy.retry_after_max)
         self._schedule: Schedule | None = None  # a request's, once it retried
         self._request: _Request | None = None  # ... and what its events tell
         self._outcome: Any = None  # the failure this link retries

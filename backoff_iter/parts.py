@@ -311,17 +311,7 @@ def _check_spent(budget: object) -> None:
 
 
 def user_parts(name: str, value: object) -> tuple[Part, ...]:
-    """``parts=``: an iterable of :class:`Part` objects."""
-    if isinstance(value, Part):
-        return (value,)
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise _checks.ArgumentTypeError(
-            name, f"{name} must be an iterable of Part objects, got {value!r}"
-        )
-    checked = tuple(value)
-    for part in checked:
-        if not isinstance(part, Part):
-            raise _checks.ArgumentTypeError(
-                name, f"{name} must hold Part objects (subclasses of Part), got {part!r}"
-            )
-    return checked
+    """``parts=``: a :class:`Part`, or an iterable of them."""
+    return _checks.several(
+        name, value, lambda item: isinstance(item, Part), "a Part or an iterable of Part objects"
+    )

@@ -51,8 +51,9 @@ def shown_on_the_docs_pages():
 
 
 def test_every_picture_is_shown_on_a_docs_page_and_every_image_shown_exists():
-    """The committed pictures and the docs' image directives name the same files."""
+    """The committed pictures (benchmarks' and the docs' own) and the image directives name the same files."""
     committed = set((ROOT / "benchmarks" / "pictures").resolve().iterdir())
+    committed |= set((ROOT / "docs" / "pictures").resolve().iterdir())
     shown = shown_on_the_docs_pages()
     assert set(shown) == committed, sorted(path.name for path in set(shown) ^ committed)
 
@@ -124,3 +125,14 @@ def test_the_overload_legend_lies_beside_the_data(figures):
     legend = figure.axes[0].get_legend().get_window_extent()
     for axes in figure.axes:
         assert not overlaps(legend, axes.get_window_extent())
+
+
+def test_the_architecture_picture_is_drawn_by_its_script(tmp_path):
+    """docs/architecture.py writes the picture CONTRIBUTING and the design page show."""
+    out = tmp_path / "architecture.png"
+    subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "architecture.py"), str(out)],
+        check=True,
+        capture_output=True,
+    )
+    assert out.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

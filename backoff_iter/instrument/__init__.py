@@ -136,18 +136,7 @@ def event(
 
 def hooks(observe: Observe, name: str = "observe") -> tuple[Hook, ...]:
     """``observe=`` as a tuple of hooks, each checked to be callable."""
-    if observe is None:
-        return ()
-    if callable(observe):
-        return (observe,)
-    if isinstance(observe, (str, bytes)) or not isinstance(observe, Iterable):
-        raise _checks.ArgumentTypeError(
-            name, f"{name} must be a hook, a list of hooks or None, got {observe!r}"
-        )
-    checked = tuple(observe)
-    for hook in checked:
-        _checks.function(name, hook)
-    return checked
+    return _checks.several(name, observe, callable, "a hook, a list of hooks or None")
 
 
 def _wants_successes(hook: Hook) -> bool:

@@ -64,14 +64,15 @@ def opentelemetry(
     >>> tracer_provider = TracerProvider()
     >>> tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     >>> hook = opentelemetry(tracer_provider=tracer_provider)
+    >>> calls = []
     >>> @retry([0.5, 1.0], name="fetch", observe=hook, sleep=lambda s: None)
-    ... def fetch(replies=iter([TimeoutError(), "ok"])):
-    ...     reply = next(replies)
-    ...     if isinstance(reply, Exception):
-    ...         raise reply
-    ...     return reply
+    ... def fetch():
+    ...     calls.append(1)
+    ...     if len(calls) == 1:
+    ...         raise TimeoutError("slow")
+    ...     return len(calls)
     >>> fetch()
-    'ok'
+    2
     >>> [span] = exporter.get_finished_spans()
     >>> span.name, [(e.name, dict(e.attributes)) for e in span.events]
     ('fetch', [('retry', {'retry.attempt': 1, 'retry.delay': 0.5, 'exception.type': 'TimeoutError'})])

@@ -44,20 +44,18 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
     (:func:`enable`).  Needs ``pip install 'backoff_iter[prometheus]'``.
 
     >>> from prometheus_client import CollectorRegistry
-    >>> from backoff_iter import retry
+    >>> from backoff_iter import retrying
     >>> registry = CollectorRegistry()
-    >>> @retry([0.5, 1.0], name="fetch", observe=prometheus(registry), sleep=lambda s: None)
-    ... def fetch(replies=iter([TimeoutError(), "ok"])):
-    ...     reply = next(replies)
-    ...     if isinstance(reply, Exception):
-    ...         raise reply
-    ...     return reply
-    >>> fetch()
-    'ok'
+    >>> hook = prometheus(registry)
+    >>> timeouts = [TimeoutError("slow")]
+    >>> for attempt in retrying([0.5], name="search", observe=hook, sleep=lambda s: None):
+    ...     with attempt:
+    ...         if timeouts:
+    ...             raise timeouts.pop()
     >>> registry.get_sample_value(
-    ...     "backoff_iter_retries_total", {"name": "fetch", "error_type": "TimeoutError"})
+    ...     "backoff_iter_retries_total", {"name": "search", "error_type": "TimeoutError"})
     1.0
-    >>> registry.get_sample_value("backoff_iter_attempts_total", {"name": "fetch"})
+    >>> registry.get_sample_value("backoff_iter_attempts_total", {"name": "search"})
     2.0
     """
     try:

@@ -1,0 +1,104 @@
+"""The options are defined once: RetryOptions names and types them (every driver's
+signature takes them from there), Policy holds their defaults and checks, and the
+two agree - so a new option is one field, one default and check, one use."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from backoff_iter import (
+    DecoratorOptions,
+    HedgeOptions,
+    RetryOptions,
+    aretrying,
+    hedge,
+    hedged,
+    retry,
+    retrying,
+)
+from backoff_iter._options import SETTERS, Policy
+from backoff_iter.interop import RetryTransport
+
+SOURCE = Path(inspect.getfile(Policy))
+
+
+def test_every_option_has_one_check_and_one_default():
+    """The keys of RetryOptions are exactly the options Policy checks, each with a class default."""
+    assert set(RetryOptions.__annotations__) == set(SETTERS)
+    assert all(name in vars(Policy) for name in SETTERS)
+
+
+def test_hedging_and_the_decorator_take_the_same_options_and_a_few_more():
+    """HedgeOptions is a part of RetryOptions; DecoratorOptions is RetryOptions and timeout_arg."""
+    assert set(HedgeOptions.__annotations__) < set(RetryOptions.__annotations__)
+    assert set(DecoratorOptions.__annotations__) == {*RetryOptions.__annotations__, "timeout_arg"}
+    assert not RetryOptions.__required_keys__ and not DecoratorOptions.__required_keys__
+
+
+def field_docs(class_name):
+    """{field: docstring} of a TypedDict class of _options.py, read as Sphinx reads them."""
+    tree = ast.parse(SOURCE.read_text())
+    [node] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name]
+    docs = {}
+    for field, following in zip(node.body, node.body[1:]):
+        if isinstance(field, ast.AnnAssign) and isinstance(following, ast.Expr):
+            docs[field.target.id] = following.value.value
+    return docs
+
+
+def test_every_option_has_its_line_of_docs():
+    """Each field of the options' TypedDicts has a docstring: the one place an option is described."""
+    documented = {**field_docs("HedgeOptions"), **field_docs("RetryOptions")}
+    documented.update(field_docs("DecoratorOptions"))
+    assert set(documented) == set(DecoratorOptions.__annotations__)
+    assert all(len(text.split()) >= 5 for text in documented.values())
+
+
+@pytest.mark.parametrize(
+    ("driver", "options"),
+    [
+        (retrying, "RetryOptions"),
+        (aretrying, "RetryOptions"),
+        (RetryTransport, "RetryOptions"),
+        (retry, "DecoratorOptions"),
+        (hedged, "HedgeOptions"),
+        (hedge, "HedgeOptions"),
+    ],
+    ids=lambda value: getattr(value, "__name__", value),
+)
+def test_every_driver_signature_takes_the_options_from_their_one_definition(driver, options):
+    """Each driver's **options is annotated Unpack[<the TypedDict>]: type checkers see every option."""
+    if driver is retry:  # its overloads are what type checkers read
+        assert overload_annotations(SOURCE.parent / "drivers.py", "retry") == {
+            None,
+            f"Unpack[{options}]",
+        }
+        return
+    target = driver.__init__ if isinstance(driver, type) else driver
+    if driver in (retrying, aretrying):
+        target = Policy.__init__
+    parameter = inspect.signature(target).parameters["options"]
+    assert parameter.kind is inspect.Parameter.VAR_KEYWORD
+    assert parameter.annotation == f"Unpack[{options}]"
+
+
+def overload_annotations(path, name):
+    """The annotations of **options in each @overload of *name* in *path* (None: it has none)."""
+    found = set()
+    for node in ast.parse(path.read_text()).body:
+        decorators = [getattr(d, "id", None) for d in getattr(node, "decorator_list", [])]
+        if isinstance(node, ast.FunctionDef) and node.name == name and "overload" in decorators:
+            kwarg = node.args.kwarg
+            found.add(None if kwarg is None else ast.unparse(kwarg.annotation))
+    return found
+
+
+def test_an_option_no_driver_knows_is_refused_naming_it():
+    """retrying(retries=3): an argument error naming the unknown keyword."""
+    for driver in (retrying, aretrying, retry, RetryTransport):
+        with pytest.raises(TypeError, match="unexpected keyword argument 'retries'"):
+            driver(retries=3)
