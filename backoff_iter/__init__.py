@@ -41,6 +41,7 @@ from .strategies import (
 from .throttles import AdaptiveThrottle, Throttle, ThrottledError
 
 if _typing.TYPE_CHECKING:
+    from ._streams import StreamState
     from .hedging import hedge, hedged
     from .overload import OverloadRun, simulate_overload
     from .planning import (
@@ -58,6 +59,7 @@ if _typing.TYPE_CHECKING:
 # service that only retries does not pay for them when it imports us.  So is
 # hedging, which imports asyncio.
 _LAZY = {
+    "StreamState": "_streams",
     "hedge": "hedging",
     "hedged": "hedging",
     "OverloadRun": "overload",
@@ -113,6 +115,7 @@ __all__ = [
     "RetryLogger",
     "RetryOptions",
     "RetryQuota",
+    "StreamState",
     "Throttle",
     "ThrottledError",
     "TokenBucket",

@@ -12,7 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Real
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -243,21 +243,21 @@ def iterable(name: str, value: Iterable[T]) -> Iterator[T]:
         raise ArgumentTypeError(name, f"{name} must be an iterable, got {value!r}") from None
 
 
-def several(name: str, value: object, one: Callable[[object], bool], what: str) -> tuple[T, ...]:
+def several(name: str, value: Any, one: Callable[[Any], bool], what: str) -> tuple[Any, ...]:
     """*value* as a tuple: one item (it passes *one*), or an iterable of items
     (not a string), each passing *one*; an ``ArgumentTypeError`` naming *name*
     and saying it wants *what* otherwise.  None is no item at all."""
     if value is None:
         return ()
     if one(value):
-        return (value,)  # type: ignore[return-value]
+        return (value,)
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise ArgumentTypeError(name, f"{name} must be {what}, got {value!r}")
     items = tuple(value)
     for item in items:
         if not one(item):
             raise ArgumentTypeError(name, f"{name} must be {what}, got {item!r} among them")
-    return items  # type: ignore[return-value]
+    return items
 
 
 def is_async(func: object) -> bool:

@@ -387,6 +387,45 @@ class Call:
         self.slept += delay
         return True
 
+    # -- what the stream driver (_streams.py) asks: an attempt that spans yields ----
+
+    def running(self, attempt: Attempt) -> Attempt:
+        """Mark *attempt* (just handed out) as running, outside any ``with``
+        block: a stream's attempt runs across the yields of its items."""
+        self.state = _RUNNING
+        return attempt
+
+    def committed(self, attempt: Attempt, failure: BaseException) -> None:
+        """A stream failed after delivering items and cannot resume: the call
+        gives up on *failure* (reason ``"committed"``), which the parts hear
+        of as a failure."""
+        self.state = _DONE
+        self.last = None
+        policy = self.policy
+        if matches(policy.on, policy.only_exceptions, failure):
+            kind = (
+                THROTTLE if policy.throttled is not None and policy.throttled(failure) else FAILURE
+            )
+            for after in policy.afters:
+                after(failure, kind, self.number, self.spent)
+            self._give_up(attempt, failure, "committed")
+        else:  # a failure no policy retries: an error, as for any call
+            for after in policy.afters:
+                after(failure, ERROR, self.number, self.spent)
+            if self._hooks:
+                self.emit("error", failure, self.number)
+
+    def abandon(self) -> None:
+        """The consumer ended a stream (closed it, or threw in what ended it):
+        no retry, and nothing to tell."""
+        self.state = _DONE
+        self.last = None
+
+    def restart_schedule(self) -> None:
+        """The next retry draws the first delay of a fresh schedule: a stream
+        that delivered items since its last failure has recovered."""
+        self._delays = None
+
     def stop(self, exc: BaseException) -> bool:
         """End the call on *exc* without a decision (the caller's own bug)."""
         self.state = _DONE

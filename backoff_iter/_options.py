@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ._core import Attempt
+    from ._streams import StreamState
     from .breakers import Breaker
     from .budgets import Budget
     from .limiters import RateLimiter
@@ -139,12 +140,21 @@ class RetryOptions(HedgeOptions, total=False):
 
 
 class DecoratorOptions(RetryOptions, total=False):
-    """``@retry``'s options: :class:`RetryOptions`, and how to hand each
-    attempt its timeout."""
+    """``@retry``'s options: :class:`RetryOptions`, the delays by name, how to
+    hand each attempt its timeout, and how to resume a stream."""
 
+    delays: Delays | None
+    """The delays, given by name: ``@retry(delays=my_schedule)`` - the way to
+    pass a schedule written as a generator function, which given first and
+    alone is the function decorated."""
     timeout_arg: str | None
     """The keyword argument of the decorated function that receives each
     attempt's timeout (``attempt_timeout`` shortened to the deadline)."""
+    resume: Callable[[StreamState], Any] | None
+    """For a generator function: ``resume(state)`` returns the items that
+    follow what the consumer received (:class:`~backoff_iter.StreamState`),
+    an async iterable for an async generator; a stream failing after items
+    were delivered then goes on from there instead of failing."""
 
 
 # -- defaults and checks ----------------------------------------------------------------------

@@ -127,32 +127,35 @@ class ExceptionsAsDelays:
 
 @overload
 def retry(  # an exception class where the delays go: `on=` was meant
-    delays: type[BaseException] | tuple[type[BaseException], ...],
+    schedule: type[BaseException] | tuple[type[BaseException], ...],
+    /,
     **options: Unpack[DecoratorOptions],
 ) -> ExceptionsAsDelays: ...
 
 
 @overload
 def retry(  # a delays factory is a function too: this overload comes before the bare one
-    delays: Callable[[], Iterable[float]] | Iterable[float] | None = None,
+    schedule: Callable[[], Iterable[float]] | Iterable[float] | None = None,
+    /,
     **options: Unpack[DecoratorOptions],
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
 @overload
-def retry(delays: Callable[P, R]) -> Callable[P, R]: ...
+def retry(func: Callable[P, R], /) -> Callable[P, R]: ...
 
 
-def retry(delays: Any = None, **options: Any) -> Any:
+def retry(schedule: Any = None, /, **options: Any) -> Any:
     """Decorate a sync or async function so its transient failures are retried.
 
-    *delays* is a zero-argument function returning fresh delays for each
-    call (made only once a call has failed), or a list or tuple; omitted,
-    the default schedule of :class:`retrying`.  *options* are those of
-    every driver (:class:`~backoff_iter.RetryOptions`), and ``timeout_arg``
-    (:class:`~backoff_iter.DecoratorOptions`); the decorated function keeps
-    its signature, and with *on_result* its last result is returned when
-    the retries run out.
+    *schedule*, the delays, is a zero-argument function returning fresh
+    delays for each call (made only once a call has failed), or a list or
+    tuple; omitted, the default schedule of :class:`retrying`.  It may also
+    be given by name, ``delays=``.  *options* are those of every driver
+    (:class:`~backoff_iter.RetryOptions`), and the decorator's own
+    (:class:`~backoff_iter.DecoratorOptions`: ``delays``, ``timeout_arg``,
+    ``resume``); the decorated function keeps its signature, and with
+    *on_result* its last result is returned when the retries run out.
 
     >>> from itertools import islice
     >>> from backoff_iter import exponential
@@ -179,17 +182,39 @@ def retry(delays: Any = None, **options: Any) -> Any:
 
     Async functions (and objects whose ``__call__`` is async) are detected
     and sleep with the running event loop's sleep unless *sleep* is given.
-    A generator function is rejected: its failures happen while it is
-    iterated, after the call has returned.
+
+    A generator function (sync or async) is retried as a stream: a failure
+    before its first item is retried like a call's; one after items were
+    delivered propagates as it is (no item repeated, none dropped), unless
+    ``resume=`` says how to go on from where the consumer is.  A generator
+    function given first and alone is always the function decorated; a
+    schedule written as a generator function is passed as ``delays=``.
+
+    >>> @retry([0.0], on=ConnectionError)
+    ... def numbers(replies=iter(["cut", "ok"])):
+    ...     if next(replies) == "cut":
+    ...         raise ConnectionError("cut before the first item")
+    ...     yield from range(3)
+    >>> list(numbers())
+    [0, 1, 2]
     """
-    if not options and _decorated_bare(delays):  # @retry without parentheses
+    delays = schedule
+    if "delays" in options:
+        if delays is not None:
+            raise _checks.ArgumentTypeError(
+                "delays", "delays was given twice: first, and as delays="
+            )
+        delays = options.pop("delays")
+    elif not options and _decorated_bare(delays):  # @retry without parentheses
         func = delays
         decorated = _decorate(None, options, func)
-        if _checks.is_async(func) or not _takes_no_arguments(func):
+        if _checks.is_async(func) or _is_generator(func) or not _takes_no_arguments(func):
             return decorated
         # A function of no arguments may also be the delays of `@retry(func)`
         # over another function: serve both.
         return _either_role(decorated, functools.partial(_decorate, func, options))
+    resume = options.pop("resume", None)
+    _checks.optional_function("resume", resume)
     timeout_arg = options.pop("timeout_arg", None)
     if timeout_arg is not None:
         if not isinstance(timeout_arg, str) or not timeout_arg.isidentifier():
@@ -208,6 +233,8 @@ def retry(delays: Any = None, **options: Any) -> Any:
     Policy(delays, **options)  # checked now
     if timeout_arg is not None:
         options["timeout_arg"] = timeout_arg
+    if resume is not None:
+        options["resume"] = resume
     return functools.partial(_decorate, delays, options)
 
 
@@ -215,25 +242,44 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
     """*func* retried by a policy of *delays* and *options* (named after *func*
     unless *options* name it): the sync or the async loop around it."""
     _checks.function("func", func)
-    import inspect  # only when decorating: it is slow to import
-
-    if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
-        raise _checks.ArgumentTypeError(
-            "func",
-            f"retry cannot retry the generator function {func!r}: its"
-            " failures happen while it is iterated, after the call returned;"
-            " decorate the function that consumes it",
-        )
     options = dict(options)
     timeout_arg = options.pop("timeout_arg", None)
+    resume = options.pop("resume", None)
     if timeout_arg is not None:
         _check_accepts(func, timeout_arg)
     options.setdefault("name", _qualified_name(func))
     policy = Policy(delays, **options)
+    stream = _is_generator(func)
+    if stream:
+        from . import _streams  # only for streams
+
+        if policy.on_result is not None:
+            raise _checks.ArgumentTypeError(
+                "on_result",
+                f"on_result does not apply to the generator function {func!r}: a stream"
+                " succeeds when it ends; retry on its items in the consumer instead",
+            )
+        if stream == "async":
+            return cast("Callable[P, R]", _streams.async_stream(policy, func, resume, timeout_arg))  # type: ignore[arg-type]
+        return cast("Callable[P, R]", _streams.sync_stream(policy, func, resume, timeout_arg))  # type: ignore[arg-type]
+    if resume is not None:
+        raise _checks.ArgumentTypeError(
+            "resume", f"resume applies to generator functions only, not to {func!r}"
+        )
     if _checks.is_async(func):
         coroutine_function = cast("Callable[P, Awaitable[R]]", func)
         return cast("Callable[P, R]", _async_wrapper(policy, coroutine_function, timeout_arg))
     return _sync_wrapper(policy, func, timeout_arg)
+
+
+def _is_generator(func: object) -> str:
+    """``"sync"`` or ``"async"`` for a generator function (a partial of one
+    too), ``""`` for anything else."""
+    import inspect  # only when decorating: it is slow to import
+
+    if inspect.isasyncgenfunction(func):
+        return "async"
+    return "sync" if inspect.isgeneratorfunction(func) else ""
 
 
 def _check_accepts(func: Callable[..., Any], keyword: str) -> None:

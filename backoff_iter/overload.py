@@ -9,7 +9,7 @@ their end, so every request either succeeds or fails.
 
 **The clients.**  Each request belongs to one of *clients* clients (a
 process each), drawn uniformly at random from the run's generator.  A
-client is one retry :class:`~backoff_iter._core.Policy` of this library:
+client is one retry :class:`~backoff_iter._options.Policy` of this library:
 the delays of *strategy* (``base``, ``cap``, drawn from the run's
 generator), at most *retries* of them, and the parts *budgets* names.  A
 request is one call of its client's policy, driven as the drivers drive

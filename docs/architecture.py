@@ -21,44 +21,108 @@ OUT = Path(__file__).resolve().parent / "pictures" / "architecture.png"
 
 # (x, y, width, height, title, lines, colour): the core's steps, top to bottom.
 BOXES = {
-    "policy": (0.5, 8.6, 6.0, 1.1, "Policy (_options.py)", [
-        "RetryOptions checked once, defaults in one table;",
-        "_derive(): the parts in order, and the shortcuts",
-    ], "#dbe9f6"),
-    "begin": (0.5, 7.2, 6.0, 0.9, "begin(policy) -> Call (_core.py)", [
-        "one run: attempt number, schedule, time slept, what parts took",
-    ], "#dbe9f6"),
-    "admit": (0.5, 5.6, 6.0, 1.1, "Call.admit(): before each attempt", [
-        "part.before_attempt(call), in order: budget, breaker,",
-        "throttle, rate limiter, your parts=, attempt timeout",
-    ], "#fde9c9"),
-    "attempt": (0.5, 4.3, 6.0, 0.8, "with attempt: your code", [
-        "Attempt: number, delay, elapsed, timeout; set_result()",
-    ], "#e4f3df"),
-    "decide": (0.5, 1.55, 6.0, 2.25, "Attempt.__exit__ -> Call.settle -> Call.decide()", [
-        "on / on_result: success, error, failure or throttle",
-        "part.after_attempt(...), in reverse order",
-        "next delay; server hint (hints.sleep_for); deadline",
-        "part.allow_retry(...), asked last",
-        "-> the sleep, or None: the outcome stands",
-    ], "#fde9c9"),
-    "hooks": (7.4, 2.1, 3.9, 1.1, "hooks (instrument/)", [
-        "retry / give_up / success / error",
-        "default: a WARNING log per retry",
-    ], "#efe2f5"),
-    "sleep": (0.5, 0.25, 6.0, 0.85, "before_sleep hook; sleep (the loop's own, or no_sleep)", [
-        "then the next attempt",
-    ], "#e4f3df"),
-    "forms": (7.4, 5.85, 3.9, 3.25, "Every form runs this loop", [
-        "retrying / aretrying: for / async for",
-        "@retry: a bare first try when",
-        "  nothing needs the success",
-        "RetryTransport (httpx)",
-        "hedged / @hedge: attempts in",
-        "  tasks, the same policy and parts",
-        "overload simulator: admit()",
-        "  and decide() in simulated time",
-    ], "#f2f2f2"),
+    "policy": (
+        0.5,
+        8.6,
+        6.0,
+        1.1,
+        "Policy (_options.py)",
+        [
+            "RetryOptions checked once, defaults in one table;",
+            "_derive(): the parts in order, and the shortcuts",
+        ],
+        "#dbe9f6",
+    ),
+    "begin": (
+        0.5,
+        7.2,
+        6.0,
+        0.9,
+        "begin(policy) -> Call (_core.py)",
+        [
+            "one run: attempt number, schedule, time slept, what parts took",
+        ],
+        "#dbe9f6",
+    ),
+    "admit": (
+        0.5,
+        5.6,
+        6.0,
+        1.1,
+        "Call.admit(): before each attempt",
+        [
+            "part.before_attempt(call), in order: budget, breaker,",
+            "throttle, rate limiter, your parts=, attempt timeout",
+        ],
+        "#fde9c9",
+    ),
+    "attempt": (
+        0.5,
+        4.3,
+        6.0,
+        0.8,
+        "with attempt: your code",
+        [
+            "Attempt: number, delay, elapsed, timeout; set_result()",
+        ],
+        "#e4f3df",
+    ),
+    "decide": (
+        0.5,
+        1.55,
+        6.0,
+        2.25,
+        "Attempt.__exit__ -> Call.settle -> Call.decide()",
+        [
+            "on / on_result: success, error, failure or throttle",
+            "part.after_attempt(...), in reverse order",
+            "next delay; server hint (hints.sleep_for); deadline",
+            "part.allow_retry(...), asked last",
+            "-> the sleep, or None: the outcome stands",
+        ],
+        "#fde9c9",
+    ),
+    "hooks": (
+        7.4,
+        2.1,
+        3.9,
+        1.1,
+        "hooks (instrument/)",
+        [
+            "retry / give_up / success / error",
+            "default: a WARNING log per retry",
+        ],
+        "#efe2f5",
+    ),
+    "sleep": (
+        0.5,
+        0.25,
+        6.0,
+        0.85,
+        "before_sleep hook; sleep (the loop's own, or no_sleep)",
+        [
+            "then the next attempt",
+        ],
+        "#e4f3df",
+    ),
+    "forms": (
+        7.4,
+        5.85,
+        3.9,
+        3.25,
+        "Every form runs this loop",
+        [
+            "retrying / aretrying: for / async for",
+            "@retry: a bare first try when",
+            "  nothing needs the success",
+            "RetryTransport (httpx)",
+            "hedged / @hedge: attempts in",
+            "  tasks, the same policy and parts",
+            "overload simulator: admit()",
+            "  and decide() in simulated time",
+        ],
+        "#f2f2f2",
+    ),
 }
 ARROWS = [
     ("policy", "begin", ""),
@@ -92,7 +156,7 @@ def centre(name, side):
 def main(argv: list[str]) -> int:
     out = Path(argv[0]) if argv else OUT
     figure, axes = plt.subplots(figsize=(11.5, 10))
-    for name, (x, y, width, height, title, lines, colour) in BOXES.items():
+    for x, y, width, height, title, lines, colour in BOXES.values():
         box(axes, x, y, width, height, title, lines, colour)
     for start, end, label in ARROWS:
         if end == "hooks":
@@ -110,16 +174,23 @@ def main(argv: list[str]) -> int:
     top = centre("admit", "left")
     axes.add_patch(
         FancyArrowPatch(
-            (x, y), top, connectionstyle="bar,fraction=-0.12", arrowstyle="-|>",
-            mutation_scale=14, color="#333333",
+            (x, y),
+            top,
+            connectionstyle="bar,fraction=-0.12",
+            arrowstyle="-|>",
+            mutation_scale=14,
+            color="#333333",
         )
     )
     axes.text(0.05, 3.1, "next attempt", rotation=90, fontsize=8.5, style="italic")
     # A refusal ends the call with the part's error, its cause the call's last failure.
     axes.annotate(
         "a part refuses: the call ends with its error\n(__cause__: the call's last failure)",
-        xy=centre("admit", "right"), xytext=(7.4, 4.4), fontsize=8.5,
-        arrowprops={"arrowstyle": "-|>", "color": "#a33"}, color="#a33",
+        xy=centre("admit", "right"),
+        xytext=(7.4, 4.4),
+        fontsize=8.5,
+        arrowprops={"arrowstyle": "-|>", "color": "#a33"},
+        color="#a33",
     )
     axes.set_xlim(-0.3, 11.6)
     axes.set_ylim(0.0, 9.9)

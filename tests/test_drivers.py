@@ -671,8 +671,9 @@ def test_attempts_and_the_drivers_obey_a_patched_time_sleep(monkeypatch):
 # -- silent endings are errors -----------------------------------------------------
 
 
-def test_retry_rejects_generator_functions_at_decoration():
-    """Their failures come after the call returned, so @retry would silently not retry them."""
+def test_retry_keeps_generator_functions_generator_functions():
+    """@retry over a generator function (sync or async) gives a generator function of the same kind."""
+    import inspect
 
     def numbers():
         yield 1
@@ -680,9 +681,8 @@ def test_retry_rejects_generator_functions_at_decoration():
     async def anumbers():
         yield 1
 
-    for func in (numbers, anumbers):
-        with pytest.raises(TypeError, match="generator"):
-            retry([1.0])(func)
+    assert inspect.isgeneratorfunction(retry([1.0])(numbers))
+    assert inspect.isasyncgenfunction(retry([1.0])(anumbers))
 
 
 def test_a_loop_body_without_with_attempt_is_an_error_at_the_next_attempt():
@@ -2394,13 +2394,15 @@ def test_a_bare_retry_keeps_an_async_function_of_no_arguments_async():
 
 
 def test_the_decorators_own_arguments_are_named_when_bad():
-    """A one-shot iterator of timeouts or a generator function: the error names attempt_timeout or func."""
+    """A one-shot iterator of timeouts, on_result over a stream, resume over a call: each named."""
 
     def numbers():
         yield 1
 
     rejects(lambda: retry(attempt_timeout=iter([1.0])), TypeError, "attempt_timeout", "iterator")
-    rejects(lambda: retry([1.0])(numbers), TypeError, "func", "generator")
+    rejects(lambda: retry([1.0], on_result=bool)(numbers), TypeError, "on_result", "stream")
+    rejects(lambda: retry([1.0], resume=list)(len), TypeError, "resume", "generator")
+    rejects(lambda: retry([1.0], delays=[1.0]), TypeError, "delays", "twice")
 
 
 def test_timeout_arg_reaches_an_async_function_too():

@@ -33,9 +33,10 @@ def test_every_option_has_one_check_and_one_default():
 
 
 def test_hedging_and_the_decorator_take_the_same_options_and_a_few_more():
-    """HedgeOptions is a part of RetryOptions; DecoratorOptions is RetryOptions and timeout_arg."""
+    """HedgeOptions is a part of RetryOptions; DecoratorOptions adds delays=, timeout_arg and resume."""
     assert set(HedgeOptions.__annotations__) < set(RetryOptions.__annotations__)
-    assert set(DecoratorOptions.__annotations__) == {*RetryOptions.__annotations__, "timeout_arg"}
+    decorator_only = {"delays", "timeout_arg", "resume"}
+    assert set(DecoratorOptions.__annotations__) == {*RetryOptions.__annotations__, *decorator_only}
     assert not RetryOptions.__required_keys__ and not DecoratorOptions.__required_keys__
 
 

@@ -225,3 +225,11 @@ def meant() -> str:
 
 meant_result: str = meant()
 transient: bool = backoff_iter.is_transient(OSError())
+
+
+@retry(on=ConnectionError, resume=lambda state: iter(range(state.count, 3)))
+def streamed(start: int = 0) -> Iterator[int]:
+    yield from range(start, 3)
+
+
+stream_items: list[int] = list(streamed())

@@ -1,0 +1,256 @@
+"""Retried generators and streams: retried until the first item, resumed after it,
+never duplicated.  ``@retry`` on a generator function (sync or async) runs
+it here, on the same core as any call.
+
+One attempt of a stream is: make the source (the decorated function's
+generator, or what ``resume(state)`` returns once items were delivered),
+wait for its first item - a failure there is retried like any call's -
+then deliver its items one by one.  A failure after items were delivered
+is *committed* (gRPC's rule): without ``resume=`` it propagates as it is
+and the call gives up (reason ``"committed"``); with ``resume=`` the call
+sleeps its next delay, under the same parts, and goes on from where the
+consumer is.  The consumer's ``send()``, ``throw()`` and ``close()`` (and
+their async twins) reach the source at once; what it throws in is its own,
+never retried.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from typing import Any
+
+from . import _checks, _timeouts
+from ._core import _NO_RESULT, begin
+from ._options import Policy
+
+__all__ = ["StreamState"]
+
+Resume = Callable[["StreamState"], Any]
+
+
+class StreamState:
+    """A stream's progress, given to ``resume=`` to make the items that follow.
+
+    >>> state = StreamState(("report.csv",), {"chunk": 1024})
+    >>> state.count, state.last
+    (0, None)
+    """
+
+    __slots__ = ("args", "count", "kwargs", "last")
+
+    args: tuple[Any, ...]
+    """The positional arguments the decorated function was called with."""
+    kwargs: dict[str, Any]
+    """Its keyword arguments."""
+    count: int
+    """How many items the consumer has received so far, over every attempt."""
+    last: Any
+    """The last item the consumer received (None before the first)."""
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.args = args
+        self.kwargs = kwargs
+        self.count = 0
+        self.last = None
+
+    def __repr__(self) -> str:
+        return f"<StreamState count={self.count} last={self.last!r}>"
+
+
+def _source(
+    func: Callable[..., Any], resume: Resume | None, state: StreamState, kwargs: Any
+) -> Any:
+    """This attempt's source of items: the function's anew until items were
+    delivered, then what *resume* makes of the progress (a stream without
+    *resume* never comes back here once it delivered)."""
+    if state.count:
+        return resume(state)  # type: ignore[misc]
+    return func(*state.args, **kwargs)
+
+
+def sync_stream(
+    policy: Policy,
+    func: Callable[..., Iterator[Any]],
+    resume: Resume | None,
+    timeout_arg: str | None,
+) -> Callable[..., Generator[Any, Any, Any]]:
+    """*func*, a generator function, retried and resumed as a generator function."""
+
+    @functools.wraps(func)
+    def stream(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
+        call = begin(policy, shown=False)
+        state = StreamState(args, kwargs)
+        while True:
+            attempt = call.running(next(call))
+            if timeout_arg is not None:
+                kwargs[timeout_arg] = attempt.timeout
+            try:  # the wait for the first item: a failure here is retried like a call's
+                iterator = iter(_source(func, resume, state, kwargs))
+                item = next(iterator)
+            except StopIteration as end:
+                call.settle(attempt, None, end.value)
+                return end.value
+            except BaseException as failure:
+                if call.settle(attempt, failure, _NO_RESULT):
+                    continue
+                raise
+            send = getattr(iterator, "send", None)
+            while True:  # the items: each goes to the consumer as it comes
+                try:
+                    sent = yield item
+                except GeneratorExit:  # the consumer closed the stream: no retry, nothing told
+                    call.abandon()
+                    _close(iterator)
+                    raise
+                except BaseException as thrown:  # the consumer's: passed on, never retried
+                    state.count += 1
+                    state.last = item
+                    try:
+                        item = _throw(iterator, thrown)
+                    except StopIteration as end:  # the source ended: so does the stream
+                        call.settle(attempt, None, end.value)
+                        return end.value
+                    except BaseException:
+                        call.abandon()
+                        raise
+                    continue
+                state.count += 1
+                state.last = item
+                try:
+                    item = next(iterator) if sent is None or send is None else send(sent)
+                except StopIteration as end:
+                    call.settle(attempt, None, end.value)
+                    return end.value
+                except BaseException as failure:
+                    if resume is None:
+                        call.committed(attempt, failure)
+                        raise
+                    call.restart_schedule()  # it delivered since its last failure
+                    if call.settle(attempt, failure, _NO_RESULT):
+                        break  # resumed by the next attempt
+                    raise
+
+    return stream
+
+
+def _close(iterator: Any) -> None:
+    close = getattr(iterator, "close", None)
+    if close is not None:
+        close()
+
+
+def _throw(iterator: Any, thrown: BaseException) -> Any:
+    """What the source yields once the consumer threw *thrown* in (a source
+    that cannot take it gets it back at once)."""
+    throw = getattr(iterator, "throw", None)
+    if throw is None:
+        raise thrown
+    return throw(thrown)
+
+
+def async_stream(
+    policy: Policy,
+    func: Callable[..., AsyncIterator[Any]],
+    resume: Resume | None,
+    timeout_arg: str | None,
+) -> Callable[..., AsyncGenerator[Any, Any]]:
+    """*func*, an async generator function, retried and resumed as one."""
+
+    @functools.wraps(func)
+    async def stream(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
+        call = begin(policy, in_async=True, shown=False)
+        state = StreamState(args, kwargs)
+        while True:
+            attempt = call.running(await call.__anext__())
+            if timeout_arg is not None:
+                kwargs[timeout_arg] = attempt.timeout
+            try:  # the wait for the first item, bounded by the attempt's timeout
+                iterator = _aiter(_source(func, resume, state, kwargs))
+                item = await _first(iterator, attempt.timeout)
+            except StopAsyncIteration:
+                await call.asettle(attempt, None, None)
+                return
+            except BaseException as failure:
+                if await call.asettle(attempt, failure, _NO_RESULT):
+                    continue
+                raise
+            asend = getattr(iterator, "asend", None)
+            while True:
+                try:
+                    sent = yield item
+                except GeneratorExit:
+                    call.abandon()
+                    await _aclose(iterator)
+                    raise
+                except BaseException as thrown:  # the consumer's: passed on, never retried
+                    state.count += 1
+                    state.last = item
+                    try:
+                        item = await _athrow(iterator, thrown)
+                    except StopAsyncIteration:
+                        await call.asettle(attempt, None, None)
+                        return
+                    except BaseException:
+                        call.abandon()
+                        raise
+                    continue
+                state.count += 1
+                state.last = item
+                try:
+                    if sent is None or asend is None:
+                        item = await iterator.__anext__()
+                    else:
+                        item = await asend(sent)
+                except StopAsyncIteration:
+                    await call.asettle(attempt, None, None)
+                    return
+                except BaseException as failure:
+                    if resume is None:
+                        call.committed(attempt, failure)
+                        raise
+                    call.restart_schedule()
+                    if await call.asettle(attempt, failure, _NO_RESULT):
+                        break
+                    raise
+
+    return stream
+
+
+def _aiter(source: Any) -> AsyncIterator[Any]:
+    if not hasattr(source, "__aiter__"):
+        raise _checks.ArgumentTypeError(
+            "resume", f"resume must return an async iterable for an async stream, got {source!r}"
+        )
+    iterator: AsyncIterator[Any] = source.__aiter__()
+    return iterator
+
+
+async def _first(iterator: AsyncIterator[Any], timeout: float | None) -> Any:
+    """The first item of *iterator*, within *timeout* seconds (None: no bound)."""
+    if timeout is None:
+        return await iterator.__anext__()
+    scope = _timeouts.scope(timeout)
+    await scope.__aenter__()
+    try:
+        item = await iterator.__anext__()
+    except BaseException as error:
+        expired = await scope.__aexit__(type(error), error, error.__traceback__)
+        if expired is not None:
+            raise expired from error
+        raise
+    await scope.__aexit__(None, None, None)
+    return item
+
+
+async def _aclose(iterator: Any) -> None:
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+async def _athrow(iterator: Any, thrown: BaseException) -> Any:
+    athrow = getattr(iterator, "athrow", None)
+    if athrow is None:
+        raise thrown
+    return await athrow(thrown)

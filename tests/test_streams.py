@@ -1,0 +1,464 @@
+"""@retry over generator functions: retried until the first item, resumed after it
+(with resume=), never duplicated; close, send and throw pass through."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+import httpx
+import pytest
+import trio
+import trio.testing
+from streaming_server import cutting_server
+
+from backoff_iter import CircuitBreaker, StreamState, TokenBucket, retry
+from backoff_iter.testing import no_sleep
+
+
+class Source:
+    """A stream of 0..9 that fails (ConnectionError) on the calls listed in
+    *before* before its first item, and after item *after* on the calls in
+    *cut*; it records its calls, where each began, and whether it was closed."""
+
+    def __init__(self, before=(), after=None, cut=()):
+        self.before, self.after, self.cut = set(before), after, set(cut)
+        self.calls, self.starts, self.closed = 0, [], 0
+
+    def items(self, start=0):
+        self.calls += 1
+        call = self.calls
+        self.starts.append(start)
+        try:
+            if call in self.before:
+                raise ConnectionError(f"refused on call {call}")
+            for number in range(start, 10):
+                if call in self.cut and number == self.after + 1:
+                    raise ConnectionError(f"cut after {self.after}")
+                yield number
+        finally:
+            self.closed += 1
+
+    async def aitems(self, start=0):
+        for number in self.items(start):
+            await asyncio.sleep(0) if _on_asyncio() else await trio.sleep(0)
+            yield number
+
+
+def _on_asyncio():
+    from backoff_iter._sleeping import running_library
+
+    return running_library() == "asyncio"
+
+
+def resume_from_count(source, method="items"):
+    """resume=: the items after what the consumer received, by count."""
+    return lambda state: getattr(source, method)(state.count)
+
+
+# -- sync streams -----------------------------------------------------------------------------
+
+
+def test_a_stream_failing_before_its_first_item_is_called_again():
+    """Two failures before the first item, then 0..9: exactly 0..9, from three calls."""
+    source = Source(before=[1, 2])
+    stream = retry([0.0, 0.0])(source.items)
+    with no_sleep() as slept:
+        assert list(stream()) == list(range(10))
+    assert source.calls == 3 and slept == [0.0, 0.0]
+
+
+def test_a_stream_failing_after_items_propagates_without_resume():
+    """Cut after item 4: 0..4 delivered, then the ConnectionError itself; no second call."""
+    source = Source(after=4, cut=[1])
+    got = []
+    with no_sleep() as slept, pytest.raises(ConnectionError, match="cut after 4"):
+        for item in retry([0.0, 0.0])(source.items)():
+            got.append(item)
+    assert got == [0, 1, 2, 3, 4] and source.calls == 1 and slept == []
+
+
+def test_a_resumable_stream_delivers_every_item_exactly_once():
+    """Cut after item 4, resume= from state.count: 0..9 once each, the second call starting at 5."""
+    source = Source(after=4, cut=[1])
+    stream = retry([0.5], resume=resume_from_count(source))(source.items)
+    with no_sleep() as slept:
+        assert list(stream()) == list(range(10))
+    assert source.starts == [0, 5] and slept == [0.5]
+
+
+def test_the_resume_state_holds_the_arguments_the_count_and_the_last_item():
+    """resume gets the call's args and kwargs, the items delivered and the last of them."""
+    seen = []
+    source = Source(after=2, cut=[1])
+
+    def resume(state):
+        seen.append((state.args, state.kwargs, state.count, state.last))
+        return source.items(state.count)
+
+    def items(start=0, *, tag):
+        yield from source.items(start)
+
+    stream = retry([0.0], resume=resume)(items)
+    with no_sleep():
+        assert list(stream(0, tag="x")) == list(range(10))
+    assert seen == [((0,), {"tag": "x"}, 3, 2)]
+
+
+def test_after_progress_the_schedule_starts_over():
+    """Each cut after new items sleeps the schedule's first delay again: progress resets it."""
+
+    def items(start=0):  # cut at 2, 5 and 8, each time after delivering something new
+        for number in range(start, 10):
+            if number in (2, 5, 8) and number > start:
+                raise ConnectionError("cut")
+            yield number
+
+    stream = retry([0.1, 0.2, 0.4], resume=lambda state: items(state.count))(items)
+    with no_sleep() as slept:
+        assert list(stream()) == list(range(10))
+    assert slept == [0.1, 0.1, 0.1]  # never 0.2: each attempt delivered before it failed
+
+
+def test_a_resumed_attempt_failing_before_any_item_uses_the_schedule():
+    """Resumed sources that fail at once are failed attempts: the schedule goes on, then the failure stands."""
+    calls = []
+
+    def items(start=0):
+        calls.append(start)
+        if start:
+            raise ConnectionError("still down")
+        yield 0
+        raise ConnectionError("cut")
+
+    stream = retry([0.1, 0.2], resume=lambda state: items(state.count))(items)
+    got = []
+    with no_sleep() as slept, pytest.raises(ConnectionError, match="still down"):
+        got.extend(stream())
+    assert got == [0] and calls == [0, 1, 1] and slept == [0.1, 0.2]
+
+
+def test_a_budget_that_refuses_ends_the_stream_with_the_original_failure():
+    """A drained TokenBucket: the failure before the first item is raised as itself, no retry."""
+    bucket = TokenBucket(max_tokens=2, token_ratio=0.1)
+    bucket.record_failure(True)  # one token left: half the bucket, no retry
+    source = Source(before=[1])
+    with no_sleep() as slept, pytest.raises(ConnectionError, match="refused on call 1"):
+        list(retry([0.0], budget=bucket)(source.items)())
+    assert source.calls == 1 and slept == []
+
+
+def test_a_stream_succeeds_when_it_ends_and_a_committed_failure_is_a_give_up():
+    """Hooks hear success at the end; a failure after items is a give-up, reason "committed", told to the breaker."""
+    events = []
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1)
+    decorated = retry([0.0], observe=events.append, breaker=breaker)
+    with no_sleep():
+        assert list(decorated(Source().items)()) == list(range(10))
+        assert breaker.state == "closed"
+        with pytest.raises(ConnectionError):
+            list(decorated(Source(after=0, cut=[1]).items)())
+    assert [(e.kind, e.reason) for e in events] == [("success", None), ("give_up", "committed")]
+    assert breaker.state == "open"
+
+
+def test_closing_the_stream_closes_the_source_and_starts_no_retry():
+    """close() mid-stream: the source's finally runs, nothing is called again, no event."""
+    events = []
+    source = Source()
+    stream = retry([0.0], observe=events.append)(source.items)()
+    assert [next(stream), next(stream)] == [0, 1]
+    stream.close()
+    assert source.closed == 1 and source.calls == 1 and events == []
+
+
+class Closable:
+    """A resumed source that is an iterator object (not a generator): it records its close()."""
+
+    def __init__(self, items):
+        self.items, self.closed = iter(items), False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self.items)
+
+    def close(self):
+        self.closed = True
+
+
+class AsyncClosable(Closable):
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        try:
+            return next(self.items)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def aclose(self):
+        self.closed = True
+
+
+def test_closing_a_resumed_stream_closes_the_resumed_source_at_once():
+    """The source resume= made is closed by close(), not left to the garbage collector."""
+    source, resumed = Source(after=4, cut=[1]), Closable(range(5, 10))
+    stream = retry([0.0], resume=lambda state: resumed)(source.items)()
+    with no_sleep():
+        assert [next(stream) for _ in range(6)] == [0, 1, 2, 3, 4, 5]
+    stream.close()
+    assert resumed.closed
+
+
+def test_aclosing_a_resumed_async_stream_closes_the_resumed_source_at_once():
+    """aclose() closes what resume= made, at once."""
+    source, resumed = Source(after=4, cut=[1]), AsyncClosable(range(5, 10))
+
+    async def main():
+        stream = retry([0.0], resume=lambda state: resumed)(source.aitems)()
+        got = [await stream.__anext__() for _ in range(6)]
+        await stream.aclose()
+        return got
+
+    with no_sleep():
+        assert asyncio.run(main()) == [0, 1, 2, 3, 4, 5]
+    assert resumed.closed
+
+
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_an_empty_stream_is_a_success(form):
+    """A stream that ends before any item succeeds: its hooks hear so, its parts too."""
+    events = []
+
+    def empty():
+        return
+        yield
+
+    async def aempty():
+        return
+        yield
+
+    if form == "sync":
+        assert list(retry([0.0], observe=events.append)(empty)()) == []
+    else:
+
+        async def main():
+            return [item async for item in retry([0.0], observe=events.append)(aempty)()]
+
+        assert asyncio.run(main()) == []
+    assert [event.kind for event in events] == ["success"]
+
+
+def test_send_and_throw_reach_the_source_and_a_thrown_error_is_never_retried():
+    """send() values reach the source; an exception thrown in comes back unretried."""
+    received = []
+
+    def echo():
+        while True:
+            received.append((yield len(received)))
+
+    stream = retry([0.0, 0.0], on=Exception, resume=lambda state: echo())(echo)()
+    assert next(stream) == 0
+    assert stream.send("a") == 1 and stream.send("b") == 2
+    with no_sleep() as slept, pytest.raises(KeyError):
+        stream.throw(KeyError("the consumer's"))
+    assert received == ["a", "b"] and slept == []
+
+
+def test_a_source_that_handles_a_thrown_error_goes_on():
+    """The source catches what the consumer threw in and yields on: the stream goes on."""
+
+    def tolerant():
+        for number in range(5):
+            try:
+                yield number
+            except ValueError:
+                yield "handled"
+
+    stream = retry([0.0])(tolerant)()
+    assert [next(stream), stream.throw(ValueError()), next(stream)] == [0, "handled", 1]
+
+
+def test_a_generator_function_first_and_alone_is_decorated_and_a_schedule_goes_as_delays():
+    """@retry(gen) decorates gen; @retry(delays=schedule) takes a generator-function schedule."""
+
+    def schedule():
+        yield 0.25
+        yield 0.5
+
+    source = Source(before=[1, 2])
+
+    @retry(delays=schedule)
+    def flaky():
+        yield from source.items()
+
+    with no_sleep() as slept:
+        assert list(flaky()) == list(range(10))
+    assert slept == [0.25, 0.5]
+    assert inspect.isgeneratorfunction(retry(schedule)) and list(retry(schedule)()) == [0.25, 0.5]
+
+
+def test_the_return_value_of_a_stream_comes_through():
+    """A generator's return value is the decorated generator's."""
+
+    def counted():
+        yield 1
+        return "done"
+
+    stream = retry([0.0])(counted)()
+    assert next(stream) == 1
+    with pytest.raises(StopIteration) as ended:
+        next(stream)
+    assert ended.value.value == "done"
+
+
+def test_the_stream_state_reads_well():
+    """StreamState's repr shows the progress."""
+    state = StreamState((1,), {})
+    state.count, state.last = 3, "c"
+    assert repr(state) == "<StreamState count=3 last='c'>"
+
+
+# -- async streams, under asyncio and trio -------------------------------------------------------
+
+
+def run_async(library, main):
+    if library == "trio":
+        return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_an_async_stream_is_retried_before_its_first_item_and_resumed_after(library):
+    """Two refusals, then a cut after item 4 resumed from the count: 0..9 once each."""
+    source = Source(before=[1, 2], after=4, cut=[3])
+    stream = retry([0.0] * 3, resume=resume_from_count(source, "aitems"))(source.aitems)
+
+    async def main():
+        return [item async for item in stream()]
+
+    assert run_async(library, main) == list(range(10))
+    assert source.starts == [0, 0, 0, 5]
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_an_async_stream_failing_after_items_propagates_without_resume(library):
+    """Cut after item 4, no resume=: 0..4, then the failure itself."""
+    source = Source(after=4, cut=[1])
+    got = []
+
+    async def main():
+        async for item in retry([0.0])(source.aitems)():
+            got.append(item)
+
+    with pytest.raises(ConnectionError):
+        run_async(library, main)
+    assert got == [0, 1, 2, 3, 4] and source.calls == 1
+
+
+def test_an_async_stream_closed_early_closes_its_source():
+    """aclose() mid-stream: the source's finally runs, no retry."""
+    source = Source()
+
+    async def main():
+        stream = retry([0.0])(source.aitems)()
+        first = await stream.__anext__()
+        await stream.aclose()
+        return first
+
+    assert asyncio.run(main()) == 0 and source.closed == 1 and source.calls == 1
+
+
+def test_asend_and_athrow_reach_an_async_source():
+    """asend() values reach the source; athrow()'s exception is the consumer's, never retried."""
+    received = []
+
+    async def echo():
+        while True:
+            received.append((yield len(received)))
+
+    async def main():
+        stream = retry([0.0], on=Exception)(echo)()
+        assert await stream.__anext__() == 0
+        assert await stream.asend("a") == 1
+        with pytest.raises(KeyError):
+            await stream.athrow(KeyError("mine"))
+
+    asyncio.run(main())
+    assert received == ["a"]
+
+
+def test_an_attempt_timeout_bounds_the_first_item_of_each_attempt_not_the_gaps():
+    """attempt_timeout=1 under trio: a first item 60 s late is retried; 2 s gaps later are fine."""
+    calls = []
+
+    async def slow_start():
+        calls.append(trio.current_time())
+        if len(calls) == 1:
+            await trio.sleep(60)
+        for number in range(3):
+            yield number
+            await trio.sleep(2)
+
+    stream = retry([0.5], attempt_timeout=1.0)(slow_start)
+
+    async def main():
+        return [item async for item in stream()]
+
+    assert run_async("trio", main) == [0, 1, 2]
+    assert calls == [0.0, 1.5]
+
+
+# -- a real download, cut twice, resumed with Range ----------------------------------------------
+
+
+def test_an_httpx_download_cut_twice_is_resumed_with_range_byte_for_byte():
+    """A 100 kB body cut twice mid-way: the Range requests resume it, every byte exactly once."""
+    body = bytes(range(256)) * 400
+    with cutting_server(body=body, cuts=2) as server, httpx.Client() as client:
+
+        def chunks(url, start=0):
+            headers = {"Range": f"bytes={start}-"} if start else {}
+            with client.stream("GET", url, headers=headers) as response:
+                response.raise_for_status()
+                for chunk in response.iter_bytes():
+                    yield start, chunk
+                    start += len(chunk)
+
+        def after(state):
+            offset, chunk = state.last
+            return chunks(*state.args, start=offset + len(chunk))
+
+        download = retry([0.0, 0.0], resume=after)(chunks)
+        with no_sleep():
+            got = b"".join(chunk for _, chunk in download(f"{server.url}/file"))
+    assert got == body
+    assert server.requests[0] is None and all(r.startswith("bytes=") for r in server.requests[1:])
+    assert len(server.requests) == 3
+
+
+def test_an_async_line_reader_is_resumed_by_its_line_count():
+    """Lines from a server that drops the connection twice: resumed by count, each line once."""
+    lines = [f"line {number}" for number in range(200)]
+
+    async def main(url):
+        async with httpx.AsyncClient() as client:
+
+            async def read(url, skip=0):
+                async with client.stream("GET", url) as response:
+                    number = 0
+                    async for line in response.aiter_lines():
+                        if number >= skip:
+                            yield line
+                        number += 1
+
+            reader = retry([0.0, 0.0], resume=lambda state: read(*state.args, skip=state.count))(
+                read
+            )
+            return [line async for line in reader(url)]
+
+    with cutting_server(lines=lines, cuts=2, cut_after=1000) as server, no_sleep():
+        assert asyncio.run(main(f"{server.url}/lines")) == lines
+    assert len(server.requests) == 3
