@@ -583,7 +583,9 @@ class Call:
                 asked = server_wait(asked, policy.retry_after_max)
                 if hint is None or asked > hint:
                     hint = asked
-        delay = sleep_for(delay, hint)
+        delay = sleep_for(delay, hint, policy.retry_after_beyond)
+        if hint is not None and hint > delay:
+            hint = delay  # what is honoured of it
         if delay == _INF:
             return _END, "retry_after"  # a hint too long to sleep: no next attempt
         if policy.deadline is not None:

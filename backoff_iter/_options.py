@@ -84,6 +84,10 @@ class HedgeOptions(TypedDict, total=False):
     """The longest server hint honoured, in seconds (default 6 hours); a
     longer one is clamped to it.  ``inf`` honours any hint, and one too long
     to sleep then means no next attempt."""
+    retry_after_beyond: float | None
+    """How far beyond the schedule's own delay a server's hint may raise the
+    sleep, in seconds (the AWS SDKs': 5); None: as far as *retry_after_max*
+    allows."""
     budget: Budget | None
     """A :class:`~backoff_iter.Budget` shared by many calls
     (:class:`~backoff_iter.TokenBucket`, :class:`~backoff_iter.RetryBudget`,
@@ -202,6 +206,7 @@ SETTERS: dict[str, Callable[[dict[str, Any], str, Any], None]] = {
     "on_result": _set(_checks.optional_function),
     "retry_after": _set(_checks.optional_function),
     "retry_after_max": _set(lambda name, value: _checks.seconds(name, value, infinite=True)),
+    "retry_after_beyond": _set(_optional_seconds),
     "budget": _set(_part),
     "name": _set(_checks.text),
     "observe": _set(lambda name, value: instrument.hooks(value, name)),
@@ -232,6 +237,7 @@ class Policy:
     on_result: Callable[[Any], object] | None = None
     retry_after: Callable[[Any], float | None] | None = None
     retry_after_max: float = RETRY_AFTER_MAX
+    retry_after_beyond: float | None = None
     budget: Budget | None = None
     name: str = "call"
     observe: tuple[instrument.Hook, ...] = ()

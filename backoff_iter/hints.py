@@ -39,18 +39,22 @@ def server_wait(
     return min(_checks.wait(name, seconds), maximum)
 
 
-def sleep_for(delay: float, hint: float | None) -> float:
+def sleep_for(delay: float, hint: float | None, beyond: float | None = None) -> float:
     """The sleep before the next attempt: the schedule's *delay*, raised to the
-    server's *hint* (from :func:`server_wait`; None: no hint).  ``inf`` - no
-    next attempt, the failure stands - when the hint is too long to sleep.
-    Every retry path (the drivers, hedging, ``Urllib3Retry``) applies a
-    hint here.
+    server's *hint* (from :func:`server_wait`; None: no hint) - by at most
+    *beyond* seconds when given.  ``inf`` - no next attempt, the failure
+    stands - when the hint is too long to sleep.  Every retry path (the
+    drivers, hedging, ``Urllib3Retry``) applies a hint here.
 
     >>> sleep_for(0.5, None), sleep_for(0.5, 2.0), sleep_for(3.0, 2.0)
     (0.5, 2.0, 3.0)
+    >>> sleep_for(0.5, 30.0, beyond=5.0)  # the AWS SDKs' rule: at most 5 s more
+    5.5
     """
     if hint is None or hint <= delay:
         return delay
+    if beyond is not None and hint > delay + beyond:
+        return delay + beyond
     return hint
 
 

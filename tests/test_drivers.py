@@ -2643,3 +2643,19 @@ def test_a_clock_jumping_to_huge_readings_counts_as_no_time_passing(run, wild):
         )
     assert time.slept == [1.0, 1.0, 0.5]
     assert all(0.0 <= seconds <= 2.5 for seconds in elapsed)
+
+
+@each_driver
+def test_retry_after_beyond_bounds_how_far_a_hint_raises_the_delay(run):
+    """retry_after_beyond=5: a 30 s hint over a 0.5 s delay sleeps 5.5 s, a 2 s hint 2 s (the AWS SDKs' rule)."""
+    hints = iter([30.0, 2.0])
+    time = FakeTime()
+    run(
+        [0.5, 0.5],
+        Operation([OSError(), OSError()]),
+        time,
+        retry_after=lambda o: next(hints),
+        retry_after_beyond=5,
+    )
+    assert time.slept == [5.5, 2.0]
+    rejects(lambda: retrying(retry_after_beyond=-1), ValueError, "retry_after_beyond")
