@@ -196,7 +196,7 @@ class Call:
     number: int = 1  # of the current attempt, or the next one to run
     delay: float = 0.0  # slept before the current attempt
     slept: float = 0.0  # slept in all, so far
-    spent: float = 0.0  # what the parts' allow_retry took for this call
+    spent: float = 0.0  # what the parts' allow_retry took for this call's last retry
     last: BaseException | None = None  # the latest failure retried
     hint: float | None = None  # from attempt.retry_after()
     timeout: float | None = None  # of the next attempt, set by a part
@@ -595,9 +595,12 @@ class Call:
             if delay > remaining:  # shortened to end at the deadline: the last try
                 delay = remaining
                 self._final = True
+        took = 0.0
         for allow in policy.allows:
             taken = allow(outcome, kind)
             if not taken:
                 return _END, "budget"
-            self.spent += taken
+            took += taken
+        if policy.allows:
+            self.spent = took
         return delay, ""

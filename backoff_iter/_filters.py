@@ -13,7 +13,7 @@ from typing import Union, cast
 
 from . import _checks
 
-__all__ = ["ExceptionFilter", "is_transient"]
+__all__ = ["ExceptionFilter", "is_timeout", "is_transient"]
 
 #: What ``on=`` takes: an exception class, a tuple of them, or a predicate
 #: ``callable(exc) -> bool``.
@@ -25,38 +25,75 @@ ExceptionFilter = Union[
 #: What a policy keeps of ``on``: the exception classes to match, or the predicate.
 Filter = Union[tuple[type[BaseException], ...], Callable[[BaseException], object]]
 
-# The transient failures of the libraries a service may have loaded: each
-# module's classes, looked up only once that module is imported (an
-# exception of it cannot exist before), so `import backoff_iter` imports none.
-_FOREIGN = {
-    "asyncio": ("TimeoutError",),  # a class of its own before Python 3.11
-    "concurrent.futures": ("TimeoutError",),  # likewise
-    "httpx": ("TransportError",),
-    "requests": ("ConnectionError", "Timeout"),  # OSErrors already; named for clarity
-    "urllib3.exceptions": ("ProtocolError", "NewConnectionError", "TimeoutError"),
-}
-_TRANSIENT: tuple[type[BaseException], ...] = (OSError, TimeoutError)
-_seen: frozenset[str] = frozenset()  # the modules of _FOREIGN whose classes are in _TRANSIENT
-_modules = -1  # how many modules were loaded when _TRANSIENT was made
 
+class _Classes:
+    """Exception classes: builtin ones, and those of libraries named by module,
+    looked up only once that module is imported (an exception of it cannot
+    exist before) - so asking imports nothing, and costs one length check of
+    ``sys.modules`` while nothing new was imported."""
 
-def _transient_classes() -> tuple[type[BaseException], ...]:
-    """The transient classes: the builtin ones, and those of the libraries loaded now."""
-    global _TRANSIENT, _seen, _modules
-    if len(sys.modules) == _modules:  # nothing imported since: the same classes
-        return _TRANSIENT
-    _modules = len(sys.modules)
-    loaded = frozenset(name for name in _FOREIGN if name in sys.modules)
-    if loaded != _seen:
-        classes: list[type[BaseException]] = [OSError, TimeoutError]
-        for name in sorted(loaded):
-            module = sys.modules[name]
-            for attribute in _FOREIGN[name]:
+    __slots__ = ("_builtin", "_foreign", "_classes", "_modules")
+
+    def __init__(
+        self, builtin: tuple[type[BaseException], ...], foreign: dict[str, tuple[str, ...]]
+    ) -> None:
+        self._builtin = builtin
+        self._foreign = foreign
+        self._classes = builtin
+        self._modules = -1  # how many modules were loaded when _classes was made
+
+    def __call__(self) -> tuple[type[BaseException], ...]:
+        if len(sys.modules) == self._modules:  # nothing imported since: the same classes
+            return self._classes
+        self._modules = len(sys.modules)
+        classes = list(self._builtin)
+        for name, attributes in self._foreign.items():
+            module = sys.modules.get(name)
+            for attribute in attributes if module is not None else ():
                 value = getattr(module, attribute, None)
                 if isinstance(value, type) and issubclass(value, BaseException):
                     classes.append(value)
-        _TRANSIENT, _seen = tuple(dict.fromkeys(classes)), loaded
-    return _TRANSIENT
+        self._classes = tuple(dict.fromkeys(classes))
+        return self._classes
+
+
+# The transient failures of the libraries a service may have loaded.
+_transient_classes = _Classes(
+    (OSError, TimeoutError),
+    {
+        "asyncio": ("TimeoutError",),  # a class of its own before Python 3.11
+        "concurrent.futures": ("TimeoutError",),  # likewise
+        "httpx": ("TransportError",),
+        "requests": ("ConnectionError", "Timeout"),  # OSErrors already; named for clarity
+        "urllib3.exceptions": ("ProtocolError", "NewConnectionError", "TimeoutError"),
+        "botocore.exceptions": ("ConnectionError", "HTTPClientError"),
+    },
+)
+
+# The timeouts: every library's read and connect timeouts.
+_timeout_classes = _Classes(
+    (TimeoutError,),  # socket.timeout and asyncio.TimeoutError are this on 3.11+
+    {
+        "socket": ("timeout",),  # an OSError of its own on 3.9
+        "asyncio": ("TimeoutError",),
+        "concurrent.futures": ("TimeoutError",),
+        "httpx": ("TimeoutException",),
+        "requests": ("Timeout",),  # ReadTimeout and ConnectTimeout
+        "urllib3.exceptions": ("TimeoutError",),  # ReadTimeoutError, ConnectTimeoutError
+        "botocore.exceptions": ("ReadTimeoutError", "ConnectTimeoutError"),
+    },
+)
+
+
+def is_timeout(exc: object) -> bool:
+    """Is *exc* a timeout: the builtin ``TimeoutError`` (``socket.timeout``,
+    ``asyncio.TimeoutError``), or the read and connect timeouts of httpx,
+    requests, urllib3 and botocore - asked without importing any of them.
+
+    >>> is_timeout(TimeoutError()), is_timeout(ConnectionResetError()), is_timeout("a result")
+    (True, False, False)
+    """
+    return isinstance(exc, _timeout_classes())
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -67,7 +104,8 @@ def is_transient(exc: BaseException) -> bool:
     and the transport errors of the HTTP clients, when they are installed:
     ``httpx.TransportError``; requests' ``ConnectionError`` and ``Timeout``;
     urllib3's ``ProtocolError``, ``NewConnectionError`` and its timeouts
-    (``ReadTimeoutError``, ``ConnectTimeoutError``).  An exception group
+    (``ReadTimeoutError``, ``ConnectTimeoutError``); botocore's
+    ``ConnectionError`` and ``HTTPClientError``.  An exception group
     (from a ``TaskGroup``) is transient when every exception in it is.
 
     Not transient: a programming error (``KeyError``, ``TypeError``,

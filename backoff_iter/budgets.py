@@ -35,6 +35,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from . import _checks
+from ._filters import is_timeout
 
 if TYPE_CHECKING:
     from .fleet import Store
@@ -60,9 +61,10 @@ class Budget(Protocol):
       one allows, and is what the retry took from the budget (``True``
       counts as 1, for budgets that do not weigh retries).
     - ``record_success(first_attempt, spent=0.0)``: an attempt succeeded (or
-      its result was not retried).  *spent* is the sum of what this call's
-      ``try_retry`` answers took (``0.0`` when it never retried), so a budget
-      can give back what a call that recovered used.
+      its result was not retried).  *spent* is what this call's last retry
+      took (its ``try_retry`` answer; ``0.0`` when it never retried), so a
+      budget can give back what a call that recovered used, as botocore's
+      quota does; for a hedged call, what its unneeded hedges took too.
     """
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None: ...
@@ -376,63 +378,46 @@ class RetryBudget:
         )
 
 
-if sys.version_info >= (3, 11):
-
-    def _is_timeout(outcome: object) -> bool:
-        """A TimeoutError, which socket's and asyncio's timeouts are."""
-        return isinstance(outcome, TimeoutError)
-
-else:
-    _OLD_TIMEOUTS: tuple[type[BaseException], ...] = ()
-
-    def _is_timeout(outcome: object) -> bool:
-        """A TimeoutError, or the socket and asyncio timeouts that were not one yet."""
-        global _OLD_TIMEOUTS
-        if not _OLD_TIMEOUTS:
-            import concurrent.futures  # imported on first use: rarely needed
-            import socket
-
-            _OLD_TIMEOUTS = (TimeoutError, socket.timeout, concurrent.futures.TimeoutError)
-        if isinstance(outcome, _OLD_TIMEOUTS):
-            return True
-        asyncio = sys.modules.get("asyncio")  # no asyncio timeout without asyncio
-        return asyncio is not None and isinstance(outcome, asyncio.TimeoutError)
-
-
 class RetryQuota:
     """The AWS SDKs' retry quota (their "standard" retry mode): retries spend
     from a quota that successful calls refill.
 
     The quota starts at *capacity*.  A retry takes *retry_cost* from it, or
-    *timeout_cost* when the failure is a timeout; when the quota cannot pay,
+    *throttle_cost* when the failure is a throttle - one the driver's
+    ``throttled=`` predicate names - or, given, *timeout_cost* when it is a
+    timeout (:func:`~backoff_iter.is_timeout`); when the quota cannot pay,
     the retry is refused (``try_retry`` returns 0) and nothing is taken.  A
-    call that succeeds after retries gives back all its retries took (the
-    ``spent`` the driver reports); a call that succeeded at once gives
-    *success_refund*; the quota never goes above *capacity*.  ``available``
-    reads what is left.  Counted in thousandths, like :class:`TokenBucket`.
+    call that succeeded at once gives back *success_refund*; one that
+    succeeded after retries gives back what its last retry took; a call that
+    failed gives back nothing; the quota never goes above *capacity*.
+    ``available`` reads what is left.  Counted in thousandths, like
+    :class:`TokenBucket`.
 
-    A timeout is a :class:`TimeoutError` (or subclass) - on every supported
-    Python that includes ``socket.timeout`` and ``asyncio.TimeoutError``.
-    Other libraries' timeout exceptions (httpx's, requests') are not
-    ``TimeoutError``: they cost *retry_cost*.  botocore gives back only the
-    last retry's cost when a call recovers; this quota gives back the sum, so
-    a call that recovered costs the quota nothing.  Thread-safe; a call that
-    succeeds at once costs one C-level counter step and no lock.
+    The defaults are botocore's standard mode to the unit, from botocore
+    1.44 ("retry behavior 2.1", November 2026): 500, a retry 14, a
+    throttling retry 5, no cost of its own for a timeout.  botocore before
+    1.44 is ``RetryQuota(retry_cost=5, throttle_cost=5, timeout_cost=10)``.
+    Thread-safe; a call that succeeds at once costs one C-level counter step
+    and no lock.
 
-    >>> quota = RetryQuota(capacity=12)
-    >>> quota.try_retry(TimeoutError()), quota.try_retry(ConnectionError()), quota.available
-    (10.0, 0.0, 2.0)
-    >>> quota.record_success(False, spent=10.0); quota.available  # the call recovered
-    12.0
+    >>> quota = RetryQuota(capacity=30)
+    >>> quota.try_retry(ConnectionError()), quota.try_retry(ConnectionError(), throttled=True)
+    (14.0, 5.0)
+    >>> quota.available, quota.try_retry(ConnectionError())  # 11 left: not enough for 14
+    (11.0, 0.0)
+    >>> quota.record_success(False, spent=5.0); quota.available  # recovered: its last retry's back
+    16.0
     """
 
     __slots__ = (
         "capacity",
         "retry_cost",
+        "throttle_cost",
         "timeout_cost",
         "success_refund",
         "_capacity",
         "_retry",
+        "_throttle",
         "_timeout",
         "_refund",
         "_milli",
@@ -445,18 +430,21 @@ class RetryQuota:
     """The quota's size, as given."""
     retry_cost: float
     """What a retry takes, as given."""
-    timeout_cost: float
-    """What a retry after a timeout takes, as given."""
+    throttle_cost: float
+    """What a retry after a throttle takes, as given."""
+    timeout_cost: float | None
+    """What a retry after a timeout takes, as given (None: as any retry)."""
     success_refund: float
     """What a call that succeeded at once gives back, as given."""
 
     def __new__(
         cls,
         capacity: float = 500,
-        retry_cost: float = 5,
-        timeout_cost: float = 10,
+        retry_cost: float = 14,
+        throttle_cost: float = 5,
         success_refund: float = 1,
         *,
+        timeout_cost: float | None = None,
         store: Store | None = None,
     ) -> RetryQuota:
         return object.__new__(cls if store is None else _fleet_class(cls, store))
@@ -464,17 +452,19 @@ class RetryQuota:
     def __init__(
         self,
         capacity: float = 500,
-        retry_cost: float = 5,
-        timeout_cost: float = 10,
+        retry_cost: float = 14,
+        throttle_cost: float = 5,
         success_refund: float = 1,
         *,
+        timeout_cost: float | None = None,
         store: Store | None = None,
     ) -> None:
         given: dict[str, tuple[float, int]] = {}
         for name, value, low in (
             ("capacity", capacity, 1),
             ("retry_cost", retry_cost, 1),
-            ("timeout_cost", timeout_cost, 1),
+            ("throttle_cost", throttle_cost, 1),
+            ("timeout_cost", retry_cost if timeout_cost is None else timeout_cost, 1),
             ("success_refund", success_refund, 0),
         ):
             number = _checks.number(name, value)
@@ -484,19 +474,29 @@ class RetryQuota:
                 )
             given[name] = (number, _thousandths(name, number, "a unit", low))
         (self.capacity, self._capacity) = given["capacity"]
-        for name in ("retry_cost", "timeout_cost", "success_refund"):
+        for name in ("retry_cost", "throttle_cost", "timeout_cost", "success_refund"):
             if given[name][1] > self._capacity:
                 raise _checks.ArgumentValueError(
                     name, f"{name} must be at most capacity ({capacity!r}), got {given[name][0]!r}"
                 )
         (self.retry_cost, self._retry) = given["retry_cost"]
-        (self.timeout_cost, self._timeout) = given["timeout_cost"]
+        (self.throttle_cost, self._throttle) = given["throttle_cost"]
+        self.timeout_cost = None if timeout_cost is None else given["timeout_cost"][0]
+        self._timeout = None if timeout_cost is None else given["timeout_cost"][1]
         (self.success_refund, self._refund) = given["success_refund"]
         self._milli = self._capacity
         self._lock = _thread.allocate_lock()
         # As TokenBucket's successes: counted without a lock, added under it.
         self._successes = count().__next__
         self._counted = 0
+
+    def _cost(self, outcome: Any, throttled: bool) -> int:
+        """What a retry of *outcome* takes, in thousandths."""
+        if throttled:
+            return self._throttle
+        if self._timeout is not None and is_timeout(outcome):
+            return self._timeout
+        return self._retry
 
     def _add_refunds(self) -> None:
         """Add the refunds of the calls that succeeded at once (lock held)."""
@@ -519,11 +519,12 @@ class RetryQuota:
         return self._capacity if milli >= self._capacity else round(milli)
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
-        """Give back *spent* (a call that recovered), or *success_refund* (one
-        that succeeded at once)."""
+        """Give back *success_refund* (a call that succeeded at once) and
+        *spent*: what the call's last retry took (a call that recovered; for
+        a hedged call, the hedges it did not need too)."""
         if first_attempt:
             self._successes()
-        elif spent > 0.0:  # NaN is not
+        if spent > 0.0:  # NaN is not
             with self._lock:
                 self._add_refunds()
                 self._milli = min(self._capacity, self._milli + self._units(spent))
@@ -531,9 +532,10 @@ class RetryQuota:
     def record_failure(self, first_attempt: bool) -> None:
         """A failure costs nothing until it is retried."""
 
-    def try_retry(self, outcome: Any) -> float:
-        """Take a retry's cost and return it, or return 0.0 if the quota cannot pay."""
-        cost = self._timeout if _is_timeout(outcome) else self._retry
+    def try_retry(self, outcome: Any, throttled: bool = False) -> float:
+        """Take a retry's cost and return it, or return 0.0 if the quota cannot
+        pay; *throttled*: the failure is a throttle (the drivers tell it)."""
+        cost = self._cost(outcome, throttled)
         with self._lock:
             self._add_refunds()
             if self._milli < cost:
@@ -544,6 +546,7 @@ class RetryQuota:
     def __repr__(self) -> str:
         return (
             f"RetryQuota(capacity={self.capacity!r}, retry_cost={self.retry_cost!r},"
-            f" timeout_cost={self.timeout_cost!r}, success_refund={self.success_refund!r})"
+            f" throttle_cost={self.throttle_cost!r}, success_refund={self.success_refund!r},"
+            f" timeout_cost={self.timeout_cost!r})"
             f" with {self.available} available"
         )

@@ -88,7 +88,7 @@ from itertools import count
 from typing import TYPE_CHECKING, Any
 
 from . import _checks
-from .budgets import RetryBudget, RetryQuota, TokenBucket, _is_timeout
+from .budgets import RetryBudget, RetryQuota, TokenBucket
 
 if TYPE_CHECKING:
     import redis
@@ -498,15 +498,19 @@ class _FleetRetryQuota(_View, RetryQuota):
     def __init__(
         self,
         capacity: float = 500,
-        retry_cost: float = 5,
-        timeout_cost: float = 10,
+        retry_cost: float = 14,
+        throttle_cost: float = 5,
         success_refund: float = 1,
         *,
+        timeout_cost: float | None = None,
         store: Store | None = None,
     ) -> None:
-        RetryQuota.__init__(self, capacity, retry_cost, timeout_cost, success_refund)
+        RetryQuota.__init__(
+            self, capacity, retry_cost, throttle_cost, success_refund, timeout_cost=timeout_cost
+        )
         self._full = 2 * self._capacity
-        parameters = ("level", 2 * max(self._retry, self._timeout), self._capacity, 0)
+        costliest = max(self._retry, self._throttle, self._timeout or 0)
+        parameters = ("level", 2 * costliest, self._capacity, 0)
         self._join(store, "retry_quota", parameters, self._capacity)  # type: ignore[arg-type]
 
     def _add_refunds(self) -> None:
@@ -541,10 +545,10 @@ class _FleetRetryQuota(_View, RetryQuota):
             return (self._value + self._cum - self._acked) / 1000
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
-        """Give back *spent*, or *success_refund* for a call that succeeded at once."""
+        """Give back *success_refund* for a call that succeeded at once, and *spent*."""
         if first_attempt:
             self._successes()
-        elif spent > 0.0:
+        if spent > 0.0:
             with self._lock:
                 self._add_refunds()
                 self._active = True
@@ -564,9 +568,9 @@ class _FleetRetryQuota(_View, RetryQuota):
         if self._inline is not None:
             self._tick()
 
-    def try_retry(self, outcome: Any) -> float:
+    def try_retry(self, outcome: Any, throttled: bool = False) -> float:
         """Take a retry's cost from this process's lease and return it, or return 0.0."""
-        cost = self._timeout if _is_timeout(outcome) else self._retry
+        cost = self._cost(outcome, throttled)
         if self._inline is not None:
             self._tick()
         with self._lock:

@@ -143,7 +143,7 @@ class _Hedging:
         started = 0.0  # when the latest attempt started
         not_before = -_INF  # a server's hint: no hedge before then
         trigger: Any = None  # the outcome that brought the next hedge forward
-        spent = 0.0  # what the parts' allow_retry returned for this call
+        took: dict[int, float] = {}  # what the parts' allow_retry took for each hedge
         last: Any = None  # the latest outcome, an exception or a rejected result
         failed = True  # ... whether it is an exception
         while True:
@@ -155,7 +155,7 @@ class _Hedging:
                         if not taken:  # A6: hedges never wait for the budget
                             due = None
                             continue
-                        spent += taken
+                        took[number + 1] = taken
                     gap = next(gaps, None)
                     due = None if gap is None or gap == _INF else now + gap
                     number += 1
@@ -175,23 +175,25 @@ class _Hedging:
                 if exc is not None:
                     if not matches(policy.on, policy.only_exceptions, exc):
                         for after in policy.afters:
-                            after(exc, "error", attempt, spent)
+                            after(exc, "error", attempt, 0.0)
                         await self._cancel_rest(group, events)
                         if events._hooks:
                             events.emit("error", exc, attempt)
                         return exc, True  # fatal: the others are cancelled
                     last, failed = exc, True
                 elif policy.on_result is None or not policy.on_result(result):
+                    cancelled = await self._cancel_rest(group, events)
+                    # Given back: what the winner took, if a hedge, and every hedge not needed.
+                    spent = took.get(attempt, 0.0) + sum(took.get(k, 0.0) for k in cancelled)
                     for after in policy.afters:
                         after(result, SUCCESS, attempt, spent)
-                    await self._cancel_rest(group, events)
                     if events._hooks:
                         events.emit("success", result, attempt)
                     return result, False
                 else:
                     last, failed = result, False
                 for after in policy.afters:
-                    after(last, FAILURE, attempt, spent)
+                    after(last, FAILURE, attempt, 0.0)
                 if due is not None:  # the next hedge goes at once, or when the server says
                     now = group.now()
                     hint = self._hint(last)
@@ -210,11 +212,13 @@ class _Hedging:
             events.emit("give_up", last, number, reason="exhausted")
         return last, failed
 
-    async def _cancel_rest(self, group: _Attempts, events: Call) -> None:
-        """Cancel the attempts still running, and tell the hooks of each."""
-        for number in await group.cancel_rest():
+    async def _cancel_rest(self, group: _Attempts, events: Call) -> list[int]:
+        """Cancel the attempts still running, tell the hooks of each; their numbers."""
+        cancelled = await group.cancel_rest()
+        for number in cancelled:
             if events._hooks:
                 events.emit("cancelled", None, number)
+        return cancelled
 
 
 def _allowed(policy: Policy, outcome: Any) -> float:

@@ -49,6 +49,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from . import _checks
+from .breakers import CircuitBreaker
+from .budgets import RetryQuota
+from .throttles import AdaptiveThrottle
 
 if TYPE_CHECKING:
     from ._core import Call
@@ -102,8 +105,8 @@ class Part:
         """After each attempt that ran: its *outcome* (the exception or the
         result), *kind* (:data:`~backoff_iter.parts.SUCCESS`,
         :data:`~backoff_iter.parts.ERROR`, :data:`~backoff_iter.parts.FAILURE` or
-        :data:`~backoff_iter.parts.THROTTLE`), its *number* (from 1) and what the call's retries
-        have *spent* so far (the sum of :meth:`allow_retry`'s answers)."""
+        :data:`~backoff_iter.parts.THROTTLE`), its *number* (from 1) and what the call's
+        last retry *spent* (the sum of the parts' :meth:`allow_retry` answers for it)."""
 
     def allow_retry(self, outcome: Any, kind: str) -> float:
         """May the call retry *outcome* (of *kind*) now?  Asked last, once the
@@ -124,10 +127,12 @@ class BudgetPart(Part):
     """A :class:`~backoff_iter.Budget` as a part: told of every failure it may
     pay for and every success, asked before each retry."""
 
-    __slots__ = ("budget",)
+    __slots__ = ("budget", "weighs_throttles")
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
+        # The library's quota hears whether the failure is a throttle: its cost.
+        self.weighs_throttles = isinstance(budget, RetryQuota)
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         if kind is SUCCESS:
@@ -136,6 +141,8 @@ class BudgetPart(Part):
             self.budget.record_failure(number == 1)
 
     def allow_retry(self, outcome: Any, kind: str) -> float:
+        if self.weighs_throttles:
+            return self.budget.try_retry(outcome, kind is THROTTLE)  # type: ignore[call-arg]
         return self.budget.try_retry(outcome)
 
 
@@ -146,8 +153,6 @@ class BreakerPart(Part):
     __slots__ = ("breaker", "record")
 
     def __init__(self, breaker: Breaker) -> None:
-        from .breakers import CircuitBreaker
-
         self.breaker = breaker
         # The library's breaker hears the failure too: the cause of its refusals.
         self.record = (
@@ -170,8 +175,6 @@ class ThrottlePart(Part):
     __slots__ = ("throttle", "every_failure", "record")
 
     def __init__(self, throttle: Throttle, every_failure: bool) -> None:
-        from .throttles import AdaptiveThrottle
-
         self.throttle = throttle
         self.every_failure = every_failure
         # The library's throttle hears the failure too: the cause of its refusals.

@@ -332,61 +332,92 @@ def test_a_ratio_that_fills_the_bucket_fills_it_with_one_success():
     assert bucket.tokens == 10.0
 
 
-def test_retry_quota_takes_retry_cost_and_timeout_cost():
-    """A retry costs 5, one after a TimeoutError (socket and asyncio timeouts too) 10; try_retry says what it took."""
+def test_retry_quota_takes_botocores_costs_a_retry_14_a_throttle_5():
+    """botocore 1.44's standard mode: a retry costs 14, a throttling retry 5, a timeout no more than any retry."""
+    quota = RetryQuota()
+    assert quota.try_retry(ConnectionError()) == 14.0
+    assert quota.try_retry("a retried result") == 14.0
+    assert quota.try_retry(TimeoutError()) == 14.0
+    assert quota.try_retry(ConnectionError(), throttled=True) == 5.0
+    assert quota.available == 500 - 14 * 3 - 5
+
+
+def test_retry_quota_with_a_timeout_cost_charges_every_librarys_timeouts():
+    """botocore before 1.44 (retry 5, timeout 10): socket, asyncio, httpx, requests, urllib3, botocore timeouts cost 10."""
     import socket
 
-    quota = RetryQuota()
+    import botocore.exceptions
+    import httpx
+    import requests
+    import urllib3.exceptions
+
+    quota = RetryQuota(retry_cost=5, throttle_cost=5, timeout_cost=10)
+    timeouts = [
+        TimeoutError(),
+        socket.timeout(),
+        asyncio.TimeoutError(),
+        httpx.ReadTimeout("slow"),
+        requests.ReadTimeout(),
+        requests.ConnectTimeout(),
+        urllib3.exceptions.ReadTimeoutError(None, "/", "slow"),
+        botocore.exceptions.ReadTimeoutError(endpoint_url="http://127.0.0.1"),
+        botocore.exceptions.ConnectTimeoutError(endpoint_url="http://127.0.0.1"),
+    ]
+    assert [quota.try_retry(error) for error in timeouts] == [10.0] * len(timeouts)
     assert quota.try_retry(ConnectionError()) == 5.0
-    assert quota.try_retry("a retried result") == 5.0
-    assert quota.try_retry(TimeoutError()) == 10.0
-    assert quota.try_retry(socket.timeout()) == 10.0
-    assert quota.try_retry(asyncio.TimeoutError()) == 10.0
-    assert quota.available == 500 - 5 - 5 - 10 - 10 - 10
+    assert quota.try_retry(TimeoutError(), throttled=True) == 5.0  # a throttle first, as botocore
 
 
 def test_retry_quota_refuses_what_it_cannot_pay_and_takes_nothing():
-    """At 7 left: a timeout (10) is refused and takes nothing, a plain retry (5) still goes."""
+    """At 3 left: a retry (14) is refused and takes nothing; at 8, a throttle (5) still goes."""
     quota = RetryQuota(capacity=17)
-    assert quota.try_retry(TimeoutError()) == 10.0
-    assert quota.try_retry(TimeoutError()) == 0.0
-    assert quota.available == 7.0
-    assert quota.try_retry(OSError()) == 5.0
+    assert quota.try_retry(OSError()) == 14.0
     assert quota.try_retry(OSError()) == 0.0
-    assert quota.available == 2.0
+    assert quota.available == 3.0
+    assert quota.try_retry(OSError(), throttled=True) == 0.0
+    quota.record_success(False, 5.0)
+    assert quota.try_retry(OSError(), throttled=True) == 5.0
+    assert quota.available == 3.0
 
 
 def test_retry_quota_pays_with_exactly_enough_left():
-    """15 pays a retry (5) and then a timeout (10), leaving 0."""
-    quota = RetryQuota(capacity=15)
-    assert (quota.try_retry(OSError()), quota.try_retry(TimeoutError())) == (5.0, 10.0)
+    """19 pays a retry (14) and then a throttle (5), leaving 0."""
+    quota = RetryQuota(capacity=19)
+    assert (quota.try_retry(OSError()), quota.try_retry(OSError(), throttled=True)) == (14.0, 5.0)
     assert quota.available == 0.0
 
 
 def test_retry_quota_pays_with_refunds_not_yet_added():
-    """Drained, then 5 clean calls: the next retry is paid from their refunds at once."""
-    quota = RetryQuota(capacity=10)
+    """Drained, then 14 clean calls: the next retry is paid from their refunds at once."""
+    quota = RetryQuota(capacity=14)
     quota.try_retry(OSError())
-    quota.try_retry(OSError())
-    for _ in range(5):
+    for _ in range(14):
         quota.record_success(True)
-    assert quota.try_retry(OSError()) == 5.0
+    assert quota.try_retry(OSError()) == 14.0
 
 
-def test_retry_quota_gives_back_what_a_recovered_call_spent_and_a_refund_per_clean_call():
-    """A call that recovered after a retry and a timeout gives 15 back; one that succeeded at once gives 1."""
+def test_retry_quota_gives_back_what_a_recovered_calls_last_retry_took_and_a_refund_per_clean_call():
+    """A call that recovered after a retry and a throttle gives back 5, its last retry's; a clean call 1."""
     quota = RetryQuota(capacity=100)
-    spent = quota.try_retry(OSError()) + quota.try_retry(TimeoutError())
-    assert quota.available == 85.0
-    quota.record_success(False, spent)
-    assert quota.available == 100.0
     quota.try_retry(OSError())
+    last = quota.try_retry(OSError(), throttled=True)
+    assert quota.available == 81.0
+    quota.record_success(False, last)
+    assert quota.available == 86.0
     for _ in range(3):
         quota.record_success(True)
-    assert quota.available == 98.0
+    assert quota.available == 89.0
     quota.record_success(False)  # a recovered call whose driver reported nothing spent
-    quota.record_failure(True)  # a failure costs nothing by itself
-    assert quota.available == 98.0
+    quota.record_failure(True)  # a failure costs nothing by itself, and gives nothing back
+    assert quota.available == 89.0
+
+
+def test_a_hedged_call_whose_first_attempt_won_gets_its_hedges_back():
+    """record_success(True, spent): the clean call's refund and what its unneeded hedges took."""
+    quota = RetryQuota(capacity=500)
+    taken = quota.try_retry(None, throttled=True)  # a hedge sent
+    quota.record_success(True, taken)  # ... and not needed: the first attempt won
+    assert quota.available == 500.0
 
 
 @pytest.mark.parametrize("spent", [1e6, math.inf, 1e308, 10**400 * 0 + 10**30])
@@ -394,7 +425,7 @@ def test_retry_quota_never_goes_above_capacity(spent):
     """Refunds stop at capacity, however much a call claims it spent."""
     quota = RetryQuota(capacity=50)
     quota.try_retry(OSError())
-    for _ in range(10):
+    for _ in range(14):
         quota.record_success(True)
     assert quota.available == 50.0
     quota.try_retry(OSError())
@@ -408,24 +439,24 @@ def test_retry_quota_ignores_a_spent_that_is_no_amount(spent):
     quota = RetryQuota(capacity=50)
     quota.try_retry(OSError())
     quota.record_success(False, spent)
-    assert quota.available == 45.0
+    assert quota.available == 36.0
 
 
-def test_retry_quota_under_a_driver_gives_back_what_the_driver_reports_spent():
-    """Under @retry: a recovered call gets back what its retry took, a clean call the refund."""
-    quota = RetryQuota(capacity=30)
-    assert quota.try_retry(None) and quota.try_retry(None)  # 20 of 30 left: room for refunds
+def test_retry_quota_under_a_driver_gives_back_what_the_last_retry_took():
+    """Under @retry: a call that recovered after two retries, the second a throttle, gets 5 back; a clean call 1."""
+    quota = RetryQuota(capacity=60)
+    assert quota.try_retry(None) and quota.try_retry(None)  # 32 of 60 left: room for refunds
     reported = []
     record_success = quota.record_success
 
-    class Spy:  # what the driver tells the quota
+    class Spy(RetryQuota):  # what the driver tells the quota
         def record_success(self, first_attempt, spent=0.0):
             reported.append((first_attempt, spent))
             record_success(first_attempt, spent)
 
-        record_failure, try_retry = quota.record_failure, quota.try_retry
-
-    outcomes = iter([OSError(), "ok", "ok"])
+    spy = Spy(capacity=60)
+    spy.try_retry = quota.try_retry
+    outcomes = iter([OSError("a"), OSError("throttled"), "ok", "ok"])
 
     def flaky():
         outcome = next(outcomes)
@@ -433,13 +464,13 @@ def test_retry_quota_under_a_driver_gives_back_what_the_driver_reports_spent():
             raise outcome
         return outcome
 
-    call = retry([0.0] * 3, budget=Spy())(flaky)
+    call = retry([0.0] * 3, budget=spy, throttled=lambda e: "throttled" in str(e))(flaky)
     with no_sleep():
         assert call() == "ok"
-        assert quota.available == 20.0  # the retry took 5, the success gave them back
+        assert quota.available == 32.0 - 14 - 5 + 5  # its last retry, a throttle's 5, back
         assert call() == "ok"
     assert reported == [(False, 5.0), (True, 0.0)]
-    assert quota.available == 21.0  # a clean call: success_refund
+    assert quota.available == 19.0  # a clean call: success_refund
 
 
 def test_a_budget_of_the_old_protocol_is_refused_when_the_policy_is_made():
@@ -460,7 +491,7 @@ def test_a_budget_of_the_old_protocol_is_refused_when_the_policy_is_made():
 
 def test_retry_quota_is_exact_under_many_threads():
     """8 threads x 2000 retries and refunds on one quota: the final amount is exact."""
-    quota = RetryQuota(capacity=1_000_000, retry_cost=3, timeout_cost=7, success_refund=2)
+    quota = RetryQuota(capacity=1_000_000, retry_cost=3, success_refund=2, timeout_cost=7)
     taken = [0.0] * 8
 
     def run(index):
@@ -521,9 +552,11 @@ def test_every_budget_takes_spent_and_answers_what_a_retry_took():
         (lambda: RetryQuota(retry_cost=501), "retry_cost"),
         (lambda: RetryQuota(timeout_cost=-10), "timeout_cost"),
         (lambda: RetryQuota(timeout_cost=True), "timeout_cost"),
+        (lambda: RetryQuota(throttle_cost=0), "throttle_cost"),
+        (lambda: RetryQuota(throttle_cost=600), "throttle_cost"),
         (lambda: RetryQuota(success_refund=-1), "success_refund"),
         (lambda: RetryQuota(success_refund=0.0005), "success_refund"),
-        (lambda: RetryQuota(capacity=10, success_refund=11), "success_refund"),
+        (lambda: RetryQuota(capacity=20, success_refund=21), "success_refund"),
         (lambda: retry([1.0], budget=object()), "budget"),
         (lambda: retrying([1.0], budget="bucket"), "budget"),
     ],

@@ -408,7 +408,8 @@ def test_a_token_bucket_with_room_sends_hedges_and_counts_their_failures():
 
 def test_the_budget_is_asked_for_each_hedge_and_told_each_outcome_as_gRPC_A6_does():
     """try_retry before each hedge (with the failure that brought it forward, or None), a failure per
-    matched failure, and one success for the winner with the sum of what try_retry returned."""
+    matched failure, and one success for the winner, giving back what the winner and the hedges it
+    made unneeded took (not what a failed hedge took)."""
     first, second = ConnectionError("down"), ConnectionError("still down")
     budget = Recorder()
     script = Script(fail(first), fail(second), forever, answer("fourth"))
@@ -419,9 +420,20 @@ def test_the_budget_is_asked_for_each_hedge_and_told_each_outcome_as_gRPC_A6_doe
         ("failure", False),  # a hedge's failure counts as a failure too
         ("try", second),
         ("try", None),  # attempt 4: attempt 3's delay passed
-        ("success", False, 4.5),
+        ("success", False, 3.0),  # attempt 4's 1.5, and cancelled attempt 3's
     ]
     assert script.cancelled == [3]
+
+
+def test_hedges_not_needed_give_back_what_they_took_from_a_retry_quota():
+    """Three calls whose first attempt wins after a hedge was sent: the quota ends where it began."""
+    from backoff_iter import RetryQuota
+
+    quota = RetryQuota()
+    for _ in range(3):
+        script = Script(answer("slow", after=0.05), forever)
+        assert run(hedged(script, [0.01], budget=quota)) == "slow"
+    assert quota.available == 500.0
 
 
 def test_a_first_attempt_that_wins_is_recorded_as_such_without_spending():
