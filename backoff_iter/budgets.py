@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import _thread
 import math
-import sys
 import time
 from collections.abc import Callable
 from itertools import count
