@@ -17,7 +17,7 @@ __version__ = "0.2.0.dev0"
 import typing as _typing
 
 from ._checks import ArgumentTypeError, ArgumentValueError
-from ._filters import is_transient
+from ._filters import is_timeout, is_transient
 from ._options import DecoratorOptions, HedgeOptions, RetryOptions, default_delays
 from .adaptors import capped, elapsed, jittered, within
 from .breakers import Breaker, BrokenCircuitError, CircuitBreaker
@@ -28,6 +28,7 @@ from .instrument.logs import RetryLogger, log_retries
 from .limiters import CubicRateLimiter, RateLimiter
 from .loops import attempts
 from .parts import Part
+from .schedules import PerFailure, per_failure
 from .strategies import (
     constant,
     decorrelated,
@@ -108,6 +109,7 @@ __all__ = [
     "HedgeOptions",
     "OverloadRun",
     "Part",
+    "PerFailure",
     "Plan",
     "RateLimiter",
     "Result",
@@ -134,12 +136,14 @@ __all__ = [
     "full_jitter",
     "hedge",
     "hedged",
+    "is_timeout",
     "is_transient",
     "jittered",
     "linear",
     "log_retries",
     "next_sleep",
     "parse_retry_after",
+    "per_failure",
     "plan",
     "retries_by",
     "retry",

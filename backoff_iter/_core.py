@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
@@ -33,6 +33,8 @@ from ._options import Policy
 from ._sliding import NOT_YET, steady
 from .hints import server_wait, sleep_for
 from .parts import ERROR, FAILURE, SUCCESS, THROTTLE
+from .schedules import END as _PICKED_END
+from .schedules import Deferred
 
 __all__ = ["Attempt", "Call", "begin"]
 
@@ -204,6 +206,7 @@ class Call:
     timeout_last: float = _INF  # ... and its latest value
     in_async: bool = False  # an async loop
     _delays: Iterator[float] | None = None  # made at the first failure
+    _pick: Callable[[Any, str], Any] | None = None  # ... its next_for, if per kind of failure
     _final: bool = False  # the deadline shortened the last sleep
     _task: Any = None  # the asyncio task of an async call (3.11+) ...
     _cancelling: int = 0  # ... and its pending cancellations when the call began
@@ -498,6 +501,7 @@ class Call:
         policy = self.policy
         self.state = _DONE  # unless a retry follows
         self.last = None  # ... and keeps no failure, nor the frames of its traceback
+        asked = False  # the parts' allow_retry was asked already
         if exc is not None:
             if not matches(policy.on, policy.only_exceptions, exc):
                 for after in policy.afters:
@@ -522,21 +526,30 @@ class Call:
         if self._task is not None:  # an async call (3.11+): is the task being cancelled?
             self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
         kind = FAILURE
-        if policy.afters or policy.allows:
-            if policy.throttled is not None and policy.throttled(outcome):
-                kind = THROTTLE
-            for after in policy.afters:
-                after(outcome, kind, self.number, self.spent)
+        if policy.throttled is not None and policy.throttled(outcome):
+            kind = THROTTLE
+        for after in policy.afters:
+            after(outcome, kind, self.number, self.spent)
         if exc is not None:
             self.last = exc
         # The schedule is made at the first failure, then drawn one delay per retry.
         delays = self._delays
         if delays is None:
             delays = self._delays = _checks.fresh_delays("delays", policy.factory)
+            self._pick = getattr(delays, "next_for", None)  # a schedule per kind of failure
         if self._final:  # the deadline shortened the last sleep: no room for another
             delay, reason = _END, "deadline"
-        else:
+        elif self._pick is None:
             delay, reason = next(delays, _END), "exhausted"
+        else:
+            delay, reason = self._pick(outcome, kind), "exhausted"
+            if delay is _PICKED_END:
+                delay = _END
+            elif delay.__class__ is Deferred:  # the parts first, then the jitter's draw
+                if self._allowed(outcome, kind):
+                    delay, asked = delay.draw(), True  # type: ignore[attr-defined]
+                else:
+                    delay, reason = _END, "budget"
         if delay.__class__ is not float or not 0.0 <= delay <= _checks.LONGEST:
             delay = _END if delay is _END else _checks.wait("delays", delay)
             if delay == _INF:
@@ -545,7 +558,7 @@ class Call:
             if policy.deadline is None and not policy.warned:
                 self._warn_if_endless(delay)
             if self.hint is not None or not policy.simple:
-                delay, reason = self._limit(delay, outcome, kind)
+                delay, reason = self._limit(delay, outcome, kind, asked)
         if delay is _END:
             self.last = None
             self._give_up(attempt, outcome, reason)
@@ -572,17 +585,18 @@ class Call:
             stacklevel=2,
         )
 
-    def _limit(self, delay: float, outcome: Any, kind: str) -> tuple[float, str]:
+    def _limit(self, delay: float, outcome: Any, kind: str, asked: bool) -> tuple[float, str]:
         """*delay* raised to the server's hint and fitted to the deadline and
-        the parts; (_END, why) if they leave no room for a retry."""
+        the parts (unless *asked* already); (_END, why) if they leave no room
+        for a retry."""
         policy = self.policy
         hint, self.hint = self.hint, None
         if policy.retry_after is not None:
-            asked = policy.retry_after(outcome)
-            if asked is not None:
-                asked = server_wait(asked, policy.retry_after_max)
-                if hint is None or asked > hint:
-                    hint = asked
+            wanted = policy.retry_after(outcome)
+            if wanted is not None:
+                wanted = server_wait(wanted, policy.retry_after_max)
+                if hint is None or wanted > hint:
+                    hint = wanted
         delay = sleep_for(delay, hint, policy.retry_after_beyond)
         if hint is not None and hint > delay:
             hint = delay  # what is honoured of it
@@ -595,12 +609,21 @@ class Call:
             if delay > remaining:  # shortened to end at the deadline: the last try
                 delay = remaining
                 self._final = True
+        if not asked and not self._allowed(outcome, kind):
+            return _END, "budget"
+        return delay, ""
+
+    def _allowed(self, outcome: Any, kind: str) -> bool:
+        """May the call retry: every part's allow_retry says yes (what they
+        took is the call's ``spent``)?  Asked once per retry, last."""
+        allows = self.policy.allows
+        if not allows:
+            return True
         took = 0.0
-        for allow in policy.allows:
+        for allow in allows:
             taken = allow(outcome, kind)
             if not taken:
-                return _END, "budget"
+                return False
             took += taken
-        if policy.allows:
-            self.spent = took
-        return delay, ""
+        self.spent = took
+        return True

@@ -1,0 +1,170 @@
+"""per_failure: the delay after a failure comes from its kind's schedule, the
+schedules moving in step; jittered once per retry, it is the AWS SDKs' backoff."""
+
+from __future__ import annotations
+
+import random
+from random import Random
+
+import pytest
+from checks import rejects
+from test_drivers import RUNNERS, FakeTime, Operation, each_driver
+
+from backoff_iter import exponential, per_failure, retrying
+from backoff_iter.interop import tenacity_wait
+
+
+class Throttle(Exception):
+    """A failure the tests' throttled= predicate names."""
+
+
+def is_throttle(outcome):
+    return isinstance(outcome, Throttle)
+
+
+@each_driver
+def test_the_nth_retry_sleeps_the_nth_delay_of_its_failures_schedule(run):
+    """throttle, other, timeout, other: each retry takes its kind's delay at its own position."""
+    schedules = per_failure(
+        {TimeoutError: [10.0, 20.0, 30.0, 40.0]},
+        throttle=[1.0, 2.0, 3.0, 4.0],
+        default=[0.1, 0.2, 0.3, 0.4],
+    )
+    time = FakeTime()
+    failures = [Throttle(), OSError(), TimeoutError(), OSError()]
+    run(schedules, Operation(failures), time, on=Exception, throttled=is_throttle)
+    assert time.slept == [1.0, 0.2, 30.0, 0.4]
+
+
+def test_the_first_kind_that_matches_chooses_and_a_throttle_comes_first():
+    """Kinds are asked in the mapping's order, after the throttle schedule; predicates name kinds too."""
+    schedules = per_failure(
+        {
+            ConnectionResetError: [1.0] * 3,
+            OSError: [2.0] * 3,
+            lambda e: "late" in str(e): [3.0] * 3,
+        },
+        throttle=[9.0] * 3,
+        default=[0.5] * 3,
+    )
+    in_step = schedules()
+    assert in_step.next_for(ConnectionResetError(), "failure") == 1.0
+    assert in_step.next_for(OSError(), "failure") == 2.0
+    assert in_step.next_for(ConnectionResetError(), "throttle") == 9.0
+    in_step = schedules()
+    assert in_step.next_for(KeyError("late"), "failure") == 3.0
+    assert in_step.next_for(KeyError("x"), "failure") == 0.5
+
+
+def test_when_the_chosen_schedule_runs_out_the_retries_end():
+    """The default schedule has one delay: the second ordinary failure stands, though throttles had more."""
+    schedules = per_failure(throttle=[1.0] * 5, default=[0.1])
+    time, operation = FakeTime(), Operation([OSError(), Throttle(), OSError()])
+    with pytest.raises(OSError):
+        RUNNERS[0](schedules, operation, time, on=Exception, throttled=is_throttle)
+    assert time.slept == [0.1, 1.0] and operation.calls == 3
+
+
+def test_each_call_draws_from_fresh_schedules():
+    """A module-level policy: every call starts every kind's schedule afresh."""
+    policy = retrying(
+        per_failure(default=lambda: exponential(1.0)), on=OSError, sleep=lambda s: None
+    )
+    slept = []
+    for _ in range(2):
+        for attempt in retrying(
+            per_failure(default=lambda: exponential(1.0)), on=OSError, sleep=slept.append
+        ):
+            with attempt:
+                if attempt.number < 3:
+                    raise OSError
+    assert slept == [1.0, 2.0, 1.0, 2.0] and policy.factory() is not policy.factory()
+
+
+def aws_delays(kinds, attempts, base=0.05):
+    """botocore's ExponentialBackoff.delay_amount for failures of *kinds* (True: a throttle)."""
+    from botocore.retries.standard import ExponentialBackoff
+
+    class Detector:
+        def __init__(self):
+            self.throttle = False
+
+        def is_throttling_error_from_context(self, context):
+            return self.throttle
+
+    class Context:
+        def __init__(self, number):
+            self.attempt_number, self.http_response = number, None
+
+    detector = Detector()
+    backoff = ExponentialBackoff(throttling_detector=detector, random=random.random)
+    if base != 0.05:
+        backoff._service_name = "dynamodb"
+    delays = []
+    for number, throttle in zip(range(1, attempts + 1), kinds):
+        detector.throttle = throttle
+        delays.append(backoff.delay_amount(Context(number)))
+    return delays
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_per_failure_with_full_jitter_is_botocores_backoff_draw_for_draw(seed):
+    """Seeded failure kinds over 12 retries: the same delays as botocore's ExponentialBackoff, bit for bit."""
+    kinds = [Random(seed).random() < 0.3 for _ in range(12)]
+    for base in (0.05, 0.025):
+        random.seed(seed)
+        expected = aws_delays(kinds, 12, base)
+        random.seed(seed)
+        in_step = per_failure(
+            throttle=lambda: exponential(1.0, cap=20),
+            default=lambda: exponential(base, cap=20),
+            jitter="full",
+        )()
+        got = [
+            in_step.next_for(None, "throttle" if throttle else "failure").draw()
+            for throttle in kinds
+        ]
+        assert got == expected
+
+
+def test_a_scheduler_asking_by_number_gets_the_default_schedule():
+    """tenacity's wait over per_failure: the default kind's delays, in order."""
+    wait = tenacity_wait(per_failure(default=[0.25, 0.5]))
+
+    class State:
+        attempt_number = 1
+        outcome = None
+
+    state = State()
+    assert wait(state) == 0.25
+    state.attempt_number = 2
+    assert wait(state) == 0.5
+
+
+def test_bad_arguments_are_named():
+    """A key that is no kind, a schedule that is one-shot, a jitter of another kind: each named."""
+    rejects(lambda: per_failure({"x": [1.0]}, default=[1.0]), TypeError, "kinds")
+    rejects(lambda: per_failure(default=iter([1.0])), TypeError, "default", "iterator")
+    rejects(lambda: per_failure(throttle="1", default=[1.0]), TypeError, "throttle")
+    rejects(lambda: per_failure(default=[1.0], jitter="half"), ValueError, "jitter")
+    rejects(lambda: per_failure(default=[1.0], jitter=2.0), ValueError, "jitter")
+    rejects(lambda: per_failure(default=[1.0], rng=3), TypeError, "rng")
+
+
+def test_the_jitter_is_drawn_only_once_the_budget_allowed_the_retry():
+    """A quota that cannot pay refuses before the draw: no random number is spent, as botocore's order."""
+    from backoff_iter import RetryQuota
+
+    class Counting(Random):
+        drawn = 0
+
+        def random(self):
+            self.drawn += 1
+            return super().random()
+
+    rng = Counting(1)
+    quota = RetryQuota(capacity=20)
+    schedules = per_failure(default=lambda: exponential(0.05, cap=20), jitter="full", rng=rng)
+    with pytest.raises(OSError):
+        RUNNERS[0](schedules, Operation([OSError()] * 3), FakeTime(), budget=quota)
+    assert rng.drawn == 1  # the first retry paid 14 and drew; the second was refused, undrawn
