@@ -189,24 +189,33 @@ def test_a_reader_that_goes_away_ends_it_quietly():
     assert result.stderr == "status 0\n"
 
 
-def with_fds(redirections, *args):
+def with_fds(redirections, *args, **options):
     """python -m backoff_iter with its file descriptors redirected as in a shell: `>&-`."""
     return subprocess.run(
         ["/bin/bash", "-c", f'exec {redirections}; exec "$@"', "bash", *COMMAND, *args],
         capture_output=True,
         text=True,
         timeout=60,
+        **options,
     )
 
 
-def test_an_output_that_cannot_be_written_is_one_line_and_status_1(tmp_path):
+# As a shell usually starts it: stdout buffered, so a full disk fails at the last flush only;
+# and unbuffered, so that it fails at the first write.
+BUFFERED = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+UNBUFFERED = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.mark.parametrize("env", [BUFFERED, UNBUFFERED], ids=["buffered", "unbuffered"])
+def test_an_output_that_cannot_be_written_is_one_line_and_status_1(tmp_path, env):
     """A closed stdout (`>&-`) and a full disk (/dev/full), whether the rows fail as they
-    are written or at the last flush: status 1, one line saying why."""
-    closed = with_fds(">&-", "show", "exponential")
+    are written or at the last flush, stdout buffered or not: status 1, one line saying why
+    (not the interpreter's own failed flush at exit, status 120)."""
+    closed = with_fds(">&-", "show", "exponential", env=env)
     assert closed.returncode == 1
     assert "stdout is closed" in one_error_line(closed.stderr)
-    for args in (["show", "exponential", "-n", "100000"], ["plan", *PLAN]):
-        full = with_fds(">/dev/full", *args)
+    for args in (["show", "exponential"], ["show", "exponential", "-n", "100000"], ["plan", *PLAN]):
+        full = with_fds(">/dev/full", *args, env=env)
         assert full.returncode == 1
         assert "No space left" in one_error_line(full.stderr)
 

@@ -154,8 +154,22 @@ def flush() -> None:
 
 
 def _cannot_write(error: OSError) -> OutputError:
-    # (The interpreter's last flush of a failed stdout adds no second message: tried on 3.9-3.13.)
+    _discard_output()
     return OutputError(f"cannot write the output: {error.strerror or error}")
+
+
+def _discard_output() -> None:
+    """Point stdout's file at /dev/null once writing it failed: a buffered stdout (any but
+    PYTHONUNBUFFERED's) keeps what it could not write, and the interpreter's last flush
+    would fail again, adding "Exception ignored ... OSError" and exit status 120.  The
+    idiom of the note on SIGPIPE in the docs of the signal module."""
+    try:
+        descriptor = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (AttributeError, OSError, ValueError):  # no file under it (a test's capture)
+        return
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
 def say(line: str, end: str = "\n") -> None:
