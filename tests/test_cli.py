@@ -760,6 +760,19 @@ def test_version(cli):
     assert cli("--version").out.strip() == f"backoff_iter {__version__}"
 
 
+@pytest.mark.parametrize("args", [["--version"], ["-h"], ["show", "--help"]])
+@pytest.mark.parametrize(
+    "redirection, why", [(">&-", "stdout is closed"), (">/dev/full", "No space left")]
+)
+def test_help_and_version_that_cannot_be_written_are_status_1(args, redirection, why):
+    """--version and --help into a closed stdout or a full disk: status 1 and one line saying
+    why, as for any output (argparse alone says 0, or writes them on stderr)."""
+    result = with_fds(redirection, *args, env=BUFFERED)
+    assert result.returncode == 1
+    assert why in one_error_line(result.stderr)
+    assert result.stdout == ""
+
+
 @pytest.mark.parametrize(
     "args, named",
     [

@@ -10,7 +10,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 PROG = "python -m backoff_iter"
 
@@ -31,15 +34,36 @@ class UsageError(Exception):
         super().__init__(f"{option}: {message}")
 
 
+class ParseError(Exception):
+    """Bad usage found by argparse: the command's prog and argparse's message (exit status 2)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
 class OutputError(Exception):
     """The output or a picture could not be written (exit status 1)."""
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but an error is one line (no usage block) and exit status 2."""
+    """argparse, but an error is one line (no usage block) that main() prints, and the
+    help and --version are output like any other: one that cannot be written is status 1."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        raise ParseError(self.prog, message)
+
+    # error() no longer prints, so argparse's writer prints only the help and --version,
+    # to stdout.  Its own would swallow a failure (status 0 into /dev/full) and write
+    # them on stderr when stdout is closed.
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if not message:
+            return
+        if file is not None and file is not sys.stdout:  # asked for another file
+            file.write(message)
+            return
+        write(message)
+        flush()
 
 
 # -- argument types: each error names nothing, argparse adds "argument --option:" ----------
