@@ -841,6 +841,40 @@ def test_an_empty_item_in_a_list_is_refused_as_such(cli, args):
     assert args[1] in line and "empty" in line
 
 
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["show", "full_jitter", "--seed", "x" * 5000], "--seed"),
+        (["show", "full_jitter", "--seed=" + "7" * 4000 + "x"], "--seed"),
+        (["show", "x" * 5000], "STRATEGY"),
+        (["show", "exponential", "z" * 5000], "unrecognized"),
+        (["simulate", "--strategies", "exponential," + "y" * 5000], "--strategies"),
+        (["simulate", "--clients", "10," + "9" * 3000 + "x"], "--clients"),
+        (["overload", "--budgets", "none," + "gold " * 1000], "--budgets"),
+        (["show", "exponential", "--plot", "p" * 5000 + ".jpg"], "--plot"),
+    ],
+)
+def test_a_long_value_in_an_error_is_cut_to_its_ends_and_its_length(cli, args, named):
+    """A value of thousands of characters is not echoed whole: the error line shows its
+    first and last characters and its length (argparse's, our and the library's messages)."""
+    result = cli(*args)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert named in line and len(line) < 400 and " characters)" in line, line
+
+
+def test_a_seed_of_more_digits_than_python_converts_says_so(cli):
+    """A 5,000-digit --seed is a whole number, refused for its length (Python converts at
+    most sys.get_int_max_str_digits() digits), not echoed whole."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    if not limit:
+        pytest.skip("this Python converts integers of any length")
+    result = cli("show", "full_jitter", "--seed", "1" * (limit + 700))
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert f"--seed: expected at most {limit:,} digits, got {limit + 700:,}" in line
+
+
 def test_the_base_of_simulate_is_named_as_typed(cli):
     """simulate --base 1e308 speaks of the 1e308 typed, not of the doubled inf."""
     result = cli("simulate", "--base", "1e308")

@@ -25,6 +25,7 @@ from ._common import (
     ParseError,
     Parser,
     UsageError,
+    clip_values,
     flush,
     option,
     say,
@@ -57,10 +58,11 @@ def parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
     prog = PROG  # the command's own once parsed: "python -m backoff_iter show"
     try:
         top = parser()
-        args = top.parse_args(argv)  # SystemExit for --help and --version
+        args = top.parse_args(arguments)  # SystemExit for --help and --version
         if args.command is None:
             top.error("choose a command: show, plan, simulate or overload (see --help)")
         prog = args.parser.prog
@@ -75,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit.code if isinstance(exit.code, int) else 2
     except (ParseError, UsageError) as error:
         prog = error.prog if isinstance(error, ParseError) else prog
-        say(f"{prog}: error: {error}")
+        say(f"{prog}: error: {clip_values(str(error), arguments)}")
         return 2
     except OutputError as error:
         say(f"{PROG}: error: {error}")

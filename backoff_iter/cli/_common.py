@@ -9,7 +9,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
@@ -66,6 +66,41 @@ class Parser(argparse.ArgumentParser):
         flush()
 
 
+# -- values in error lines ------------------------------------------------------------------
+
+SHOWN_AT_MOST = 100  # characters of a typed value an error line shows whole
+_SHOWN_ENDS = 40  # characters shown from each end of a longer one
+
+
+def clip(value: str) -> str:
+    """*value*, or if longer than SHOWN_AT_MOST, its ends and its length: an error line
+    that echoes a 5,000-character value stays one readable line.
+
+    >>> clip("1" * 5000) == "1" * 40 + "..." + "1" * 40 + " (5,000 characters)"
+    True
+    """
+    return value if len(value) <= SHOWN_AT_MOST else f"{_ends(value)} ({len(value):,} characters)"
+
+
+def _ends(value: str) -> str:
+    return f"{value[:_SHOWN_ENDS]}...{value[-_SHOWN_ENDS:]}"
+
+
+def clip_values(message: str, arguments: Iterable[str]) -> str:
+    """*message* with every long value typed in *arguments* clipped, whether the message
+    quotes it as typed or as its repr: an argument, the value of an --option=value, or
+    an item of a comma-separated list (argparse's messages and the library's alike)."""
+    values = set()
+    for argument in arguments:
+        for value in (argument, argument.partition("=")[2]):
+            values.add(value)
+            values.update(item.strip() for item in value.split(","))
+    for value in sorted((v for v in values if len(v) > SHOWN_AT_MOST), key=len, reverse=True):
+        quoted = f"{_ends(value)!r} ({len(value):,} characters)"
+        message = message.replace(repr(value), quoted).replace(value, clip(value))
+    return message
+
+
 # -- argument types: each error names nothing, argparse adds "argument --option:" ----------
 
 
@@ -81,10 +116,16 @@ def number(text: str) -> float:
 
 
 def integer(text: str) -> int:
-    """Any whole number (a seed)."""
+    """Any whole number (a seed) that Python converts from text."""
     try:
         return int(text)
     except ValueError:
+        digits = text.strip().lstrip("+-").replace("_", "")
+        limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()  # 0: none (before 3.11)
+        if digits.isdecimal() and 0 < limit < len(digits):
+            raise argparse.ArgumentTypeError(
+                f"expected at most {limit:,} digits, got {len(digits):,}"
+            ) from None
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
