@@ -588,6 +588,21 @@ def test_simulate_starts_no_more_processes_than_it_has_tasks(cli, study, monkeyp
     assert study[-1]["jobs"] == 1
 
 
+def test_simulate_refuses_more_jobs_than_its_bound_before_any_work(cli, study):
+    """--jobs 1000000 is bad usage naming --jobs and the bound (it once spawned processes
+    until the machine gave up); the bound itself is accepted, and said in --help."""
+    from backoff_iter.cli._simulate import MAX_JOBS
+
+    for jobs in (MAX_JOBS + 1, 1_000_000):
+        result = cli("simulate", "--jobs", str(jobs))
+        assert result.status == 2
+        line = one_error_line(result.err)
+        assert f"--jobs: must be at most {MAX_JOBS:,}, got {jobs}" in line
+    assert study == []
+    assert cli("simulate", "--jobs", str(MAX_JOBS), "--json").status == 0
+    assert f"at most {MAX_JOBS}" in " ".join(cli("simulate", "--help").out.split())
+
+
 def test_simulate_plot_writes_a_png_even_for_one_client_count(cli, tmp_path):
     """--plot draws markers, so a single --clients value is a visible point; --json stays JSON."""
     target = tmp_path / "study.png"

@@ -129,13 +129,15 @@ def integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
-def whole(minimum: int) -> Callable[[str], int]:
-    """A whole number of at least *minimum*."""
+def whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """A whole number of at least *minimum*, and at most *maximum* if given."""
 
     def checked(text: str) -> int:
         value = integer(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {text}")
         return value
 
     return checked
