@@ -650,6 +650,117 @@ def test_ctrl_c_during_simulate_exits_130_with_one_line():
     assert err.strip().splitlines()[-1] == "python -m backoff_iter: interrupted"
 
 
+# Ctrl-C at a chosen point: a sitecustomize module (on PYTHONPATH) that the command and its
+# workers load once the interpreter has started, and that sends SIGINT when a module is
+# first looked up (then, or some seconds after).  Before that, from exec to the end of
+# `site`, the interpreter is on its own: nothing of ours runs yet.
+SIGINT_HOOK = """
+import os, signal, sys
+
+AT = os.environ["SIGINT_AT"]  # a module's name; "site": at once, still in site
+AFTER = float(os.environ.get("SIGINT_AFTER", "0"))  # seconds after that
+# or "worker": the first worker, to the whole group; "worker alone": each to itself
+IN = os.environ.get("SIGINT_IN", "command")
+ONCE = os.environ.get("SIGINT_ONCE", "")  # the file the one worker that sends creates
+
+
+def send():
+    if IN == "worker":
+        try:
+            os.close(os.open(ONCE, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+        os.killpg(0, signal.SIGINT)  # as a terminal does: every process of the group
+    else:  # the command, or a worker alone
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def later():
+    if AFTER:
+        import threading
+
+        threading.Timer(AFTER, send).start()
+    else:
+        send()
+
+
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name == AT:
+            sys.meta_path.remove(self)
+            later()
+        return None
+
+
+if ("--multiprocessing-fork" in sys.argv) == IN.startswith("worker"):
+    if AT == "site":
+        later()
+    else:
+        sys.meta_path.insert(0, Finder())
+"""
+
+
+@pytest.fixture
+def interrupted(tmp_path):
+    """Run the command line with Ctrl-C at a point the hook's settings say: a Ran."""
+    (tmp_path / "sitecustomize.py").write_text(SIGINT_HOOK)
+
+    def run(args, command=COMMAND, **settings):
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])
+            ),
+            "SIGINT_ONCE": str(tmp_path / "sent"),
+            **{f"SIGINT_{key.upper()}": str(value) for key, value in settings.items()},
+        }
+        with suppress(FileNotFoundError):
+            os.unlink(tmp_path / "sent")
+        child = subprocess.run(
+            [*command, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            start_new_session=True,  # a group of its own: the test's process is not in it
+            # As from a terminal: a suite run in the background ignores SIGINT, and
+            # Python keeps an ignored SIGINT ignored in its children.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        return Ran(child.returncode, child.stdout, child.stderr)
+
+    return run
+
+
+STUDY = ["simulate", "--clients", "150", "--runs", "100000", "--jobs", "2"]
+
+
+@pytest.mark.parametrize(
+    "at", ["site", "backoff_iter", "multiprocessing.pool", "backoff_iter.simulation"]
+)
+def test_ctrl_c_while_the_workers_start_is_one_line_from_the_command_alone(interrupted, at):
+    """A terminal's Ctrl-C (to the whole group) while a worker still starts - its interpreter
+    (site), the modules it imports before it can ignore SIGINT: status 130, the command's
+    one line, and not a word from the workers (they once printed KeyboardInterrupt)."""
+    status, _, err = interrupted(STUDY, at=at, **{"in": "worker"})
+    assert status == 130, err
+    assert "Traceback" not in err and "Error" not in err, err
+    assert err.strip().splitlines()[-1] == "python -m backoff_iter: interrupted"
+
+
+def test_a_worker_interrupted_alone_while_it_starts_drops_it_and_works(interrupted):
+    """SIGINT to a worker alone, while it starts (held until it ignores SIGINT): dropped;
+    the study finishes, status 0, its figures those of one process."""
+    args = ["--strategies", "exponential", "--clients", "6", "--runs", "40", "--seed", "3"]
+    status, out, err = interrupted(
+        ["simulate", *args, "--jobs", "2", "--json"], at="site", **{"in": "worker alone"}
+    )
+    assert status == 0, err
+    assert "Traceback" not in err and "interrupted" not in err, err
+    expected = simulate(["exponential"], clients=[6], runs=40, seed=3)
+    assert strict_json(out) == [r._asdict() for r in expected]
+
+
 def test_progress_is_shown_every_2_seconds_and_on_a_terminal_every_tenth(capsys, monkeypatch):
     """Progress lines are spaced by the clock: 2 s apart in a log, 0.1 s on a terminal."""
     from backoff_iter.cli import _common
