@@ -657,7 +657,7 @@ def test_ctrl_c_during_simulate_exits_130_with_one_line():
 SIGINT_HOOK = """
 import os, signal, sys
 
-AT = os.environ["SIGINT_AT"]  # a module's name; "site": at once, still in site
+AT = os.environ["SIGINT_AT"]  # a module's name; "site": at once, still in site; "exit"
 AFTER = float(os.environ.get("SIGINT_AFTER", "0"))  # seconds after that
 # or "worker": the first worker, to the whole group; "worker alone": each to itself
 IN = os.environ.get("SIGINT_IN", "command")
@@ -695,6 +695,10 @@ class Finder:
 if ("--multiprocessing-fork" in sys.argv) == IN.startswith("worker"):
     if AT == "site":
         later()
+    elif AT == "exit":  # the interpreter's exit: its atexit handlers
+        import atexit
+
+        atexit.register(later)
     else:
         sys.meta_path.insert(0, Finder())
 """
@@ -702,10 +706,10 @@ if ("--multiprocessing-fork" in sys.argv) == IN.startswith("worker"):
 
 @pytest.fixture
 def interrupted(tmp_path):
-    """Run the command line with Ctrl-C at a point the hook's settings say: a Ran."""
+    """Start the command line with Ctrl-C at the point the hook's settings say: a Popen."""
     (tmp_path / "sitecustomize.py").write_text(SIGINT_HOOK)
 
-    def run(args, command=COMMAND, **settings):
+    def start(args, command=COMMAND, **settings):
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
@@ -716,20 +720,29 @@ def interrupted(tmp_path):
         }
         with suppress(FileNotFoundError):
             os.unlink(tmp_path / "sent")
-        child = subprocess.run(
+        return subprocess.Popen(
             [*command, *args],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=120,
             env=env,
             start_new_session=True,  # a group of its own: the test's process is not in it
             # As from a terminal: a suite run in the background ignores SIGINT, and
             # Python keeps an ignored SIGINT ignored in its children.
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
-        return Ran(child.returncode, child.stdout, child.stderr)
 
-    return run
+    return start
+
+
+def finish(child):
+    """The Ran of a command started by `interrupted`; its whole group killed if it hangs."""
+    try:
+        out, err = child.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        raise
+    return Ran(child.returncode, out, err)
 
 
 STUDY = ["simulate", "--clients", "150", "--runs", "100000", "--jobs", "2"]
@@ -742,7 +755,7 @@ def test_ctrl_c_while_the_workers_start_is_one_line_from_the_command_alone(inter
     """A terminal's Ctrl-C (to the whole group) while a worker still starts - its interpreter
     (site), the modules it imports before it can ignore SIGINT: status 130, the command's
     one line, and not a word from the workers (they once printed KeyboardInterrupt)."""
-    status, _, err = interrupted(STUDY, at=at, **{"in": "worker"})
+    status, _, err = finish(interrupted(STUDY, at=at, **{"in": "worker"}))
     assert status == 130, err
     assert "Traceback" not in err and "Error" not in err, err
     assert err.strip().splitlines()[-1] == "python -m backoff_iter: interrupted"
@@ -752,13 +765,94 @@ def test_a_worker_interrupted_alone_while_it_starts_drops_it_and_works(interrupt
     """SIGINT to a worker alone, while it starts (held until it ignores SIGINT): dropped;
     the study finishes, status 0, its figures those of one process."""
     args = ["--strategies", "exponential", "--clients", "6", "--runs", "40", "--seed", "3"]
-    status, out, err = interrupted(
-        ["simulate", *args, "--jobs", "2", "--json"], at="site", **{"in": "worker alone"}
+    status, out, err = finish(
+        interrupted(
+            ["simulate", *args, "--jobs", "2", "--json"], at="site", **{"in": "worker alone"}
+        )
     )
     assert status == 0, err
     assert "Traceback" not in err and "interrupted" not in err, err
     expected = simulate(["exponential"], clients=[6], runs=40, seed=3)
     assert strict_json(out) == [r._asdict() for r in expected]
+
+
+# The two ways in: `python -m backoff_iter`, and what the backoff-iter script runs (pip's
+# wrapper of the console script backoff_iter.__main__:run).
+STARTS = {
+    "python -m": COMMAND,
+    "script": [
+        sys.executable,
+        "-c",
+        "import sys; from backoff_iter.__main__ import run; sys.exit(run())",
+    ],
+}
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+@pytest.mark.parametrize(
+    "at",
+    [
+        "backoff_iter.cli",  # the first import run() guards
+        "argparse",
+        "backoff_iter.overload",
+        "backoff_iter.cli._show",
+        "backoff_iter.simulation",
+        "shutil",  # imported by argparse as main() builds the parser
+    ],
+)
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130(interrupted, start, at):
+    """Ctrl-C while the command line's modules import, before main() runs or as it builds
+    its parser: status 130 and one line, no KeyboardInterrupt traceback."""
+    result = finish(interrupted(["show", "exponential"], STARTS[start], at=at))
+    assert (result.status, result.out) == (130, ""), result.err
+    assert result.err == "python -m backoff_iter: interrupted\n"
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+def test_ctrl_c_as_the_interpreter_exits_changes_nothing(interrupted, start):
+    """Ctrl-C once the command is done, as the interpreter exits: status 0, nothing on
+    stderr (no "Exception ignored in atexit callback" and its traceback)."""
+    result = finish(interrupted(["show", "exponential", "-n", "3"], STARTS[start], at="exit"))
+    assert (result.status, result.err, result.out.count("\n")) == (0, "", 4)
+
+
+def test_ctrl_c_at_any_moment_of_a_short_run_is_130_or_done_never_a_traceback(interrupted):
+    """Ctrl-C 0 to 0.5 s after the command line starts loading (20 moments, four runs side
+    by side): each run ends interrupted (130, one line) or done (0, every row), and none
+    prints a traceback."""
+    args = ["show", "exponential", "-n", "10000"]
+    moments = [0.025 * step for step in range(20)]
+    for batch in range(0, len(moments), 4):
+        children = {
+            after: interrupted(args, at="backoff_iter.cli", after=after)
+            for after in moments[batch : batch + 4]
+        }
+        for after, child in children.items():
+            status, out, err = finish(child)
+            assert "Traceback" not in err and "Exception" not in err, (after, err)
+            if status == 130:
+                assert err.splitlines()[-1] == "python -m backoff_iter: interrupted", (after, err)
+            else:
+                assert (status, err, out.count("\n")) == (0, "", 1 + 10_000), (after, err)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="backoff_iter/__init__.py imports its modules before __main__ can guard them"
+    " (python -m imports the package first): it needs lazy imports, outside the cli branch",
+)
+def test_ctrl_c_while_the_package_imports_is_one_line_and_130(interrupted):
+    """Ctrl-C while `python -m backoff_iter` imports the package, before its __main__."""
+    result = finish(interrupted(["show", "exponential"], at="backoff_iter._core"))
+    assert (result.status, result.err) == (130, "python -m backoff_iter: interrupted\n")
+
+
+def test_the_entry_point_names_the_command_as_the_command_line_does():
+    """run() says "interrupted" under main()'s name before it can import it."""
+    from backoff_iter.__main__ import PROG as before
+    from backoff_iter.cli._common import PROG
+
+    assert before == PROG
 
 
 def test_progress_is_shown_every_2_seconds_and_on_a_terminal_every_tenth(capsys, monkeypatch):
