@@ -956,6 +956,73 @@ def test_overload_table_has_a_row_per_pair_and_plots(cli, tmp_path):
     assert target.read_bytes()[:8] == PNG
 
 
+@pytest.fixture
+def storm(monkeypatch):
+    """The keyword arguments of each overload.simulate_overload call, which returns no runs."""
+    from backoff_iter import overload
+
+    calls = []
+
+    @wraps(overload.simulate_overload)  # the same signature: the command line reads its defaults
+    def record(*args, **options):
+        calls.append(options)
+        return []
+
+    monkeypatch.setattr(overload, "simulate_overload", record)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "args, end",
+    [
+        (["--seconds", "15"], "20"),  # the defaults' spike: from 10 s, for 10 s
+        (["--seconds", "19.5"], "20"),
+        (["--spike-at", "130"], "140"),  # it would start after the run
+        (["--seconds", "30", "--spike-at", "25", "--spike-for", "10"], "35"),
+    ],
+)
+def test_overload_refuses_a_run_that_ends_before_its_spike(cli, storm, args, end):
+    """--seconds shorter than the spike's end: bad usage naming --seconds, --spike-at and
+    --spike-for and the least --seconds that fits, before any work."""
+    result = cli("overload", *args)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert "error: --seconds: " in line and "--spike-at" in line and "--spike-for" in line
+    assert f"give --seconds {end} or more" in line
+    assert storm == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--seconds", "20"],  # the run ends as the spike does
+        ["--seconds", "5", "--spike", "1"],  # no spike
+        ["--seconds", "5", "--spike-for", "0"],
+    ],
+)
+def test_overload_takes_a_run_that_holds_its_spike_or_has_none(cli, storm, args):
+    """A run ending with its spike or later, or without a spike, runs."""
+    result = cli("overload", *args)
+    assert result.status == 0, result.err
+    assert storm[-1]["seconds"] == float(args[1])
+
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["--spike-for", "-1"], "--spike-for"),
+        (["--spike-at", "-1"], "--spike-at"),
+        (["--spike-for", "inf"], "--spike-for"),
+    ],
+)
+def test_a_bad_value_of_the_spike_is_named_for_itself_not_as_seconds(cli, args, option):
+    """--seconds 5 with a negative or infinite spike: the library's error, naming the
+    spike's option, not the run-shorter-than-its-spike one naming --seconds."""
+    result = cli("overload", "--seconds", "5", *args)
+    assert result.status == 2
+    assert f"error: {option}: " in one_error_line(result.err)
+
+
 # -- help, version, bad usage ---------------------------------------------------------------
 
 
