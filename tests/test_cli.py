@@ -141,7 +141,24 @@ def test_a_time_never_reached_ends_after_a_bounded_count_with_a_note(cli, strate
     assert len(note) == 1 and "--until-elapsed 5" in note[0] and "-n" in note[0]
     assert f"{UNTIL_AT_MOST:,}" in cli("show", "--help").out
     bounded = cli("show", *strategy, "--until-elapsed", "5", "-n", "7", "--json")
-    assert len(strict_json(bounded.out)) == 7 and bounded.err == ""
+    assert len(strict_json(bounded.out)) == 7
+    assert "stopped at -n 7" in bounded.err and "--until-elapsed 5" in bounded.err
+
+
+@pytest.mark.parametrize("output", [[], ["--json"], ["--plot", "x.png"]])
+def test_n_that_ends_the_run_before_until_elapsed_says_so_in_one_line(cli, tmp_path, drawn, output):
+    """-n 3 with --until-elapsed 1000 (reached after 10 sleeps): the 3 rows (or attempts
+    drawn), and one line on stderr saying -n stopped them short of the time asked for."""
+    args = [a if a != "x.png" else str(tmp_path / a) for a in output]
+    result = cli("show", "exponential", "--until-elapsed", "1000", "-n", "3", *args)
+    assert result.status == 0, result.err
+    note = [line for line in result.err.splitlines() if "wrote" not in line]
+    assert note == [
+        "python -m backoff_iter show: stopped at -n 3, 7 s slept:"
+        " --until-elapsed 1000 is not reached"
+    ]
+    reached = cli("show", "exponential", "--until-elapsed", "7", "-n", "3", *args)
+    assert [line for line in reached.err.splitlines() if "wrote" not in line] == []
 
 
 def rss_kb(pid):

@@ -182,12 +182,20 @@ def _rows(
 
 
 def _note_bound(args: argparse.Namespace, shown: int, slept: float) -> None:
-    """Say so when --until-elapsed was not reached within the rows shown by default."""
+    """Say so when --until-elapsed was not reached within the rows shown: the default
+    bound's, or those -n asked for."""
     until = args.until_elapsed
-    if until is not None and args.n is None and slept < until:
+    if until is None or slept >= until:
+        return
+    if args.n is None:
         say(
             f"{args.parser.prog}: stopped after {shown:,} delays, {slept:g} s slept:"
             f" --until-elapsed {until:g} is not reached (-n N shows more)"
+        )
+    else:
+        say(
+            f"{args.parser.prog}: stopped at -n {args.n:,}, {slept:g} s slept:"
+            f" --until-elapsed {until:g} is not reached"
         )
 
 
@@ -201,7 +209,9 @@ def _picture(
     """The attempts the table would show, drawn: *samples* schedules if jittered."""
     name: str = args.strategy
     draws = Random(seed)  # the first schedule drawn is the one the table shows with --seed
-    rows = _rows(strategies.make(name, rng=draws, **options), min(limit, DRAWN_AT_MOST + 1), until)
+    rows = list(
+        _rows(strategies.make(name, rng=draws, **options), min(limit, DRAWN_AT_MOST + 1), until)
+    )
     first = [sleep for _, sleep, _ in rows]
     if len(first) > DRAWN_AT_MOST:
         if args.n is not None:
@@ -234,6 +244,7 @@ def _picture(
         )
         reference = _reference(name, options, len(first))
     picture("show", args.plot, lambda path: pictures().show(path, title, schedules, reference))
+    _note_bound(args, len(first), rows[-1][2])
 
 
 def _reference(name: str, options: dict[str, Any], n: int) -> tuple[str, list[float]]:
