@@ -401,7 +401,8 @@ def drawn(monkeypatch):
 def test_the_picture_draws_the_attempts_the_table_shows(cli, tmp_path, drawn, args):
     """--plot draws as many attempts as the table prints with the same options, and its
     first schedule is the table's (the same seed); jittered ones add samples of that length."""
-    table = strict_json(cli("show", *args, "--json").out)
+    samples = args.index("--samples") if "--samples" in args else len(args)
+    table = strict_json(cli("show", *args[:samples], *args[samples + 2 :], "--json").out)
     result = cli("show", *args, "--plot", str(tmp_path / "x.png"))
     assert result.status == 0, result.err
     ((_title, schedules, _reference),) = drawn
@@ -1222,6 +1223,26 @@ def test_show_refuses_json_with_plot_rather_than_dropping_it(cli, tmp_path):
     result = cli("show", "exponential", "-n", "3", "--plot", str(target), "--json")
     assert result.status == 2 and "--json" in result.err and "choose one" in result.err
     assert result.out == "" and not target.exists()
+
+
+@pytest.mark.parametrize("output", [[], ["--json"]])
+def test_show_refuses_samples_without_a_plot_rather_than_ignoring_it(cli, output):
+    """--samples is --plot's: without it, bad usage naming both, and no rows."""
+    result = cli("show", "full_jitter", "--samples", "50", *output)
+    assert result.status == 2 and result.out == ""
+    line = one_error_line(result.err)
+    assert "error: --samples: " in line and "--plot" in line
+
+
+def test_show_plot_samples_a_thousand_schedules_unless_told(cli, tmp_path, drawn):
+    """A jittered picture samples 1000 schedules by default, --samples K if given."""
+    from backoff_iter.cli._show import SAMPLES
+
+    target = str(tmp_path / "x.png")
+    cli("show", "full_jitter", "-n", "5", "--plot", target)
+    cli("show", "full_jitter", "-n", "5", "--samples", "7", "--plot", target)
+    assert [len(schedules) for _, schedules, _ in drawn] == [SAMPLES, 7] == [1000, 7]
+    assert f"({SAMPLES};" in cli("show", "--help").out
 
 
 def test_show_plot_bounds_the_sleeps_it_samples(cli, tmp_path):
