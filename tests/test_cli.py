@@ -1245,6 +1245,59 @@ def test_show_plot_samples_a_thousand_schedules_unless_told(cli, tmp_path, drawn
     assert f"({SAMPLES};" in cli("show", "--help").out
 
 
+def test_plan_counts_one_retry_in_the_singular(cli):
+    """--compare's line says "1 retry" and "0 retries", never "1 retries"."""
+    args = ["plan", "--base", "1", "--factor", "2", "--compare", "3"]
+    one = cli(*args, "--elapsed", "1").out.splitlines()[-1]
+    assert ": 1 retry (exactly" in one
+    none = cli(*args, "--elapsed", "0.5").out.splitlines()[-1]
+    assert ": 0 retries (exactly" in none
+
+
+def test_a_bound_on_samples_of_one_attempt_says_attempt(cli, tmp_path):
+    """The --samples bound for one attempt drawn: "schedules of 1 attempt"."""
+    from backoff_iter.cli._show import SAMPLED_AT_MOST
+
+    args = ["show", "full_jitter", "-n", "1", "--samples", str(SAMPLED_AT_MOST + 1)]
+    line = one_error_line(cli(*args, "--plot", str(tmp_path / "x.png")).err)
+    assert f"{SAMPLED_AT_MOST + 1:,} schedules of 1 attempt are" in line
+
+
+def test_simulate_progress_counts_one_run_in_the_singular(cli):
+    """A study of one run: "1/1 run"."""
+    result = cli("simulate", "--strategies", "none", "--clients", "2", "--runs", "1", "--json")
+    assert result.status == 0, result.err
+    assert result.err.splitlines()[0].startswith("simulate: 1/1 run (")
+
+
+@pytest.fixture
+def titles(monkeypatch):
+    """The title of each picture saved."""
+    from matplotlib import pyplot
+
+    saved = []
+    real = pyplot.Figure.savefig
+
+    def keep(figure, *args, **kwargs):
+        saved.append(figure._suptitle.get_text())
+        return real(figure, *args, **kwargs)
+
+    monkeypatch.setattr(pyplot.Figure, "savefig", keep)
+    return saved
+
+
+def test_pictures_count_one_run_and_one_retry_in_the_singular(cli, tmp_path, titles):
+    """The titles of simulate's and overload's pictures: "1 run per point", "1 retry"."""
+    study = ["--strategies", "none", "--clients", "2", "--runs", "1", "--json"]
+    assert cli("simulate", *study, "--plot", str(tmp_path / "s.png")).status == 0
+    storm = ["--strategies", "none", "--budgets", "none", *STORM, "--json"]
+    for retries in ("1", "2"):
+        args = [*storm, "--retries", retries, "--plot", str(tmp_path / "o.png")]
+        assert cli("overload", *args).status == 0
+    assert "AWS contention study: 1 run per point," in titles[0]
+    assert ", 1 retry, " in titles[1] and ", 2 retries, " in titles[2]
+
+
 def test_show_plot_bounds_the_sleeps_it_samples(cli, tmp_path):
     """--samples times the attempts drawn is bounded: a clear usage error, not gigabytes."""
     from backoff_iter.cli._show import SAMPLED_AT_MOST

@@ -189,6 +189,18 @@ def default(function: Callable[..., Any], parameter: str) -> Any:
 # -- output ---------------------------------------------------------------------------------
 
 
+def plural(count: int, noun: str, nouns: str | None = None, *, grouped: bool = True) -> str:
+    """*count* and its noun, singular for 1: "1 retry", "3 retries", "1,000 delays"
+    (thousands grouped unless *grouped* is false).
+
+    >>> plural(1, "retry", "retries"), plural(3, "retry", "retries"), plural(1000, "delay")
+    ('1 retry', '3 retries', '1,000 delays')
+    >>> plural(1057, "retry", "retries", grouped=False)
+    '1057 retries'
+    """
+    return f"{count:{',' if grouped else ''}} {noun if count == 1 else nouns or noun + 's'}"
+
+
 def decimal(value: float) -> str:
     """*value* with three decimals, or in six significant digits once it has
     more than 15 (no line of 300 digits for a sleep near the largest float)."""

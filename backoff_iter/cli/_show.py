@@ -22,6 +22,7 @@ from ._common import (
     picture,
     pictures,
     plot_path,
+    plural,
     say,
     to_json,
     whole,
@@ -191,7 +192,7 @@ def _note_bound(args: argparse.Namespace, shown: int, slept: float) -> None:
         return
     if args.n is None:
         say(
-            f"{args.parser.prog}: stopped after {shown:,} delays, {slept:g} s slept:"
+            f"{args.parser.prog}: stopped after {plural(shown, 'delay')}, {slept:g} s slept:"
             f" --until-elapsed {until:g} is not reached (-n N shows more)"
         )
     else:
@@ -229,8 +230,9 @@ def _picture(
     if jittered and samples * len(first) > SAMPLED_AT_MOST:
         raise UsageError(
             "--samples",
-            f"--plot samples at most {SAMPLED_AT_MOST:,} sleeps in all; {samples:,}"
-            f" schedules of {len(first):,} attempts are {samples * len(first):,}",
+            f"--plot samples at most {SAMPLED_AT_MOST:,} sleeps in all;"
+            f" {plural(samples, 'schedule')} of {plural(len(first), 'attempt')}"
+            f" are {samples * len(first):,}",
         )
     schedules = [first]
     if jittered:
@@ -242,7 +244,9 @@ def _picture(
     title = f"{name}({given})"
     reference = None
     if jittered:
-        title += f": {samples:,} schedules, " + ("unseeded" if seed is None else f"seed {seed}")
+        title += f": {plural(samples, 'schedule')}, " + (
+            "unseeded" if seed is None else f"seed {seed}"
+        )
         reference = _reference(name, options, len(first))
     picture("show", args.plot, lambda path: pictures().show(path, title, schedules, reference))
     _note_bound(args, len(first), rows[-1][2])

@@ -20,6 +20,7 @@ from ._common import (
     picture,
     pictures,
     plot_path,
+    plural,
     table,
     to_json,
     whole,
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> None:
         base=args.base,
         cap=args.cap,
         jobs=jobs(args),
-        progress=lambda done, total: progress(f"{done:,}/{total:,} runs"),
+        progress=lambda done, total: progress(f"{done:,}/{plural(total, 'run')}"),
     )
     progress.done()
     if args.json:
