@@ -8,7 +8,9 @@ Ctrl-C, memory.
 
 from __future__ import annotations
 
+import errno
 import inspect
+import io
 import json
 import math
 import os
@@ -280,6 +282,30 @@ def test_an_output_that_fails_at_the_last_flush_is_status_1(cli, monkeypatch):
         full.close()
     assert result.status == 1
     assert "No space left" in one_error_line(result.err)
+
+
+def test_a_stdout_with_no_file_under_it_that_fails_is_an_output_error(monkeypatch):
+    """A failed write to a stdout with no file descriptor (nothing to point at /dev/null)
+    is still the one OutputError."""
+    from backoff_iter.cli._common import OutputError, write
+
+    class Full(io.StringIO):
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    with pytest.raises(OutputError, match="No space left"):
+        write("row\n")
+
+
+def test_help_asked_for_another_file_goes_there(capsys):
+    """The parser's writer sends a help asked for elsewhere (print_help(file)) there."""
+    from backoff_iter.cli import parser
+
+    elsewhere = io.StringIO()
+    parser().print_help(elsewhere)
+    assert "exit status" in elsewhere.getvalue()
+    assert capsys.readouterr() == ("", "")
 
 
 def test_writing_without_a_stdout_is_an_output_error(monkeypatch):
@@ -871,6 +897,34 @@ def test_the_entry_point_names_the_command_as_the_command_line_does():
     from backoff_iter.cli._common import PROG
 
     assert before == PROG
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_a_pool_that_cannot_start_lets_ctrl_c_through_again(monkeypatch):
+    """SIGINT is held only while the workers start: a pool that fails to start (no more
+    processes) raises its error and leaves SIGINT as it was."""
+    import multiprocessing
+
+    from backoff_iter import simulation
+
+    class Refused:
+        def Pool(self, *args, **options):
+            assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # held now
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: Refused())
+    with pytest.raises(OSError, match="temporarily unavailable"):
+        simulation.simulate(["none"], clients=[2, 3], runs=1, jobs=2)
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+
+
+def test_without_signal_masks_nothing_is_held(monkeypatch):
+    """Where there are no signal masks (Windows), holding Ctrl-C is a no-op."""
+    from backoff_iter import simulation
+
+    monkeypatch.delattr(signal, "pthread_sigmask", raising=False)
+    assert simulation._hold_ctrl_c()() is None
 
 
 def test_progress_is_shown_every_2_seconds_and_on_a_terminal_every_tenth(capsys, monkeypatch):

@@ -57,8 +57,6 @@ class Parser(argparse.ArgumentParser):
     # to stdout.  Its own would swallow a failure (status 0 into /dev/full) and write
     # them on stderr when stdout is closed.
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
-        if not message:
-            return
         if file is not None and file is not sys.stdout:  # asked for another file
             file.write(message)
             return
