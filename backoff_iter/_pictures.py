@@ -19,6 +19,7 @@ from matplotlib import pyplot
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
+from .cli._common import plural
 from .overload import OverloadRun
 from .simulation import Result
 
@@ -54,7 +55,7 @@ def show(
                 [_percentile(c, 0.05) for c in columns],
                 [_percentile(c, 0.95) for c in columns],
                 alpha=0.25,
-                label=f"5-95% of the {len(schedules):,} schedules",
+                label=f"5-95% of the {plural(len(schedules), 'schedule')}",
             )
         axes.plot(
             attempts,
@@ -132,7 +133,7 @@ def simulation(path: str, results: Sequence[Result], args: argparse.Namespace) -
         axes.grid(alpha=0.3, which="both")
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     figure.suptitle(
-        f"AWS contention study: {args.runs} runs per point, base {args.base:g} ms,"
+        f"AWS contention study: {plural(args.runs, 'run')} per point, base {args.base:g} ms,"
         f" cap {args.cap:g} ms, {_seed(args.seed)}"
     )
     _save(figure, path)
@@ -171,7 +172,8 @@ def overload(path: str, runs: Sequence[OverloadRun], args: argparse.Namespace) -
     good.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # off the data
     figure.suptitle(
         f"Retry storm: rate {args.rate:g}/s, capacity {args.capacity:g}/s, timeout {args.timeout:g} s,"
-        f" {args.retries} retries, base {args.base:g} s, cap {args.cap:g} s, {_seed(args.seed)}"
+        f" {plural(args.retries, 'retry', 'retries')}, base {args.base:g} s, cap {args.cap:g} s,"
+        f" {_seed(args.seed)}"
     )
     _save(figure, path)
 

@@ -253,11 +253,37 @@ def _do(task: _Task) -> tuple[_Task, tuple[float, float]]:
     return task, task()
 
 
-def _quiet_worker() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them."""
+def _hold_ctrl_c() -> Callable[[], object]:
+    """Hold (block) SIGINT in this thread while workers start; returns what lets it through.
+
+    A terminal's Ctrl-C goes to every process of the group, workers included, and a
+    worker takes some 0.3 s to start (an interpreter, then the imports of the task's
+    modules) before its initializer can ignore SIGINT: it would die printing a
+    traceback.  Workers started meanwhile inherit the mask through fork and exec and
+    hold SIGINT until :func:`_quiet_worker` ignores it; this process gets a Ctrl-C of
+    that moment once it lets SIGINT through.  multiprocessing starts its resource
+    tracker so too, but then unblocks SIGINT: it is started first, lest it let SIGINT
+    through for the workers started after it.  (Windows has no signal masks.)
+    """
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not hasattr(signal, "pthread_sigmask"):
+        return lambda: None
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    return partial(signal.pthread_sigmask, signal.SIG_SETMASK, mask)
+
+
+def _quiet_worker() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them: SIGINT ignored, then let
+    through (it was held while the worker started: see :func:`_hold_ctrl_c`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # drops one held meanwhile
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def simulate(
@@ -373,8 +399,14 @@ def _in_processes(
 
     results: queue.SimpleQueue[tuple[_Task, tuple[float, float]] | BaseException]
     results = queue.SimpleQueue()
-    pool = multiprocessing.get_context("spawn").Pool(processes, initializer=_quiet_worker)
+    release = _hold_ctrl_c()
     try:
+        pool = multiprocessing.get_context("spawn").Pool(processes, initializer=_quiet_worker)
+    except BaseException:
+        release()
+        raise
+    try:
+        release()  # a Ctrl-C held while the workers started comes now, and stops them
         ahead = 0
         for task in islice(tasks, 4 * processes):
             pool.apply_async(_do, (task,), callback=results.put, error_callback=results.put)

@@ -8,7 +8,9 @@ Ctrl-C, memory.
 
 from __future__ import annotations
 
+import errno
 import inspect
+import io
 import json
 import math
 import os
@@ -141,7 +143,24 @@ def test_a_time_never_reached_ends_after_a_bounded_count_with_a_note(cli, strate
     assert len(note) == 1 and "--until-elapsed 5" in note[0] and "-n" in note[0]
     assert f"{UNTIL_AT_MOST:,}" in cli("show", "--help").out
     bounded = cli("show", *strategy, "--until-elapsed", "5", "-n", "7", "--json")
-    assert len(strict_json(bounded.out)) == 7 and bounded.err == ""
+    assert len(strict_json(bounded.out)) == 7
+    assert "stopped at -n 7" in bounded.err and "--until-elapsed 5" in bounded.err
+
+
+@pytest.mark.parametrize("output", [[], ["--json"], ["--plot", "x.png"]])
+def test_n_that_ends_the_run_before_until_elapsed_says_so_in_one_line(cli, tmp_path, drawn, output):
+    """-n 3 with --until-elapsed 1000 (reached after 10 sleeps): the 3 rows (or attempts
+    drawn), and one line on stderr saying -n stopped them short of the time asked for."""
+    args = [a if a != "x.png" else str(tmp_path / a) for a in output]
+    result = cli("show", "exponential", "--until-elapsed", "1000", "-n", "3", *args)
+    assert result.status == 0, result.err
+    note = [line for line in result.err.splitlines() if "wrote" not in line]
+    assert note == [
+        "python -m backoff_iter show: stopped at -n 3, 7 s slept:"
+        " --until-elapsed 1000 is not reached"
+    ]
+    reached = cli("show", "exponential", "--until-elapsed", "7", "-n", "3", *args)
+    assert [line for line in reached.err.splitlines() if "wrote" not in line] == []
 
 
 def rss_kb(pid):
@@ -189,24 +208,33 @@ def test_a_reader_that_goes_away_ends_it_quietly():
     assert result.stderr == "status 0\n"
 
 
-def with_fds(redirections, *args):
+def with_fds(redirections, *args, **options):
     """python -m backoff_iter with its file descriptors redirected as in a shell: `>&-`."""
     return subprocess.run(
         ["/bin/bash", "-c", f'exec {redirections}; exec "$@"', "bash", *COMMAND, *args],
         capture_output=True,
         text=True,
         timeout=60,
+        **options,
     )
 
 
-def test_an_output_that_cannot_be_written_is_one_line_and_status_1(tmp_path):
+# As a shell usually starts it: stdout buffered, so a full disk fails at the last flush only;
+# and unbuffered, so that it fails at the first write.
+BUFFERED = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+UNBUFFERED = {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.mark.parametrize("env", [BUFFERED, UNBUFFERED], ids=["buffered", "unbuffered"])
+def test_an_output_that_cannot_be_written_is_one_line_and_status_1(tmp_path, env):
     """A closed stdout (`>&-`) and a full disk (/dev/full), whether the rows fail as they
-    are written or at the last flush: status 1, one line saying why."""
-    closed = with_fds(">&-", "show", "exponential")
+    are written or at the last flush, stdout buffered or not: status 1, one line saying why
+    (not the interpreter's own failed flush at exit, status 120)."""
+    closed = with_fds(">&-", "show", "exponential", env=env)
     assert closed.returncode == 1
     assert "stdout is closed" in one_error_line(closed.stderr)
-    for args in (["show", "exponential", "-n", "100000"], ["plan", *PLAN]):
-        full = with_fds(">/dev/full", *args)
+    for args in (["show", "exponential"], ["show", "exponential", "-n", "100000"], ["plan", *PLAN]):
+        full = with_fds(">/dev/full", *args, env=env)
         assert full.returncode == 1
         assert "No space left" in one_error_line(full.stderr)
 
@@ -254,6 +282,30 @@ def test_an_output_that_fails_at_the_last_flush_is_status_1(cli, monkeypatch):
         full.close()
     assert result.status == 1
     assert "No space left" in one_error_line(result.err)
+
+
+def test_a_stdout_with_no_file_under_it_that_fails_is_an_output_error(monkeypatch):
+    """A failed write to a stdout with no file descriptor (nothing to point at /dev/null)
+    is still the one OutputError."""
+    from backoff_iter.cli._common import OutputError, write
+
+    class Full(io.StringIO):
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    with pytest.raises(OutputError, match="No space left"):
+        write("row\n")
+
+
+def test_help_asked_for_another_file_goes_there(capsys):
+    """The parser's writer sends a help asked for elsewhere (print_help(file)) there."""
+    from backoff_iter.cli import parser
+
+    elsewhere = io.StringIO()
+    parser().print_help(elsewhere)
+    assert "exit status" in elsewhere.getvalue()
+    assert capsys.readouterr() == ("", "")
 
 
 def test_writing_without_a_stdout_is_an_output_error(monkeypatch):
@@ -375,7 +427,8 @@ def drawn(monkeypatch):
 def test_the_picture_draws_the_attempts_the_table_shows(cli, tmp_path, drawn, args):
     """--plot draws as many attempts as the table prints with the same options, and its
     first schedule is the table's (the same seed); jittered ones add samples of that length."""
-    table = strict_json(cli("show", *args, "--json").out)
+    samples = args.index("--samples") if "--samples" in args else len(args)
+    table = strict_json(cli("show", *args[:samples], *args[samples + 2 :], "--json").out)
     result = cli("show", *args, "--plot", str(tmp_path / "x.png"))
     assert result.status == 0, result.err
     ((_title, schedules, _reference),) = drawn
@@ -579,6 +632,21 @@ def test_simulate_starts_no_more_processes_than_it_has_tasks(cli, study, monkeyp
     assert study[-1]["jobs"] == 1
 
 
+def test_simulate_refuses_more_jobs_than_its_bound_before_any_work(cli, study):
+    """--jobs 1000000 is bad usage naming --jobs and the bound (it once spawned processes
+    until the machine gave up); the bound itself is accepted, and said in --help."""
+    from backoff_iter.cli._simulate import MAX_JOBS
+
+    for jobs in (MAX_JOBS + 1, 1_000_000):
+        result = cli("simulate", "--jobs", str(jobs))
+        assert result.status == 2
+        line = one_error_line(result.err)
+        assert f"--jobs: must be at most {MAX_JOBS:,}, got {jobs}" in line
+    assert study == []
+    assert cli("simulate", "--jobs", str(MAX_JOBS), "--json").status == 0
+    assert f"at most {MAX_JOBS}" in " ".join(cli("simulate", "--help").out.split())
+
+
 def test_simulate_plot_writes_a_png_even_for_one_client_count(cli, tmp_path):
     """--plot draws markers, so a single --clients value is a visible point; --json stays JSON."""
     target = tmp_path / "study.png"
@@ -624,6 +692,239 @@ def test_ctrl_c_during_simulate_exits_130_with_one_line():
     assert child.returncode == 130
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == "python -m backoff_iter: interrupted"
+
+
+# Ctrl-C at a chosen point: a sitecustomize module (on PYTHONPATH) that the command and its
+# workers load once the interpreter has started, and that sends SIGINT when a module is
+# first looked up (then, or some seconds after).  Before that, from exec to the end of
+# `site`, the interpreter is on its own: nothing of ours runs yet.
+SIGINT_HOOK = """
+import os, signal, sys
+
+AT = os.environ["SIGINT_AT"]  # a module's name; "site": at once, still in site; "exit"
+AFTER = float(os.environ.get("SIGINT_AFTER", "0"))  # seconds after that
+# or "worker": the first worker, to the whole group; "worker alone": each to itself
+IN = os.environ.get("SIGINT_IN", "command")
+ONCE = os.environ.get("SIGINT_ONCE", "")  # the file the one worker that sends creates
+
+
+def send():
+    if IN == "worker":
+        try:
+            os.close(os.open(ONCE, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+        os.killpg(0, signal.SIGINT)  # as a terminal does: every process of the group
+    else:  # the command, or a worker alone
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def later():
+    if AFTER:
+        import threading
+
+        threading.Timer(AFTER, send).start()
+    else:
+        send()
+
+
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name == AT:
+            sys.meta_path.remove(self)
+            later()
+        return None
+
+
+if ("--multiprocessing-fork" in sys.argv) == IN.startswith("worker"):
+    if AT == "site":
+        later()
+    elif AT == "exit":  # the interpreter's exit: its atexit handlers
+        import atexit
+
+        atexit.register(later)
+    else:
+        sys.meta_path.insert(0, Finder())
+"""
+
+
+@pytest.fixture
+def interrupted(tmp_path):
+    """Start the command line with Ctrl-C at the point the hook's settings say: a Popen."""
+    (tmp_path / "sitecustomize.py").write_text(SIGINT_HOOK)
+
+    def start(args, command=COMMAND, **settings):
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])
+            ),
+            "SIGINT_ONCE": str(tmp_path / "sent"),
+            **{f"SIGINT_{key.upper()}": str(value) for key, value in settings.items()},
+        }
+        with suppress(FileNotFoundError):
+            os.unlink(tmp_path / "sent")
+        return subprocess.Popen(
+            [*command, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,  # a group of its own: the test's process is not in it
+            # As from a terminal: a suite run in the background ignores SIGINT, and
+            # Python keeps an ignored SIGINT ignored in its children.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+
+    return start
+
+
+def finish(child):
+    """The Ran of a command started by `interrupted`; its whole group killed if it hangs."""
+    try:
+        out, err = child.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        raise
+    return Ran(child.returncode, out, err)
+
+
+STUDY = ["simulate", "--clients", "150", "--runs", "100000", "--jobs", "2"]
+
+
+@pytest.mark.parametrize(
+    "at", ["site", "backoff_iter", "multiprocessing.pool", "backoff_iter.simulation"]
+)
+def test_ctrl_c_while_the_workers_start_is_one_line_from_the_command_alone(interrupted, at):
+    """A terminal's Ctrl-C (to the whole group) while a worker still starts - its interpreter
+    (site), the modules it imports before it can ignore SIGINT: status 130, the command's
+    one line, and not a word from the workers (they once printed KeyboardInterrupt)."""
+    status, _, err = finish(interrupted(STUDY, at=at, **{"in": "worker"}))
+    assert status == 130, err
+    assert "Traceback" not in err and "Error" not in err, err
+    assert err.strip().splitlines()[-1] == "python -m backoff_iter: interrupted"
+
+
+def test_a_worker_interrupted_alone_while_it_starts_drops_it_and_works(interrupted):
+    """SIGINT to a worker alone, while it starts (held until it ignores SIGINT): dropped;
+    the study finishes, status 0, its figures those of one process."""
+    args = ["--strategies", "exponential", "--clients", "6", "--runs", "40", "--seed", "3"]
+    status, out, err = finish(
+        interrupted(
+            ["simulate", *args, "--jobs", "2", "--json"], at="site", **{"in": "worker alone"}
+        )
+    )
+    assert status == 0, err
+    assert "Traceback" not in err and "interrupted" not in err, err
+    expected = simulate(["exponential"], clients=[6], runs=40, seed=3)
+    assert strict_json(out) == [r._asdict() for r in expected]
+
+
+# The two ways in: `python -m backoff_iter`, and what the backoff-iter script runs (pip's
+# wrapper of the console script backoff_iter.__main__:run).
+STARTS = {
+    "python -m": COMMAND,
+    "script": [
+        sys.executable,
+        "-c",
+        "import sys; from backoff_iter.__main__ import run; sys.exit(run())",
+    ],
+}
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+@pytest.mark.parametrize(
+    "at",
+    [
+        "backoff_iter.cli",  # the first import run() guards
+        "argparse",
+        "backoff_iter.overload",
+        "backoff_iter.cli._show",
+        "backoff_iter.simulation",
+        "shutil",  # imported by argparse as main() builds the parser
+    ],
+)
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130(interrupted, start, at):
+    """Ctrl-C while the command line's modules import, before main() runs or as it builds
+    its parser: status 130 and one line, no KeyboardInterrupt traceback."""
+    result = finish(interrupted(["show", "exponential"], STARTS[start], at=at))
+    assert (result.status, result.out) == (130, ""), result.err
+    assert result.err == "python -m backoff_iter: interrupted\n"
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+def test_ctrl_c_as_the_interpreter_exits_changes_nothing(interrupted, start):
+    """Ctrl-C once the command is done, as the interpreter exits: status 0, nothing on
+    stderr (no "Exception ignored in atexit callback" and its traceback)."""
+    result = finish(interrupted(["show", "exponential", "-n", "3"], STARTS[start], at="exit"))
+    assert (result.status, result.err, result.out.count("\n")) == (0, "", 4)
+
+
+def test_ctrl_c_at_any_moment_of_a_short_run_is_130_or_done_never_a_traceback(interrupted):
+    """Ctrl-C 0 to 0.5 s after the command line starts loading (20 moments, four runs side
+    by side): each run ends interrupted (130, one line) or done (0, every row), and none
+    prints a traceback."""
+    args = ["show", "exponential", "-n", "10000"]
+    moments = [0.025 * step for step in range(20)]
+    for batch in range(0, len(moments), 4):
+        children = {
+            after: interrupted(args, at="backoff_iter.cli", after=after)
+            for after in moments[batch : batch + 4]
+        }
+        for after, child in children.items():
+            status, out, err = finish(child)
+            assert "Traceback" not in err and "Exception" not in err, (after, err)
+            if status == 130:
+                assert err.splitlines()[-1] == "python -m backoff_iter: interrupted", (after, err)
+            else:
+                assert (status, err, out.count("\n")) == (0, "", 1 + 10_000), (after, err)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="backoff_iter/__init__.py imports its modules before __main__ can guard them"
+    " (python -m imports the package first): it needs lazy imports, outside the cli branch",
+)
+def test_ctrl_c_while_the_package_imports_is_one_line_and_130(interrupted):
+    """Ctrl-C while `python -m backoff_iter` imports the package, before its __main__."""
+    result = finish(interrupted(["show", "exponential"], at="backoff_iter._core"))
+    assert (result.status, result.err) == (130, "python -m backoff_iter: interrupted\n")
+
+
+def test_the_entry_point_names_the_command_as_the_command_line_does():
+    """run() says "interrupted" under main()'s name before it can import it."""
+    from backoff_iter.__main__ import PROG as before
+    from backoff_iter.cli._common import PROG
+
+    assert before == PROG
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signal masks")
+def test_a_pool_that_cannot_start_lets_ctrl_c_through_again(monkeypatch):
+    """SIGINT is held only while the workers start: a pool that fails to start (no more
+    processes) raises its error and leaves SIGINT as it was."""
+    import multiprocessing
+
+    from backoff_iter import simulation
+
+    class Refused:
+        def Pool(self, *args, **options):
+            assert signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # held now
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: Refused())
+    with pytest.raises(OSError, match="temporarily unavailable"):
+        simulation.simulate(["none"], clients=[2, 3], runs=1, jobs=2)
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+
+
+def test_without_signal_masks_nothing_is_held(monkeypatch):
+    """Where there are no signal masks (Windows), holding Ctrl-C is a no-op."""
+    from backoff_iter import simulation
+
+    monkeypatch.delattr(signal, "pthread_sigmask", raising=False)
+    assert simulation._hold_ctrl_c()() is None
 
 
 def test_progress_is_shown_every_2_seconds_and_on_a_terminal_every_tenth(capsys, monkeypatch):
@@ -727,6 +1028,73 @@ def test_overload_table_has_a_row_per_pair_and_plots(cli, tmp_path):
     assert target.read_bytes()[:8] == PNG
 
 
+@pytest.fixture
+def storm(monkeypatch):
+    """The keyword arguments of each overload.simulate_overload call, which returns no runs."""
+    from backoff_iter import overload
+
+    calls = []
+
+    @wraps(overload.simulate_overload)  # the same signature: the command line reads its defaults
+    def record(*args, **options):
+        calls.append(options)
+        return []
+
+    monkeypatch.setattr(overload, "simulate_overload", record)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "args, end",
+    [
+        (["--seconds", "15"], "20"),  # the defaults' spike: from 10 s, for 10 s
+        (["--seconds", "19.5"], "20"),
+        (["--spike-at", "130"], "140"),  # it would start after the run
+        (["--seconds", "30", "--spike-at", "25", "--spike-for", "10"], "35"),
+    ],
+)
+def test_overload_refuses_a_run_that_ends_before_its_spike(cli, storm, args, end):
+    """--seconds shorter than the spike's end: bad usage naming --seconds, --spike-at and
+    --spike-for and the least --seconds that fits, before any work."""
+    result = cli("overload", *args)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert "error: --seconds: " in line and "--spike-at" in line and "--spike-for" in line
+    assert f"give --seconds {end} or more" in line
+    assert storm == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--seconds", "20"],  # the run ends as the spike does
+        ["--seconds", "5", "--spike", "1"],  # no spike
+        ["--seconds", "5", "--spike-for", "0"],
+    ],
+)
+def test_overload_takes_a_run_that_holds_its_spike_or_has_none(cli, storm, args):
+    """A run ending with its spike or later, or without a spike, runs."""
+    result = cli("overload", *args)
+    assert result.status == 0, result.err
+    assert storm[-1]["seconds"] == float(args[1])
+
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["--spike-for", "-1"], "--spike-for"),
+        (["--spike-at", "-1"], "--spike-at"),
+        (["--spike-for", "inf"], "--spike-for"),
+    ],
+)
+def test_a_bad_value_of_the_spike_is_named_for_itself_not_as_seconds(cli, args, option):
+    """--seconds 5 with a negative or infinite spike: the library's error, naming the
+    spike's option, not the run-shorter-than-its-spike one naming --seconds."""
+    result = cli("overload", "--seconds", "5", *args)
+    assert result.status == 2
+    assert f"error: {option}: " in one_error_line(result.err)
+
+
 # -- help, version, bad usage ---------------------------------------------------------------
 
 
@@ -749,6 +1117,19 @@ def test_version(cli):
     from backoff_iter import __version__
 
     assert cli("--version").out.strip() == f"backoff_iter {__version__}"
+
+
+@pytest.mark.parametrize("args", [["--version"], ["-h"], ["show", "--help"]])
+@pytest.mark.parametrize(
+    "redirection, why", [(">&-", "stdout is closed"), (">/dev/full", "No space left")]
+)
+def test_help_and_version_that_cannot_be_written_are_status_1(args, redirection, why):
+    """--version and --help into a closed stdout or a full disk: status 1 and one line saying
+    why, as for any output (argparse alone says 0, or writes them on stderr)."""
+    result = with_fds(redirection, *args, env=BUFFERED)
+    assert result.returncode == 1
+    assert why in one_error_line(result.stderr)
+    assert result.stdout == ""
 
 
 @pytest.mark.parametrize(
@@ -819,6 +1200,40 @@ def test_an_empty_item_in_a_list_is_refused_as_such(cli, args):
     assert args[1] in line and "empty" in line
 
 
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["show", "full_jitter", "--seed", "x" * 5000], "--seed"),
+        (["show", "full_jitter", "--seed=" + "7" * 4000 + "x"], "--seed"),
+        (["show", "x" * 5000], "STRATEGY"),
+        (["show", "exponential", "z" * 5000], "unrecognized"),
+        (["simulate", "--strategies", "exponential," + "y" * 5000], "--strategies"),
+        (["simulate", "--clients", "10," + "9" * 3000 + "x"], "--clients"),
+        (["overload", "--budgets", "none," + "gold " * 1000], "--budgets"),
+        (["show", "exponential", "--plot", "p" * 5000 + ".jpg"], "--plot"),
+    ],
+)
+def test_a_long_value_in_an_error_is_cut_to_its_ends_and_its_length(cli, args, named):
+    """A value of thousands of characters is not echoed whole: the error line shows its
+    first and last characters and its length (argparse's, our and the library's messages)."""
+    result = cli(*args)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert named in line and len(line) < 400 and " characters)" in line, line
+
+
+def test_a_seed_of_more_digits_than_python_converts_says_so(cli):
+    """A 5,000-digit --seed is a whole number, refused for its length (Python converts at
+    most sys.get_int_max_str_digits() digits), not echoed whole."""
+    limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    if not limit:
+        pytest.skip("this Python converts integers of any length")
+    result = cli("show", "full_jitter", "--seed", "1" * (limit + 700))
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert f"--seed: expected at most {limit:,} digits, got {limit + 700:,}" in line
+
+
 def test_the_base_of_simulate_is_named_as_typed(cli):
     """simulate --base 1e308 speaks of the 1e308 typed, not of the doubled inf."""
     result = cli("simulate", "--base", "1e308")
@@ -862,6 +1277,79 @@ def test_show_refuses_json_with_plot_rather_than_dropping_it(cli, tmp_path):
     result = cli("show", "exponential", "-n", "3", "--plot", str(target), "--json")
     assert result.status == 2 and "--json" in result.err and "choose one" in result.err
     assert result.out == "" and not target.exists()
+
+
+@pytest.mark.parametrize("output", [[], ["--json"]])
+def test_show_refuses_samples_without_a_plot_rather_than_ignoring_it(cli, output):
+    """--samples is --plot's: without it, bad usage naming both, and no rows."""
+    result = cli("show", "full_jitter", "--samples", "50", *output)
+    assert result.status == 2 and result.out == ""
+    line = one_error_line(result.err)
+    assert "error: --samples: " in line and "--plot" in line
+
+
+def test_show_plot_samples_a_thousand_schedules_unless_told(cli, tmp_path, drawn):
+    """A jittered picture samples 1000 schedules by default, --samples K if given."""
+    from backoff_iter.cli._show import SAMPLES
+
+    target = str(tmp_path / "x.png")
+    cli("show", "full_jitter", "-n", "5", "--plot", target)
+    cli("show", "full_jitter", "-n", "5", "--samples", "7", "--plot", target)
+    assert [len(schedules) for _, schedules, _ in drawn] == [SAMPLES, 7] == [1000, 7]
+    assert f"({SAMPLES};" in cli("show", "--help").out
+
+
+def test_plan_counts_one_retry_in_the_singular(cli):
+    """--compare's line says "1 retry" and "0 retries", never "1 retries"."""
+    args = ["plan", "--base", "1", "--factor", "2", "--compare", "3"]
+    one = cli(*args, "--elapsed", "1").out.splitlines()[-1]
+    assert ": 1 retry (exactly" in one
+    none = cli(*args, "--elapsed", "0.5").out.splitlines()[-1]
+    assert ": 0 retries (exactly" in none
+
+
+def test_a_bound_on_samples_of_one_attempt_says_attempt(cli, tmp_path):
+    """The --samples bound for one attempt drawn: "schedules of 1 attempt"."""
+    from backoff_iter.cli._show import SAMPLED_AT_MOST
+
+    args = ["show", "full_jitter", "-n", "1", "--samples", str(SAMPLED_AT_MOST + 1)]
+    line = one_error_line(cli(*args, "--plot", str(tmp_path / "x.png")).err)
+    assert f"{SAMPLED_AT_MOST + 1:,} schedules of 1 attempt are" in line
+
+
+def test_simulate_progress_counts_one_run_in_the_singular(cli):
+    """A study of one run: "1/1 run"."""
+    result = cli("simulate", "--strategies", "none", "--clients", "2", "--runs", "1", "--json")
+    assert result.status == 0, result.err
+    assert result.err.splitlines()[0].startswith("simulate: 1/1 run (")
+
+
+@pytest.fixture
+def titles(monkeypatch):
+    """The title of each picture saved."""
+    from matplotlib import pyplot
+
+    saved = []
+    real = pyplot.Figure.savefig
+
+    def keep(figure, *args, **kwargs):
+        saved.append(figure._suptitle.get_text())
+        return real(figure, *args, **kwargs)
+
+    monkeypatch.setattr(pyplot.Figure, "savefig", keep)
+    return saved
+
+
+def test_pictures_count_one_run_and_one_retry_in_the_singular(cli, tmp_path, titles):
+    """The titles of simulate's and overload's pictures: "1 run per point", "1 retry"."""
+    study = ["--strategies", "none", "--clients", "2", "--runs", "1", "--json"]
+    assert cli("simulate", *study, "--plot", str(tmp_path / "s.png")).status == 0
+    storm = ["--strategies", "none", "--budgets", "none", *STORM, "--json"]
+    for retries in ("1", "2"):
+        args = [*storm, "--retries", retries, "--plot", str(tmp_path / "o.png")]
+        assert cli("overload", *args).status == 0
+    assert "AWS contention study: 1 run per point," in titles[0]
+    assert ", 1 retry, " in titles[1] and ", 2 retries, " in titles[2]
 
 
 def test_show_plot_bounds_the_sleeps_it_samples(cli, tmp_path):

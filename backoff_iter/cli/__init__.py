@@ -19,7 +19,17 @@ from collections.abc import Sequence
 from backoff_iter import __version__, _checks
 
 from . import _overload, _plan, _show, _simulate
-from ._common import PROG, OutputError, Parser, UsageError, flush, option, say
+from ._common import (
+    PROG,
+    OutputError,
+    ParseError,
+    Parser,
+    UsageError,
+    clip_values,
+    flush,
+    option,
+    say,
+)
 
 __all__ = ["main"]
 
@@ -48,10 +58,11 @@ def parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    top = parser()
+    arguments = list(sys.argv[1:] if argv is None else argv)
     prog = PROG  # the command's own once parsed: "python -m backoff_iter show"
     try:
-        args = top.parse_args(argv)  # SystemExit for --help, --version and bad usage
+        top = parser()
+        args = top.parse_args(arguments)  # SystemExit for --help and --version
         if args.command is None:
             top.error("choose a command: show, plan, simulate or overload (see --help)")
         prog = args.parser.prog
@@ -64,8 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush()
     except SystemExit as exit:  # argparse has spoken
         return exit.code if isinstance(exit.code, int) else 2
-    except UsageError as error:
-        say(f"{prog}: error: {error}")
+    except (ParseError, UsageError) as error:
+        prog = error.prog if isinstance(error, ParseError) else prog
+        say(f"{prog}: error: {clip_values(str(error), arguments)}")
         return 2
     except OutputError as error:
         say(f"{PROG}: error: {error}")

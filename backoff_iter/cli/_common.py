@@ -9,8 +9,11 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 PROG = "python -m backoff_iter"
 
@@ -31,15 +34,69 @@ class UsageError(Exception):
         super().__init__(f"{option}: {message}")
 
 
+class ParseError(Exception):
+    """Bad usage found by argparse: the command's prog and argparse's message (exit status 2)."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
 class OutputError(Exception):
     """The output or a picture could not be written (exit status 1)."""
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but an error is one line (no usage block) and exit status 2."""
+    """argparse, but an error is one line (no usage block) that main() prints, and the
+    help and --version are output like any other: one that cannot be written is status 1."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        raise ParseError(self.prog, message)
+
+    # error() no longer prints, so argparse's writer prints only the help and --version,
+    # to stdout.  Its own would swallow a failure (status 0 into /dev/full) and write
+    # them on stderr when stdout is closed.
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if file is not None and file is not sys.stdout:  # asked for another file
+            file.write(message)
+            return
+        write(message)
+        flush()
+
+
+# -- values in error lines ------------------------------------------------------------------
+
+SHOWN_AT_MOST = 100  # characters of a typed value an error line shows whole
+_SHOWN_ENDS = 40  # characters shown from each end of a longer one
+
+
+def clip(value: str) -> str:
+    """*value*, or if longer than SHOWN_AT_MOST, its ends and its length: an error line
+    that echoes a 5,000-character value stays one readable line.
+
+    >>> clip("1" * 5000) == "1" * 40 + "..." + "1" * 40 + " (5,000 characters)"
+    True
+    """
+    return value if len(value) <= SHOWN_AT_MOST else f"{_ends(value)} ({len(value):,} characters)"
+
+
+def _ends(value: str) -> str:
+    return f"{value[:_SHOWN_ENDS]}...{value[-_SHOWN_ENDS:]}"
+
+
+def clip_values(message: str, arguments: Iterable[str]) -> str:
+    """*message* with every long value typed in *arguments* clipped, whether the message
+    quotes it as typed or as its repr: an argument, the value of an --option=value, or
+    an item of a comma-separated list (argparse's messages and the library's alike)."""
+    values = set()
+    for argument in arguments:
+        for value in (argument, argument.partition("=")[2]):
+            values.add(value)
+            values.update(item.strip() for item in value.split(","))
+    for value in sorted((v for v in values if len(v) > SHOWN_AT_MOST), key=len, reverse=True):
+        quoted = f"{_ends(value)!r} ({len(value):,} characters)"
+        message = message.replace(repr(value), quoted).replace(value, clip(value))
+    return message
 
 
 # -- argument types: each error names nothing, argparse adds "argument --option:" ----------
@@ -57,20 +114,28 @@ def number(text: str) -> float:
 
 
 def integer(text: str) -> int:
-    """Any whole number (a seed)."""
+    """Any whole number (a seed) that Python converts from text."""
     try:
         return int(text)
     except ValueError:
+        digits = text.strip().lstrip("+-").replace("_", "")
+        limit = getattr(sys, "get_int_max_str_digits", lambda: 0)()  # 0: none (before 3.11)
+        if digits.isdecimal() and 0 < limit < len(digits):
+            raise argparse.ArgumentTypeError(
+                f"expected at most {limit:,} digits, got {len(digits):,}"
+            ) from None
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
-def whole(minimum: int) -> Callable[[str], int]:
-    """A whole number of at least *minimum*."""
+def whole(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """A whole number of at least *minimum*, and at most *maximum* if given."""
 
     def checked(text: str) -> int:
         value = integer(text)
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {text}")
         return value
 
     return checked
@@ -122,6 +187,18 @@ def default(function: Callable[..., Any], parameter: str) -> Any:
 # -- output ---------------------------------------------------------------------------------
 
 
+def plural(count: int, noun: str, nouns: str | None = None, *, grouped: bool = True) -> str:
+    """*count* and its noun, singular for 1: "1 retry", "3 retries", "1,000 delays"
+    (thousands grouped unless *grouped* is false).
+
+    >>> plural(1, "retry", "retries"), plural(3, "retry", "retries"), plural(1000, "delay")
+    ('1 retry', '3 retries', '1,000 delays')
+    >>> plural(1057, "retry", "retries", grouped=False)
+    '1057 retries'
+    """
+    return f"{count:{',' if grouped else ''}} {noun if count == 1 else nouns or noun + 's'}"
+
+
 def decimal(value: float) -> str:
     """*value* with three decimals, or in six significant digits once it has
     more than 15 (no line of 300 digits for a sleep near the largest float)."""
@@ -154,8 +231,22 @@ def flush() -> None:
 
 
 def _cannot_write(error: OSError) -> OutputError:
-    # (The interpreter's last flush of a failed stdout adds no second message: tried on 3.9-3.13.)
+    _discard_output()
     return OutputError(f"cannot write the output: {error.strerror or error}")
+
+
+def _discard_output() -> None:
+    """Point stdout's file at /dev/null once writing it failed: a buffered stdout (any but
+    PYTHONUNBUFFERED's) keeps what it could not write, and the interpreter's last flush
+    would fail again, adding "Exception ignored ... OSError" and exit status 120.  The
+    idiom of the note on SIGPIPE in the docs of the signal module."""
+    try:
+        descriptor = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (AttributeError, OSError, ValueError):  # no file under it (a test's capture)
+        return
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
 def say(line: str, end: str = "\n") -> None:

@@ -4,11 +4,13 @@ throttles and breakers, for one client or a fleet."""
 from __future__ import annotations
 
 import argparse
+import math
 
 from backoff_iter import overload, strategies
 
 from ._common import (
     Progress,
+    UsageError,
     default,
     integer,
     names,
@@ -135,7 +137,28 @@ def prints(args: argparse.Namespace) -> bool:
     return True
 
 
+def _check_spike(args: argparse.Namespace) -> None:
+    """Refuse a run that ends before its spike does.  Bad usage, not a warning: the
+    table's figures are the spike's aftermath (recovery after it, goodput over the last
+    20 s), so a run cut within the spike, or before it, answers none of its questions -
+    it is a slip (--seconds 15 forgetting the spike's defaults, 10 s from 10 s), and a
+    run with no spike says so with --spike 1 or --spike-for 0.  Values the library
+    refuses anyway (negative, infinite) are left to its own message."""
+    seconds, start, length = args.seconds, args.spike_at, args.spike_for
+    if not (args.spike > 1 and length > 0 and start >= 0):
+        return
+    end = start + length
+    if 0 < seconds < end and math.isfinite(end):
+        raise UsageError(
+            "--seconds",
+            f"the run ends at {seconds:g} s, before the spike does (--spike-at {start:g}"
+            f" + --spike-for {length:g} = {end:g} s): give --seconds {end:g} or more,"
+            " or move the spike",
+        )
+
+
 def run(args: argparse.Namespace) -> None:
+    _check_spike(args)
     progress = Progress(NAME)
     runs = overload.simulate_overload(
         args.strategies,

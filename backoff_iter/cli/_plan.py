@@ -7,7 +7,7 @@ from typing import Any
 
 from backoff_iter import _checks, planning
 
-from ._common import UsageError, decimal, number, to_json, write
+from ._common import UsageError, decimal, number, plural, to_json, write
 
 NAME = "plan"
 SUMMARY = "Derive a geometric schedule (first sleep, factor) from what you want."
@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> None:
     if args.compare is not None:
         compare = report["compare"]
         line = (
-            f"factor {args.compare:g} over the same time: {compare['retries']} retries"
+            f"factor {args.compare:g} over the same time:"
+            f" {plural(compare['retries'], 'retry', 'retries', grouped=False)}"
             f" (exactly {decimal(compare['exact'])})"
         )
         if compare["ratio"] is not None:

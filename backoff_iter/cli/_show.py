@@ -22,6 +22,7 @@ from ._common import (
     picture,
     pictures,
     plot_path,
+    plural,
     say,
     to_json,
     whole,
@@ -35,6 +36,7 @@ ROWS = 10  # rows shown when neither -n nor --until-elapsed says
 UNTIL_AT_MOST = 10_000  # rows --until-elapsed shows at most, unless -n says
 DRAWN_AT_MOST = 1_000  # attempts a picture draws at most
 SAMPLED_AT_MOST = 2_000_000  # sleeps a picture samples in all: some 100 MB, seconds to draw
+SAMPLES = 1000  # schedules a picture of a jittered strategy samples unless --samples says
 
 # What each strategy parameter means, with its unit; the defaults come from the signatures.
 _MEANINGS = {
@@ -110,9 +112,8 @@ def add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--samples",
         type=whole(2),
-        default=1000,
         metavar="K",
-        help="schedules sampled for --plot of a jittered strategy (%(default)s;"
+        help=f"schedules sampled for --plot of a jittered strategy ({SAMPLES};"
         f" at most {SAMPLED_AT_MOST:,} sleeps in all)",
     )
 
@@ -129,6 +130,8 @@ def run(args: argparse.Namespace) -> None:
     strategies.make(name, **options)  # checks them: bad usage if wrong
     if args.plot and args.json:
         raise UsageError("--json", "show --plot draws the table instead of printing it: choose one")
+    if args.samples is not None and not args.plot:
+        raise UsageError("--samples", "sets how many schedules --plot samples: give --plot too")
     until = args.until_elapsed
     if until is not None and until < 0:
         raise UsageError("--until-elapsed", f"must be at least 0, got {until:g}")
@@ -182,12 +185,20 @@ def _rows(
 
 
 def _note_bound(args: argparse.Namespace, shown: int, slept: float) -> None:
-    """Say so when --until-elapsed was not reached within the rows shown by default."""
+    """Say so when --until-elapsed was not reached within the rows shown: the default
+    bound's, or those -n asked for."""
     until = args.until_elapsed
-    if until is not None and args.n is None and slept < until:
+    if until is None or slept >= until:
+        return
+    if args.n is None:
         say(
-            f"{args.parser.prog}: stopped after {shown:,} delays, {slept:g} s slept:"
+            f"{args.parser.prog}: stopped after {plural(shown, 'delay')}, {slept:g} s slept:"
             f" --until-elapsed {until:g} is not reached (-n N shows more)"
+        )
+    else:
+        say(
+            f"{args.parser.prog}: stopped at -n {args.n:,}, {slept:g} s slept:"
+            f" --until-elapsed {until:g} is not reached"
         )
 
 
@@ -200,8 +211,11 @@ def _picture(
 ) -> None:
     """The attempts the table would show, drawn: *samples* schedules if jittered."""
     name: str = args.strategy
+    samples: int = SAMPLES if args.samples is None else args.samples
     draws = Random(seed)  # the first schedule drawn is the one the table shows with --seed
-    rows = _rows(strategies.make(name, rng=draws, **options), min(limit, DRAWN_AT_MOST + 1), until)
+    rows = list(
+        _rows(strategies.make(name, rng=draws, **options), min(limit, DRAWN_AT_MOST + 1), until)
+    )
     first = [sleep for _, sleep, _ in rows]
     if len(first) > DRAWN_AT_MOST:
         if args.n is not None:
@@ -213,27 +227,29 @@ def _picture(
             f"{until:g} is not reached within the {DRAWN_AT_MOST:,} attempts --plot draws at most",
         )
     jittered = "rng" in strategies.parameters(name)
-    if jittered and args.samples * len(first) > SAMPLED_AT_MOST:
+    if jittered and samples * len(first) > SAMPLED_AT_MOST:
         raise UsageError(
             "--samples",
-            f"--plot samples at most {SAMPLED_AT_MOST:,} sleeps in all; {args.samples:,}"
-            f" schedules of {len(first):,} attempts are {args.samples * len(first):,}",
+            f"--plot samples at most {SAMPLED_AT_MOST:,} sleeps in all;"
+            f" {plural(samples, 'schedule')} of {plural(len(first), 'attempt')}"
+            f" are {samples * len(first):,}",
         )
     schedules = [first]
     if jittered:
         schedules += [
             list(islice(strategies.make(name, rng=draws, **options), len(first)))
-            for _ in range(args.samples - 1)
+            for _ in range(samples - 1)
         ]
     given = ", ".join(f"{key}={value:g}" for key, value in options.items())
     title = f"{name}({given})"
     reference = None
     if jittered:
-        title += f": {args.samples:,} schedules, " + (
+        title += f": {plural(samples, 'schedule')}, " + (
             "unseeded" if seed is None else f"seed {seed}"
         )
         reference = _reference(name, options, len(first))
     picture("show", args.plot, lambda path: pictures().show(path, title, schedules, reference))
+    _note_bound(args, len(first), rows[-1][2])
 
 
 def _reference(name: str, options: dict[str, Any], n: int) -> tuple[str, list[float]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from collections.abc import Sequence
 
 from backoff_iter import simulation
@@ -19,6 +20,7 @@ from ._common import (
     picture,
     pictures,
     plot_path,
+    plural,
     table,
     to_json,
     whole,
@@ -30,6 +32,13 @@ STUDY_STRATEGIES = simulation.STUDY_STRATEGIES
 
 NAME = "simulate"
 SUMMARY = "Rerun the AWS contention study: N clients, one row, backing off."
+
+# The most processes --jobs may ask for.  The study gains nothing beyond one per core,
+# so the bound is only there to make a slip (--jobs 1000000) bad usage instead of a
+# storm of processes (each some 20 MB): the same number on every machine, so that a
+# command line good on one is good on all, and as many as a large server has cores.
+# Windows waits on at most 63 handles at once, and its process pools stop at 61.
+MAX_JOBS = 61 if sys.platform == "win32" else 256
 
 
 def _listed(values: Sequence[int]) -> str:
@@ -79,10 +88,11 @@ def add(parser: argparse.ArgumentParser) -> None:
         )
     parser.add_argument(
         "--jobs",
-        type=whole(1),
+        type=whole(1, MAX_JOBS),
         metavar="N",
         help="processes to run the study on; never more than it has tasks of"
-        f" {simulation.RUNS_PER_TASK} runs (default: one per core, {os.cpu_count() or 1} here)",
+        f" {simulation.RUNS_PER_TASK} runs (default: one per core, {os.cpu_count() or 1} here;"
+        f" at most {MAX_JOBS})",
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument(
@@ -112,7 +122,7 @@ def run(args: argparse.Namespace) -> None:
         base=args.base,
         cap=args.cap,
         jobs=jobs(args),
-        progress=lambda done, total: progress(f"{done:,}/{total:,} runs"),
+        progress=lambda done, total: progress(f"{done:,}/{plural(total, 'run')}"),
     )
     progress.done()
     if args.json:
