@@ -16,35 +16,22 @@ __version__ = "0.2.0.dev0"
 
 import typing as _typing
 
-from ._checks import ArgumentTypeError, ArgumentValueError
-from ._filters import is_timeout, is_transient
-from ._options import DecoratorOptions, HedgeOptions, RetryOptions, default_delays
-from .adaptors import capped, elapsed, jittered, within
-from .breakers import Breaker, BrokenCircuitError, CircuitBreaker
-from .budgets import Budget, RetryBudget, RetryQuota, TokenBucket
-from .drivers import Attempt, ExceptionsAsDelays, aretrying, retry, retrying
-from .hints import RETRY_AFTER_MAX, parse_retry_after
-from .instrument.logs import RetryLogger, log_retries
-from .limiters import CubicRateLimiter, RateLimiter
-from .loops import attempts
-from .parts import Part
-from .schedules import PerFailure, per_failure
-from .strategies import (
-    constant,
-    decorrelated,
-    equal_jitter,
-    exponential,
-    fibonacci,
-    full_jitter,
-    linear,
-    smooth_jitter,
-)
-from .throttles import AdaptiveThrottle, Throttle, ThrottledError
-
 if _typing.TYPE_CHECKING:
+    from ._checks import ArgumentTypeError, ArgumentValueError
+    from ._filters import is_timeout, is_transient
+    from ._options import DecoratorOptions, HedgeOptions, RetryOptions, default_delays
     from ._streams import StreamState
+    from .adaptors import capped, elapsed, jittered, within
+    from .breakers import Breaker, BrokenCircuitError, CircuitBreaker
+    from .budgets import Budget, RetryBudget, RetryQuota, TokenBucket
+    from .drivers import Attempt, ExceptionsAsDelays, aretrying, retry, retrying
     from .hedging import hedge, hedged
+    from .hints import RETRY_AFTER_MAX, parse_retry_after
+    from .instrument.logs import RetryLogger, log_retries
+    from .limiters import CubicRateLimiter, RateLimiter
+    from .loops import attempts
     from .overload import OverloadRun, simulate_overload
+    from .parts import Part
     from .planning import (
         Plan,
         elapsed_after,
@@ -54,32 +41,64 @@ if _typing.TYPE_CHECKING:
         retries_by,
         retry_count_ratio,
     )
+    from .schedules import PerFailure, per_failure
     from .simulation import Result, simulate
+    from .strategies import (
+        constant,
+        decorrelated,
+        equal_jitter,
+        exponential,
+        fibonacci,
+        full_jitter,
+        linear,
+        smooth_jitter,
+    )
+    from .throttles import AdaptiveThrottle, Throttle, ThrottledError
 
-# The planning functions and the simulators are imported on first use: a
-# service that only retries does not pay for them when it imports us.  So is
-# hedging, which imports asyncio.
-_LAZY = {
-    "StreamState": "_streams",
-    "hedge": "hedging",
-    "hedged": "hedging",
-    "OverloadRun": "overload",
-    "simulate_overload": "overload",
-    "simulate": "simulation",
-    "Result": "simulation",
-    **dict.fromkeys(
-        [
-            "Plan",
-            "elapsed_after",
-            "factor_for_ratio",
-            "next_sleep",
-            "plan",
-            "retries_by",
-            "retry_count_ratio",
-        ],
-        "planning",
+# Every name is imported on first use: ``import backoff_iter`` runs this file
+# alone, so it costs next to nothing (and is over before a Ctrl-C at the
+# command line's start could land in it); a service that only retries never
+# loads the planning functions, the simulators or hedging.
+_MODULES = {
+    "_checks": ("ArgumentTypeError", "ArgumentValueError"),
+    "_filters": ("is_timeout", "is_transient"),
+    "_options": ("DecoratorOptions", "HedgeOptions", "RetryOptions", "default_delays"),
+    "_streams": ("StreamState",),
+    "adaptors": ("capped", "elapsed", "jittered", "within"),
+    "breakers": ("Breaker", "BrokenCircuitError", "CircuitBreaker"),
+    "budgets": ("Budget", "RetryBudget", "RetryQuota", "TokenBucket"),
+    "drivers": ("Attempt", "ExceptionsAsDelays", "aretrying", "retry", "retrying"),
+    "hedging": ("hedge", "hedged"),
+    "hints": ("RETRY_AFTER_MAX", "parse_retry_after"),
+    "instrument.logs": ("RetryLogger", "log_retries"),
+    "limiters": ("CubicRateLimiter", "RateLimiter"),
+    "loops": ("attempts",),
+    "overload": ("OverloadRun", "simulate_overload"),
+    "parts": ("Part",),
+    "planning": (
+        "Plan",
+        "elapsed_after",
+        "factor_for_ratio",
+        "next_sleep",
+        "plan",
+        "retries_by",
+        "retry_count_ratio",
     ),
+    "schedules": ("PerFailure", "per_failure"),
+    "simulation": ("Result", "simulate"),
+    "strategies": (
+        "constant",
+        "decorrelated",
+        "equal_jitter",
+        "exponential",
+        "fibonacci",
+        "full_jitter",
+        "linear",
+        "smooth_jitter",
+    ),
+    "throttles": ("AdaptiveThrottle", "Throttle", "ThrottledError"),
 }
+_LAZY = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> object:
@@ -93,7 +112,7 @@ def __getattr__(name: str) -> object:
     return value
 
 
-__all__ = [
+__all__ = [  # each name is imported on first use (__getattr__)
     "RETRY_AFTER_MAX",
     "AdaptiveThrottle",
     "ArgumentTypeError",

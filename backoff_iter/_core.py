@@ -547,7 +547,7 @@ class Call:
                 delay = _END
             elif delay.__class__ is Deferred:  # the parts first, then the jitter's draw
                 if self._allowed(outcome, kind):
-                    delay, asked = delay.draw(), True  # type: ignore[attr-defined]
+                    delay, asked = delay.draw(), True
                 else:
                     delay, reason = _END, "budget"
         if delay.__class__ is not float or not 0.0 <= delay <= _checks.LONGEST:

@@ -1,4 +1,4 @@
-"""A schedule per kind of failure: :func:`per_failure`.
+"""A schedule per kind of failure: :func:`~backoff_iter.per_failure`.
 
 The delay after a failure comes from the schedule of its kind - a throttle
 (the driver's ``throttled=`` says which failures are), an exception class
@@ -109,7 +109,7 @@ class _InStep:
         delay = self.next_for(None, "")
         if delay is _END:
             raise StopIteration
-        return delay.draw() if delay.__class__ is Deferred else delay  # type: ignore[no-any-return]
+        return delay.draw() if delay.__class__ is Deferred else delay
 
     def next_for(self, outcome: Any, kind: str) -> Any:
         """The next delay after *outcome* (a failure of *kind*, as the core

@@ -880,11 +880,6 @@ def test_ctrl_c_at_any_moment_of_a_short_run_is_130_or_done_never_a_traceback(in
                 assert (status, err, out.count("\n")) == (0, "", 1 + 10_000), (after, err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="backoff_iter/__init__.py imports its modules before __main__ can guard them"
-    " (python -m imports the package first): it needs lazy imports, outside the cli branch",
-)
 def test_ctrl_c_while_the_package_imports_is_one_line_and_130(interrupted):
     """Ctrl-C while `python -m backoff_iter` imports the package, before its __main__."""
     result = finish(interrupted(["show", "exponential"], at="backoff_iter._core"))

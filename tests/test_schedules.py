@@ -117,7 +117,7 @@ def test_per_failure_with_full_jitter_is_botocores_backoff_draw_for_draw(seed):
         random.seed(seed)
         in_step = per_failure(
             throttle=lambda: exponential(1.0, cap=20),
-            default=lambda: exponential(base, cap=20),
+            default=lambda base=base: exponential(base, cap=20),
             jitter="full",
         )()
         got = [
