@@ -207,6 +207,8 @@ class Call:
     in_async: bool = False  # an async loop
     _delays: Iterator[float] | None = None  # made at the first failure
     _pick: Callable[[Any, str], Any] | None = None  # ... its next_for, if per kind of failure
+    reason: str | None = None  # why the call gave up, once it did ("exhausted", "budget"...)
+    refused: Any = None  # a delay whose jitter a part's refusal left undrawn (per_failure)
     _final: bool = False  # the deadline shortened the last sleep
     _task: Any = None  # the asyncio task of an async call (3.11+) ...
     _cancelling: int = 0  # ... and its pending cancellations when the call began
@@ -480,6 +482,7 @@ class Call:
 
     def _give_up(self, attempt: Attempt | None, outcome: Any, reason: str) -> None:
         """The call stops retrying *outcome*: tell the give_up hook and the hooks."""
+        self.reason = reason
         if self.policy.give_up is not None:
             self.policy.give_up(attempt, outcome)  # type: ignore[arg-type]
         if self._failure_hooks:
@@ -549,6 +552,7 @@ class Call:
                 if self._allowed(outcome, kind):
                     delay, asked = delay.draw(), True
                 else:
+                    self.refused = delay
                     delay, reason = _END, "budget"
         if delay.__class__ is not float or not 0.0 <= delay <= _checks.LONGEST:
             delay = _END if delay is _END else _checks.wait("delays", delay)

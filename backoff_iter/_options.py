@@ -137,7 +137,8 @@ class RetryOptions(HedgeOptions, total=False):
     throttled: Callable[[Any], object] | None
     """``predicate(outcome) -> bool``: which retried failures are the server
     pushing back (for the rate limiter, throttle and parts); without it,
-    every retried failure is."""
+    every retried failure is.  A :class:`~backoff_iter.RetryQuota` charges
+    its *throttle_cost* only for the failures this predicate names."""
     parts: Iterable[Part]
     """Your own :class:`~backoff_iter.parts.Part` objects, consulted around
     each attempt after the budget, breaker, throttle and rate limiter."""

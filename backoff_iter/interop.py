@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from tenacity.stop import stop_base
     from tenacity.wait import wait_base
 
+    from ._botocore import botocore_retries
     from ._httpx import RetryTransport
     from ._urllib3 import Urllib3Retry
 
@@ -40,6 +41,7 @@ __all__ = [
     "RetryTransport",
     "Urllib3Retry",
     "backoff_wait_gen",
+    "botocore_retries",
     "tenacity_schedule",
     "tenacity_wait",
 ]
@@ -212,8 +214,12 @@ def backoff_wait_gen(
 
 
 def __getattr__(name: str) -> Any:
-    """Urllib3Retry and RetryTransport, each imported with its peer on first use."""
-    peer = {"Urllib3Retry": "urllib3", "RetryTransport": "httpx"}.get(name)
+    """Urllib3Retry, RetryTransport and botocore_retries, each imported with its peer on first use."""
+    peer = {
+        "Urllib3Retry": "urllib3",
+        "RetryTransport": "httpx",
+        "botocore_retries": "botocore",
+    }.get(name)
     if peer is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module
@@ -223,8 +229,9 @@ def __getattr__(name: str) -> Any:
     except ModuleNotFoundError as error:
         if (error.name or "").partition(".")[0] != peer:  # another module is missing
             raise
+        extra = "aws" if peer == "botocore" else "http"
         raise ModuleNotFoundError(
-            f"backoff_iter.interop.{name} needs {peer}: pip install {peer}"
-            " (or 'backoff_iter[http]', which brings requests and httpx)",
+            f"backoff_iter.interop.{name} needs {peer}:"
+            f" pip install {peer} (or 'backoff_iter[{extra}]')",
             name=peer,
         ) from error

@@ -26,8 +26,9 @@ its call made at the first failure; its successes need no call at all.
 **The parts**, each with this library's defaults: ``token_bucket`` is
 ``TokenBucket(max_tokens=10, token_ratio=0.1)``, ``retry_budget``
 ``RetryBudget(ratio=0.2, min_per_second=10, window=10)``, ``retry_quota``
-``RetryQuota(capacity=500, retry_cost=5, timeout_cost=10,
-success_refund=1)``, ``cubic`` ``CubicRateLimiter()``, ``sre_throttle``
+``RetryQuota(capacity=500, retry_cost=14, throttle_cost=5,
+success_refund=1)`` (botocore 1.44's; no failure here is named a
+throttle, so each retry costs 14), ``cubic`` ``CubicRateLimiter()``, ``sre_throttle``
 ``AdaptiveThrottle(k=2, window=120)`` and ``breaker``
 ``CircuitBreaker(failure_ratio=0.1, minimum_throughput=100,
 sampling_duration=30, break_duration=5)``.  A run's *budgets* entry is

@@ -550,7 +550,7 @@ def test_an_uncapped_strategy_reaching_inf_ends_the_loop():
 
     slept = []
     operation = Operation([OSError(i) for i in range(2000)])
-    with pytest.raises(OSError) as raised:
+    with pytest.raises(OSError) as raised, pytest.warns(RuntimeWarning, match="4096 s"):
         for attempt in retrying(lambda: exponential(1), sleep=slept.append):
             with attempt:
                 operation()
@@ -771,7 +771,8 @@ def test_a_non_number_delay_is_a_type_error_not_the_end(run, bad):
 
 def test_a_numpy_bool_delay_is_a_type_error():
     """numpy's bool is no number of seconds either."""
-    numpy = pytest.importorskip("numpy")
+    import numpy  # (matplotlib's, of the test extra)
+
     with pytest.raises(TypeError, match="delays"):
         run_loop([numpy.bool_(True)], Operation([OSError()]), FakeTime())
 

@@ -10,7 +10,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import chain, count, islice, repeat
 
+import backoff
+import httpx
 import pytest
+import requests
+import tenacity
 from checks import rejects
 
 from backoff_iter import TokenBucket, constant, exponential
@@ -22,12 +26,6 @@ from backoff_iter.interop import (
     tenacity_wait,
 )
 from backoff_iter.testing import no_sleep
-
-tenacity = pytest.importorskip("tenacity")
-backoff = pytest.importorskip("backoff")
-requests = pytest.importorskip("requests")
-httpx = pytest.importorskip("httpx")
-
 
 # -- a local server answering 503 n times, then 200 --------------------------------------
 
@@ -1111,9 +1109,16 @@ def test_httpx_closing_the_transport_closes_what_it_wraps():
     assert closed == ["sync", "async"]
 
 
-@pytest.mark.parametrize("name, peer", [("RetryTransport", "httpx"), ("Urllib3Retry", "urllib3")])
-def test_an_adapter_without_its_peer_says_what_to_install(name, peer, monkeypatch):
-    """httpx or urllib3 missing: ModuleNotFoundError naming the peer and the pip line."""
+@pytest.mark.parametrize(
+    "name, peer, extra",
+    [
+        ("RetryTransport", "httpx", "http"),
+        ("Urllib3Retry", "urllib3", "http"),
+        ("botocore_retries", "botocore", "aws"),
+    ],
+)
+def test_an_adapter_without_its_peer_says_what_to_install(name, peer, extra, monkeypatch):
+    """httpx, urllib3 or botocore missing: ModuleNotFoundError naming the peer and the pip line."""
     import sys
 
     import backoff_iter.interop as interop
@@ -1121,7 +1126,8 @@ def test_an_adapter_without_its_peer_says_what_to_install(name, peer, monkeypatc
     for module in [m for m in sys.modules if m.split(".")[0] == peer or m.endswith("._" + peer)]:
         monkeypatch.delitem(sys.modules, module)
     monkeypatch.setitem(sys.modules, peer, None)  # import peer fails, as when it is absent
-    with pytest.raises(ModuleNotFoundError, match=f"needs {peer}: pip install {peer}") as error:
+    expected = rf"needs {peer}: pip install {peer} \(or 'backoff_iter\[{extra}\]'\)"
+    with pytest.raises(ModuleNotFoundError, match=expected) as error:
         getattr(interop, name)
     assert error.value.name == peer
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):

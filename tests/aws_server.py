@@ -1,0 +1,92 @@
+"""A local DynamoDB-like server (JSON 1.0 protocol) on 127.0.0.1 that answers each request
+with the next of a script: the botocore tests send real API calls to it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+#: What a scripted answer can be: (status, error type or None, x-amz-retry-after in ms or None).
+OK = (200, None, None)
+ANSWERS = {
+    "ok": OK,
+    "500": (500, "InternalServerError", None),
+    "503": (503, "ServiceUnavailable", None),
+    "throttle": (400, "ThrottlingException", None),
+    "provisioned": (400, "ProvisionedThroughputExceededException", None),
+    "slow down": (503, "ThrottlingException", "1500"),
+    "429": (429, None, None),
+    "bad": (400, "ValidationException", None),
+    "hint": (500, "InternalServerError", "9000"),
+}
+
+
+class AwsServer:
+    """Answers each request with the next of ``script`` (names of ANSWERS; "ok" once it runs
+    out), and records the target of each request."""
+
+    def __init__(self) -> None:
+        self.script: list[str] = []
+        self.seen: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms pause between headers and body
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.seen.append(self.headers.get("X-Amz-Target", ""))
+                name = server.script.pop(0) if server.script else "ok"
+                status, error, retry_after = ANSWERS[name]
+                body = (
+                    {"TableNames": ["t"]}
+                    if error is None and status == 200
+                    else (
+                        {"__type": f"com.amazonaws.dynamodb.v20120810#{error}", "message": name}
+                        if error
+                        else {}
+                    )
+                )
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-amz-json-1.0")
+                self.send_header("Content-Length", str(len(data)))
+                if retry_after is not None:
+                    self.send_header("x-amz-retry-after", retry_after)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        self.thread = threading.Thread(target=self.http.serve_forever, args=(0.02,), daemon=True)
+
+    def __enter__(self) -> AwsServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def dynamodb(url: str, max_attempts: int | None = None):
+    """A real botocore DynamoDB client on *url*, standard retry mode, fake credentials."""
+    import botocore.session
+    from botocore.config import Config
+
+    retries = {"mode": "standard"}
+    if max_attempts is not None:
+        retries["total_max_attempts"] = max_attempts
+    return botocore.session.get_session().create_client(
+        "dynamodb",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries=retries, connect_timeout=2, read_timeout=2),
+    )
