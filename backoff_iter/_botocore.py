@@ -23,7 +23,7 @@ from botocore.retries import standard
 from . import _checks, _sleeping
 from ._core import _NO_RESULT, Call
 from ._options import Policy
-from .budgets import RetryQuota
+from .budgets import Budget, RetryQuota
 from .schedules import END, PerFailure, per_failure
 from .strategies import exponential
 
@@ -184,8 +184,9 @@ def botocore_retries(
     client: Any,
     delays: Delays | None = None,
     *,
+    budget: Budget | None = None,
     max_attempts: int = 3,
-    **options: Unpack[RetryOptions],
+    **options: Unpack[RetryOptions],  # pyright: ignore[reportGeneralTypeIssues]
 ) -> Any:
     """Put a botocore (boto3) client on this library's retries; returns the client.
 
@@ -205,10 +206,10 @@ def botocore_retries(
     - *delays*: another schedule (a factory, a list or tuple, or
       :func:`~backoff_iter.per_failure`, whose kinds are kept); at most
       *max_attempts* - 1 of its delays are slept.
-    - *budget*: by default a :class:`~backoff_iter.RetryQuota` of this
-      client's own; a budget shared as you like instead -
+    - *budget*: a budget shared as you like -
       ``RetryQuota(store=RedisStore(...))`` gives a whole fleet one AWS
-      quota - or None for no quota at all.
+      quota; None: a :class:`~backoff_iter.RetryQuota` of this client's
+      own, as botocore's.
     - *max_attempts*: attempts per API call, the first included (botocore's
       ``total_max_attempts``; botocore gives DynamoDB 4 by default).
     - *options*: those of every driver (:class:`~backoff_iter.RetryOptions`),
@@ -260,7 +261,7 @@ def botocore_retries(
     given.setdefault("retry_after_beyond", _RETRY_AFTER_BEYOND)
     given["on"] = _retryable
     given["throttled"] = _throttled
-    given.setdefault("budget", RetryQuota())
+    given["budget"] = RetryQuota() if budget is None else budget
     schedule = (
         aws_standard(service, max_attempts) if delays is None else _within(delays, max_attempts - 1)
     )

@@ -213,6 +213,20 @@ def test_the_quota_of_one_client_refuses_as_botocores_when_drained(server):
     assert len(slept) == 1  # the first retry paid 14; the second found nothing left
 
 
+@pytest.mark.usefixtures("no_process_hooks")
+def test_budget_none_is_a_quota_of_the_clients_own(server):
+    """budget=None (the default): 500 units at 14 a retry - 35 retries, then RetryQuotaReached."""
+    client = botocore_retries(dynamodb(server.url), budget=None, sleep=lambda seconds: None)
+    reached = []
+    for _ in range(18):
+        server.script = ["500"] * 3
+        with pytest.raises(botocore.exceptions.ClientError) as failed:
+            client.list_tables()
+        metadata = failed.value.response["ResponseMetadata"]
+        reached.append((metadata["RetryAttempts"], metadata.get("RetryQuotaReached")))
+    assert reached == [(2, None)] * 17 + [(1, True)]
+
+
 def test_botocore_retries_takes_a_schedule_and_telemetry_of_its_own(server):
     """delays= replaces the backoff (at most max_attempts - 1 of it); events name the service."""
     events, slept = [], []
