@@ -21,7 +21,8 @@ from botocore.exceptions import ClientError
 from botocore.retries import standard
 
 from . import _checks, _sleeping
-from ._core import _NO_RESULT, Call
+from ._attempt import _NO_RESULT
+from ._core import Call
 from ._options import Policy
 from .budgets import Budget, RetryQuota
 from .schedules import END, PerFailure, per_failure

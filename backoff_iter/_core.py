@@ -9,7 +9,8 @@
   long to sleep, whether the delays, the deadline and the parts leave room,
   and what to tell the parts and the hooks.
 - The sync loop is ``for attempt in call: with attempt: ...``: the call is
-  an iterator of :class:`Attempt` objects, and :meth:`Attempt.__exit__`
+  an iterator of :class:`~backoff_iter._attempt.Attempt` objects (their
+  own module), and ``Attempt.__exit__``
   hands the outcome to :meth:`Call.settle`, which decides and sleeps.  The
   async loop is the same with ``async for`` and ``async with``; the two
   differ only in how they wait (:meth:`Call.settle` and
@@ -23,10 +24,10 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
-from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
-from . import _checks, _sleeping, _timeouts, instrument
+from . import _checks, _sleeping, instrument
+from ._attempt import _DONE, _NEXT, _NO_RESULT, _READY, _RUNNING, Attempt
 from ._cancelling import cancellations, no_retry_if_cancelled
 from ._filters import matches
 from ._options import Policy
@@ -36,18 +37,10 @@ from .parts import ERROR, FAILURE, SUCCESS, THROTTLE
 from .schedules import END as _PICKED_END
 from .schedules import Deferred
 
-__all__ = ["Attempt", "Call", "begin"]
+__all__ = ["Call", "begin"]
 
-T = TypeVar("T")
-
-_NO_RESULT: Any = object()  # an attempt that handed over no result
 _END: float = cast(float, object())  # no next attempt (compared by identity)
 _INF = math.inf
-
-# A call's state: its next attempt may come (the first, or after a retry),
-# the attempt handed out waits to be entered, runs in its `with` block, or
-# the call is over.
-_NEXT, _READY, _RUNNING, _DONE = range(4)
 
 #: A schedule that has run this many retries, or given a delay this long,
 #: with no deadline, is taken for one with no end: its policy warns once.
@@ -62,128 +55,6 @@ def begin(policy: Policy, in_async: bool = False, shown: bool = True) -> Call:
     if policy.one_shot:
         policy.claim()
     return Call(policy, policy.clock(), in_async, shown=shown)
-
-
-class Attempt:
-    """One attempt of a retry loop; run it in ``with attempt:`` (``async with``).
-
-    A failure the policy retries is swallowed when the block exits, after
-    the sleep before the next attempt; any other failure propagates from the
-    block, as if there were no loop.
-    """
-
-    number: int
-    """This attempt's number, from 1."""
-    delay: float
-    """The seconds slept before it (0.0 for the first)."""
-    elapsed: float
-    """Seconds from the start of the first attempt to the start of this one, per ``clock``."""
-    timeout: float | None = None
-    """Seconds this attempt may take (``attempt_timeout``, shortened to the
-    deadline), or None without ``attempt_timeout``.  The async loops cancel
-    the attempt at its timeout; in a sync loop, hand it to your call
-    (``requests.get(url, timeout=attempt.timeout)``)."""
-
-    # Set only when used: an attempt that succeeds at once sets what __init__ sets.
-    _result: Any = _NO_RESULT  # handed over by set_result()
-    _bug: BaseException | None = None  # the caller's own error, from retry_after()
-    _scope: Any = None  # the timeout scope of an async attempt
-
-    def __init__(
-        self, call: Call, number: int, delay: float, elapsed: float, timeout: float | None = None
-    ) -> None:
-        self._call = call
-        self.number = number
-        self.delay = delay
-        self.elapsed = elapsed
-        if timeout is not None:
-            self.timeout = timeout
-
-    def retry_after(self, seconds: float) -> None:
-        """Make the next sleep at least *seconds* long (a server's ``Retry-After``).
-
-        The hint is clamped to the policy's ``retry_after_max``; if the wait
-        would end past the deadline, or is too long to sleep, no further
-        attempt is made.  A negative, NaN or non-number *seconds* is a bug
-        of the caller: its error propagates, never retried.
-        """
-        try:
-            self._call.hint = server_wait(seconds, self._call.policy.retry_after_max, "seconds")
-        except (TypeError, ValueError) as error:
-            self._bug = error
-            raise
-
-    def set_result(self, value: T) -> T:
-        """Hand the attempt's result to the policy's ``on_result``, and return it.
-
-        In the loop forms, call it inside ``with attempt:``: a result that
-        ``on_result`` accepts is retried like a failure, and when the retries
-        run out the loop ends with that last result in your variable.
-        """
-        self._result = value
-        return value
-
-    def __enter__(self) -> Attempt:
-        call = self._call
-        if call.state != _READY or call.number != self.number or call.in_async:
-            call.misuse(self, "with")
-        call.state = _RUNNING
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool:
-        call = self._call
-        if call.state != _RUNNING or call.number != self.number:
-            call.misuse(self, "with")
-        if exc is None and call.quiet:  # a success nobody needs told of
-            call.state = _DONE
-            return False
-        if exc is not None and exc is self._bug:
-            return call.stop(exc)
-        return call.settle(self, exc, self._result)
-
-    async def __aenter__(self) -> Attempt:
-        call = self._call
-        if call.state != _READY or call.number != self.number or not call.in_async:
-            call.misuse(self, "async with")
-        call.state = _RUNNING
-        if self.timeout is not None:
-            self._scope = _timeouts.scope(self.timeout)
-            await self._scope.__aenter__()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool:
-        call = self._call
-        if call.state != _RUNNING or call.number != self.number:
-            call.misuse(self, "async with")
-        if exc is None and call.quiet:  # a success nobody needs told of (and no timeout)
-            call.state = _DONE
-            return False
-        expired = None
-        if self._scope is not None:  # the attempt's timeout: its expiry is a TimeoutError
-            expired = await self._scope.__aexit__(exc_type, exc, traceback)
-            self._scope = None
-            if expired is not None:
-                exc = expired
-        if exc is not None and exc is self._bug:
-            return call.stop(exc)
-        if await call.asettle(self, exc, self._result):
-            return True
-        if expired is not None:
-            raise expired
-        return False
-
-    def __repr__(self) -> str:
-        return f"<Attempt number={self.number} delay={self.delay!r} elapsed={self.elapsed!r}>"
 
 
 class Call:

@@ -23,7 +23,7 @@ from .parts import Part, as_part, overrides, timeout_part, user_parts
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from ._core import Attempt
+    from ._attempt import Attempt
     from ._streams import StreamState
     from .breakers import Breaker
     from .budgets import Budget

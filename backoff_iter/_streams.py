@@ -21,7 +21,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any
 
 from . import _checks, _timeouts
-from ._core import _NO_RESULT, begin
+from ._attempt import _NO_RESULT
+from ._core import begin
 from ._options import Policy
 
 __all__ = ["StreamState"]

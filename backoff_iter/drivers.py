@@ -23,8 +23,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, I
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from . import _checks, instrument
+from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
-from ._core import _NO_RESULT, Attempt, Call, begin
+from ._core import Call, begin
 from ._options import Policy
 from .parts import SUCCESS
 

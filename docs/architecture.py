@@ -63,7 +63,7 @@ BOXES = {
         0.8,
         "with attempt: your code",
         [
-            "Attempt: number, delay, elapsed, timeout; set_result()",
+            "Attempt (_attempt.py): number, delay, elapsed, timeout; set_result()",
         ],
         "#e4f3df",
     ),
@@ -107,15 +107,16 @@ BOXES = {
     ),
     "forms": (
         7.4,
-        5.85,
+        5.6,
         3.9,
-        3.25,
+        3.5,
         "Every form runs this loop",
         [
             "retrying / aretrying: for / async for",
             "@retry: a bare first try when",
             "  nothing needs the success",
             "RetryTransport (httpx)",
+            "botocore_retries: settle() per try",
             "hedged / @hedge: attempts in",
             "  tasks, the same policy and parts",
             "overload simulator: admit()",

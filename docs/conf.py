@@ -65,7 +65,7 @@ nitpick_ignore = [
     # The type variables of generic signatures (retry, hedge, set_result): no page of their own.
     ("py:class", "P"),
     ("py:class", "R"),
-    ("py:class", "backoff_iter._core.T"),
+    ("py:class", "backoff_iter._attempt.T"),
     # Peers' classes that the hints import only for type checking, so that
     # they appear by their bare names (autodoc_type_aliases would qualify
     # them, but Sphinx 9 prints such an alias inside a union as its repr).
