@@ -324,7 +324,7 @@ def test_show_plots_values_near_the_largest_float(cli, tmp_path, recwarn, option
     """Sleeps up to 1e308: a picture whose axis stops at 1e200 (said on it), no warning."""
     from matplotlib import pyplot
 
-    from backoff_iter import _pictures
+    from backoff_iter.cli import _pictures
 
     target = tmp_path / "huge.png"
     drawn = []
@@ -406,7 +406,7 @@ def test_a_picture_that_cannot_be_written_is_one_line_and_status_1(cli, tmp_path
 @pytest.fixture
 def drawn(monkeypatch):
     """What show --plot hands to the picture: (title, schedules, reference) per call."""
-    from backoff_iter import _pictures
+    from backoff_iter.cli import _pictures
 
     calls = []
     monkeypatch.setattr(_pictures, "show", lambda path, *rest: calls.append(rest))

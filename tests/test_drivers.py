@@ -550,10 +550,14 @@ def test_an_uncapped_strategy_reaching_inf_ends_the_loop():
 
     slept = []
     operation = Operation([OSError(i) for i in range(2000)])
-    with pytest.raises(OSError) as raised, pytest.warns(RuntimeWarning, match="4096 s"):
+
+    def run():
         for attempt in retrying(lambda: exponential(1), sleep=slept.append):
             with attempt:
                 operation()
+
+    with pytest.raises(OSError) as raised, pytest.warns(RuntimeWarning, match="4096 s"):
+        run()
     fits = [2.0**i for i in range(1024) if 2.0**i <= _checks.LONGEST]
     assert slept == fits
     assert raised.value.args == (len(fits),)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from backoff_iter import _pictures
+from backoff_iter.cli import _pictures
 from backoff_iter.overload import simulate_overload
 
 ROOT = Path(__file__).resolve().parent.parent

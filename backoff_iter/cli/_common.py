@@ -272,7 +272,7 @@ def picture(command: str, path: str, draw: Callable[[str], None]) -> None:
 
 def pictures() -> Any:
     """The drawing module, imported only when a picture is asked for (matplotlib is slow)."""
-    from backoff_iter import _pictures
+    from backoff_iter.cli import _pictures
 
     return _pictures
 

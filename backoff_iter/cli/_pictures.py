@@ -19,9 +19,10 @@ from matplotlib import pyplot
 from matplotlib.axes import Axes
 from matplotlib.ticker import MaxNLocator
 
-from .cli._common import plural
-from .overload import OverloadRun
-from .simulation import Result
+from backoff_iter.overload import OverloadRun
+from backoff_iter.simulation import Result
+
+from ._common import plural
 
 
 def _percentile(sorted_values: Sequence[float], share: float) -> float:
