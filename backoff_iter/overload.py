@@ -69,23 +69,21 @@ True
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any, NamedTuple
 
 from . import _checks
-from ._core import Call
 from ._options import Policy
-from .breakers import BrokenCircuitError, CircuitBreaker
+from ._storm import _Storm
+from .breakers import CircuitBreaker
 from .budgets import Budget, RetryBudget, RetryQuota, TokenBucket
 from .fleet import Store, _SharedState
 from .limiters import CubicRateLimiter
 from .strategies import STRATEGIES, maker
-from .throttles import AdaptiveThrottle, ThrottledError
+from .throttles import AdaptiveThrottle
 
 __all__ = [
     "BUDGETS",
@@ -136,14 +134,7 @@ LAST_SECONDS = 20  # goodput over the last 20 s
 RECOVERED_SHARE = 0.9  # goodput at least 90% of the arrivals ...
 RECOVERED_FOR = 5  # ... for 5 s in a row
 
-_INF = math.inf
-# The outcomes decide() is given, one instance each: nothing raises them.
-_TIMEOUT = TimeoutError("no answer within the timeout")
-_ERROR = ConnectionError("a transient error")
-_REFUSED = (BrokenCircuitError, ThrottledError)
-# Kinds of attempts due: one the breaker, throttle and limiter must admit
-# first, and one that goes at once.
-_DUE, _SEND = 0, 1
+_FAILURES = (TimeoutError, ConnectionError)  # what the clients retry: both, as is_transient does
 
 
 class OverloadRun(NamedTuple):
@@ -349,7 +340,7 @@ class _Model(NamedTuple):
             delays = _first(maker(strategy, base=self.base, cap=self.cap, rng=rng), self.retries)
         budget, parts = _budget_parts(kind)
         if budget is None and not parts:
-            return [Policy(delays, clock=clock, sleep=_no_sleep)]
+            return [Policy(delays, on=_FAILURES, clock=clock, sleep=_no_sleep)]
         store: Store | None = None
         if budget is not None and self.budget_scope == "fleet":
             store = _SharedState(self.sync_interval, clock=clock)
@@ -360,7 +351,7 @@ class _Model(NamedTuple):
             }
             if budget is not None:
                 options["budget"] = BUDGETS[budget](clock, store)
-            policies.append(Policy(delays, clock=clock, sleep=_no_sleep, **options))
+            policies.append(Policy(delays, on=_FAILURES, clock=clock, sleep=_no_sleep, **options))
         return policies
 
     def run(
@@ -370,161 +361,30 @@ class _Model(NamedTuple):
         rng: random.Random,
         progress: Callable[[str, str, float], object] | None,
     ) -> OverloadRun:
-        now = 0.0  # the simulated clock, started before any part reads it
-
-        def clock() -> float:
-            return now
-
-        policies = self._policies(strategy, budget, rng, clock)
-        policy, clients = policies[0], len(policies)
-        # Whether an attempt must be admitted first (a breaker, throttle or
-        # limiter), and whether a success needs telling to anyone.
-        guarded, quiet = policy.guarded, policy.quiet
-        first = _DUE if guarded else _SEND
-        seconds = self.seconds
-        length = math.ceil(seconds)
-        arrivals, sent, goodput = [0] * length, [0] * length, [0] * length
-        service, timeout, error_rate = 1.0 / self.capacity, self.timeout, self.error_rate
-        drop = self.server == "drop-expired"
-        draw, expovariate = rng.random, rng.expovariate
-        push, pop = heapq.heappush, heapq.heappop
-        # Attempts due later, by time: (time, request, kind, call).  No two
-        # pending events share a request, so a tie never compares further.
-        due: list[tuple[float, int, int, Call | None]] = [(_INF, -1, _SEND, None)]
-        # Outcomes of attempts under way, (time, request, call, error or None
-        # for a success), in time order in a deque: an attempt sent at s ends
-        # at min(f, s + timeout), f being when the server answers it, and as
-        # attempts go in time order to a FIFO server, both f and s + timeout
-        # grow with s, and so does their minimum.  A dropped attempt ends at
-        # s + timeout, before any later one starts; a transient error ends at
-        # s, before anything pending: it goes first.
-        outcomes: deque[tuple[float, int, Call | None, BaseException | None]] = deque()
-        told, now_told, settled = outcomes.append, outcomes.appendleft, outcomes.popleft
-        free = 0.0  # when the server is next idle
-        requests = attempts = succeeded = failed = 0
-        # The arrival rate is piecewise constant: (rate, until) for each phase.
-        phases = iter(
-            [
-                (self.rate, min(seconds, self.spike_at)),
-                (self.rate * self.spike, min(seconds, self.spike_at + self.spike_for)),
-                (self.rate, seconds),
-            ]
+        storm = _Storm(
+            self,
+            lambda clock: self._policies(strategy, budget, rng, clock),
+            rng,
+            progress,
+            strategy,
+            budget,
         )
-        rate = boundary = 0.0
-
-        def arrival_past_boundary() -> float:
-            """The first arrival after the rate changes (a memoryless process
-            draws afresh from the change, at the new rate); inf after the last."""
-            nonlocal rate, boundary
-            arrival = boundary
-            while arrival >= boundary:
-                start = boundary
-                phase = next(phases, None)
-                if phase is None:
-                    return _INF
-                rate, boundary = phase
-                arrival = start + expovariate(rate)
-            return arrival
-
-        next_arrival = arrival_past_boundary()
-        report_every = max(1.0, seconds / 100)
-        report_at = 0.0 if progress is not None else _INF  # first at the first arrival
-        while True:  # the earliest of: the next arrival, outcome, attempt due
-            upcoming = outcomes[0][0] if outcomes else _INF
-            later = due[0][0]
-            if next_arrival <= upcoming and next_arrival <= later:
-                if next_arrival == _INF:
-                    break
-                now = next_arrival
-                request = requests
-                requests += 1
-                arrivals[int(now)] += 1
-                next_arrival = now + expovariate(rate)
-                if next_arrival >= boundary:
-                    next_arrival = arrival_past_boundary()
-                if now >= report_at:
-                    progress(strategy, budget, now / seconds)  # type: ignore[misc]
-                    report_at = now + report_every
-                call = (
-                    None
-                    if quiet
-                    else Call(
-                        policies[int(draw() * clients) if clients > 1 else 0],
-                        now,
-                        process_hooks=False,
-                    )
-                )
-                kind = first
-            elif upcoming <= later:
-                now, request, call, error = settled()
-                if error is None:  # a success (told only when someone needs telling)
-                    succeeded += 1
-                    second = int(now)
-                    if second < length:
-                        goodput[second] += 1
-                    call.decide(None, None, None)  # type: ignore[union-attr]
-                    continue
-                delay = call.decide(None, error, None)  # type: ignore[union-attr]
-                if delay is None:
-                    failed += 1
-                else:
-                    push(due, (now + delay, request, first, call))
-                continue
-            else:
-                now, request, kind, call = pop(due)
-            if kind == _DUE:  # admitted by the breaker and throttle, then the limiter's wait
-                try:
-                    wait = call.admit()  # type: ignore[union-attr]
-                except _REFUSED:  # refused: the request fails here, never sent
-                    failed += 1
-                    continue
-                if wait:  # the rate limiter's wait (its sleep is _no_sleep)
-                    push(due, (now + wait, request, _SEND, call))
-                    continue
-            # The attempt is sent now.
-            attempts += 1
-            second = int(now)
-            if second < length:
-                sent[second] += 1
-            if draw() < error_rate:  # a transient error, at once
-                error, ends = _ERROR, now
-            else:
-                start = free if free > now else now
-                deadline = now + timeout
-                if drop and start >= deadline:  # the client has gone: dropped, no work done
-                    error, ends = _TIMEOUT, deadline
-                else:
-                    free = start + service
-                    if free <= deadline:  # answered in time
-                        if quiet:  # nothing to tell: counted at once
-                            succeeded += 1
-                            second = int(free)
-                            if second < length:
-                                goodput[second] += 1
-                        else:
-                            told((free, request, call, None))
-                        continue
-                    error, ends = _TIMEOUT, deadline  # the answer would come too late
-            if not quiet:
-                if ends == now:  # before anything pending
-                    now_told((now, request, call, error))
-                else:
-                    told((ends, request, call, error))
-                continue
-            # Nothing else hears of a quiet client's failure: it decides at once.
-            if call is None:
-                call = Call(policy, now, process_hooks=False)  # as @retry makes it after a bare try
-            delay = call.decide(None, error, None)
-            if delay is None:
-                failed += 1
-            else:
-                push(due, (ends + delay, request, _SEND, call))
+        storm.run()
         if progress is not None:
             progress(strategy, budget, 1.0)
-        if succeeded + failed != requests:  # pragma: no cover - the model's own invariant
-            raise AssertionError(f"{requests} requests, {succeeded} succeeded, {failed} failed")
+        if storm.succeeded + storm.failed != storm.requests:  # pragma: no cover - an invariant
+            raise AssertionError(
+                f"{storm.requests} requests, {storm.succeeded} succeeded, {storm.failed} failed"
+            )
         return self._figures(
-            strategy, budget, requests, attempts, succeeded, arrivals, sent, goodput
+            strategy,
+            budget,
+            storm.requests,
+            storm.attempts,
+            storm.succeeded,
+            storm.arrivals,
+            storm.sent,
+            storm.goodput,
         )
 
     def _figures(

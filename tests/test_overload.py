@@ -322,6 +322,23 @@ def test_a_fleet_budgets_lag_changes_what_it_admits_but_never_to_per_process_lev
     assert max(retries["fleet", 0.0], retries["fleet", 1.0]) < retries["process", 0.0] / 4
 
 
+@pytest.mark.parametrize(("budgets", "seed"), [("none", 0), ("token_bucket", 2)])
+def test_a_retry_after_a_timeout_waits_for_the_timeout_then_its_delay(budgets, seed):
+    """One request to a server too slow for every attempt (2 s each, timeout 1 s): its
+    attempts are 1 s + 2 s apart (the timeout, then the constant delay), with a quiet
+    client (decided at once) as with one whose budget hears each outcome.  (The seeds are
+    ones whose run has a single arrival.)"""
+    [run] = simulate_overload(
+        ["constant"], [budgets], rate=0.05, capacity=0.5, seconds=40, spike=1.0, base=2.0, seed=seed
+    )
+    [arrived] = [
+        second for second, count in enumerate(run.series["arrivals"]) for _ in range(count)
+    ]
+    sent = [second for second, count in enumerate(run.series["attempts"]) for _ in range(count)]
+    assert sent == [arrived, arrived + 3, arrived + 6, arrived + 9]
+    assert run.succeeded == 0.0
+
+
 def test_each_client_has_its_own_breaker():
     """500 clients at 0.1 request/s never reach a breaker's minimum throughput (100 calls in
     30 s): in a total outage every request is sent; one client's breaker opens at once."""
