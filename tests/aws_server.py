@@ -23,11 +23,12 @@ ANSWERS = {
 
 
 class AwsServer:
-    """Answers each request with the next of ``script`` (names of ANSWERS; "ok" once it runs
-    out), and records the target of each request."""
+    """Answers each request with the next of ``script`` (names of ANSWERS; *otherwise* once
+    it runs out), and records the target of each request."""
 
-    def __init__(self) -> None:
+    def __init__(self, otherwise: str = "ok") -> None:
         self.script: list[str] = []
+        self.otherwise = otherwise
         self.seen: list[str] = []
         server = self
 
@@ -38,7 +39,7 @@ class AwsServer:
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 server.seen.append(self.headers.get("X-Amz-Target", ""))
-                name = server.script.pop(0) if server.script else "ok"
+                name = server.script.pop(0) if server.script else server.otherwise
                 status, error, retry_after = ANSWERS[name]
                 body = (
                     {"TableNames": ["t"]}
@@ -90,3 +91,40 @@ def dynamodb(url: str, max_attempts: int | None = None):
         aws_secret_access_key="testing",
         config=Config(retries=retries, connect_timeout=2, read_timeout=2),
     )
+
+
+def outage_process(results, *job) -> None:
+    """A spawned process's target: *results* gets what outage_calls returns."""
+    results.put(outage_calls(*job))
+
+
+def outage_calls(url: str, redis_port: int, name: str, calls: int, start) -> tuple[int, int]:
+    """One process of a fleet (spawned): a DynamoDB client on botocore_retries whose quota is
+    the fleet's (a RetryQuota on a RedisStore), making *calls* calls to a server that fails
+    them all.  Returns (calls whose quota ran out, retries it was allowed) - the retries
+    counted by the client's own telemetry."""
+    import botocore.exceptions
+    import redis
+    from fleet_workers import wait_for_first_exchange
+
+    from backoff_iter import RetryQuota, instrument
+    from backoff_iter.fleet import RedisStore
+    from backoff_iter.interop import botocore_retries
+
+    instrument.disable()  # no log line per retry from this process
+    store = RedisStore(redis.Redis(host="127.0.0.1", port=redis_port), name, sync_interval=0.02)
+    quota = RetryQuota(store=store)
+    events: list = []
+    client = botocore_retries(
+        dynamodb(url), budget=quota, observe=events.append, sleep=lambda seconds: None
+    )
+    wait_for_first_exchange(quota)
+    start.wait(30)
+    refused = 0
+    for _ in range(calls):
+        try:
+            client.list_tables()
+        except botocore.exceptions.ClientError as error:
+            refused += bool(error.response["ResponseMetadata"].get("RetryQuotaReached"))
+    store.close()
+    return refused, sum(event.kind == "retry" for event in events)
