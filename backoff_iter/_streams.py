@@ -96,7 +96,8 @@ def sync_stream(
                 if call.settle(attempt, failure, _NO_RESULT):
                     continue
                 raise
-            send = getattr(iterator, "send", None)
+            step, send = iterator.__next__, getattr(iterator, "send", None)
+            count = state.count  # kept in a local per item, in the state when it is read
             while True:  # the items: each goes to the consumer as it comes
                 try:
                     sent = yield item
@@ -105,7 +106,7 @@ def sync_stream(
                     _close(iterator)
                     raise
                 except BaseException as thrown:  # the consumer's: passed on, never retried
-                    state.count += 1
+                    count = state.count = count + 1
                     state.last = item
                     try:
                         item = _throw(iterator, thrown)
@@ -116,14 +117,15 @@ def sync_stream(
                         call.abandon()
                         raise
                     continue
-                state.count += 1
-                state.last = item
+                count += 1
                 try:
-                    item = next(iterator) if sent is None or send is None else send(sent)
+                    item = step() if sent is None or send is None else send(sent)
                 except StopIteration as end:
+                    state.count, state.last = count, item
                     call.settle(attempt, None, end.value)
                     return end.value
                 except BaseException as failure:
+                    state.count, state.last = count, item  # item: the last one delivered
                     if resume is None:
                         call.committed(attempt, failure)
                         raise
@@ -176,7 +178,8 @@ def async_stream(
                 if await call.asettle(attempt, failure, _NO_RESULT):
                     continue
                 raise
-            asend = getattr(iterator, "asend", None)
+            step, asend = iterator.__anext__, getattr(iterator, "asend", None)
+            count = state.count  # kept in a local per item, in the state when it is read
             while True:
                 try:
                     sent = yield item
@@ -185,7 +188,7 @@ def async_stream(
                     await _aclose(iterator)
                     raise
                 except BaseException as thrown:  # the consumer's: passed on, never retried
-                    state.count += 1
+                    count = state.count = count + 1
                     state.last = item
                     try:
                         item = await _athrow(iterator, thrown)
@@ -196,17 +199,15 @@ def async_stream(
                         call.abandon()
                         raise
                     continue
-                state.count += 1
-                state.last = item
+                count += 1
                 try:
-                    if sent is None or asend is None:
-                        item = await iterator.__anext__()
-                    else:
-                        item = await asend(sent)
+                    item = await (step() if sent is None or asend is None else asend(sent))
                 except StopAsyncIteration:
+                    state.count, state.last = count, item
                     await call.asettle(attempt, None, None)
                     return
                 except BaseException as failure:
+                    state.count, state.last = count, item  # item: the last one delivered
                     if resume is None:
                         call.committed(attempt, failure)
                         raise

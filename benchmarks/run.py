@@ -29,6 +29,7 @@ import drivers
 import fleet
 import instrument
 import overload
+import streams
 import study
 
 GOAL_TO_REFERENCE = 1.3  # each strategy within 1.3x of its hand-written generator
@@ -270,6 +271,29 @@ def report(quick: bool) -> list[str]:
         [
             [name, ns(once), ns(retry)]
             for name, once, retry in instrument.hook_costs(calls, repeats)
+        ],
+    )
+    out += [
+        "",
+        "**Retried streams** (``benchmarks/streams.py``): ns per item of a generator function"
+        " under ``@retry`` on the success path, against the same generator undecorated."
+        " Goals: at most 1.5x without ``resume=``, 3x with it.",
+        "",
+    ]
+    out += table(
+        ["stream", "ns per item", "x bare", "goal"],
+        [
+            [
+                f"{form} {name}",
+                ns(per),
+                f"{ratio:.2f}x",
+                ""
+                if name not in streams.GOALS
+                else ("ok" if ratio <= streams.GOALS[name] else "MISSED"),
+            ]
+            for form, name, per, ratio in streams.per_item(
+                2_000 if quick else streams.ITEMS, repeats
+            )
         ],
     )
     out += [

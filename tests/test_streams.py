@@ -281,6 +281,54 @@ def test_a_source_that_handles_a_thrown_error_goes_on():
     assert [next(stream), stream.throw(ValueError()), next(stream)] == [0, "handled", 1]
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_item_answering_a_throw_counts_for_resume(mode):
+    """0, 1, then the consumer throws and the source answers "handled", then 2, then the
+    source fails: resume= hears of 4 items delivered, the last 2."""
+    heard = []
+
+    def tolerant():
+        yield 0
+        try:
+            yield 1
+        except ValueError:
+            yield "handled"
+        yield 2
+        raise ConnectionError("cut")
+
+    async def atolerant():
+        for item in tolerant():  # the same items and failure, from an async generator
+            try:
+                yield item
+            except ValueError:
+                yield "handled"
+
+    def resume(state):
+        heard.append((state.count, state.last))
+        return iter(["rest"]) if mode == "sync" else _aiter(["rest"])
+
+    source = tolerant if mode == "sync" else atolerant
+    stream = retry([0.0], on=ConnectionError, resume=resume)(source)()
+    with no_sleep():
+        if mode == "sync":
+            received = [next(stream), next(stream), stream.throw(ValueError()), *stream]
+        else:
+
+            async def consume():
+                got = [await stream.__anext__(), await stream.__anext__()]
+                got.append(await stream.athrow(ValueError()))
+                return got + [item async for item in stream]
+
+            received = asyncio.run(consume())
+    assert received == [0, 1, "handled", 2, "rest"]
+    assert heard == [(4, 2)]
+
+
+async def _aiter(items):
+    for item in items:
+        yield item
+
+
 def test_a_generator_function_first_and_alone_is_decorated_and_a_schedule_goes_as_delays():
     """@retry(gen) decorates gen; @retry(delays=schedule) takes a generator-function schedule."""
 
