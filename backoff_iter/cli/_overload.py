@@ -67,7 +67,8 @@ def add(parser: argparse.ArgumentParser) -> None:
         + ", ".join(overload.BUDGETS)
         + ") and other parts ("
         + ", ".join(overload.PARTS)
-        + "), each at the library's defaults, joined by + (breaker+token_bucket)"
+        + "), each at the library's defaults (retry_quota: botocore 1.44's standard mode,"
+        + " 14 units of 500 a retry), joined by + (breaker+token_bucket)"
         + f" ({','.join(default(storm, 'budgets'))})",
     )
     for parameter, meaning in _MEANINGS.items():
