@@ -698,3 +698,42 @@ def test_the_cost_benchmark_measures_every_contender_and_hook():
         "opentelemetry hook",
     ]
     assert instrument.enabled() == before  # the enabled row gave its hook back
+
+
+class SlowToAsk:
+    """A hook whose ``events`` takes a few hundred bytecodes to read: enable()'s window is wide."""
+
+    def __init__(self, events):
+        self._events = events
+
+    def __call__(self, event):
+        pass
+
+    @property
+    def events(self):
+        for _ in range(100):  # every turn of the loop is a chance to switch threads
+            pass
+        return self._events
+
+
+def test_threads_enabling_hooks_at_once_lose_none(no_process_hooks, switching_often):
+    """8 threads enable 200 batches of 4 hooks each at once (half for failures only): all are kept."""
+    batches = [
+        [[SlowToAsk({"retry"} if i % 2 else None) for i in range(4)] for _ in range(200)]
+        for _ in range(8)
+    ]
+    barrier = threading.Barrier(8)
+
+    def work(thread):
+        barrier.wait()
+        for batch in batches[thread]:
+            instrument.enable(*batch)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = instrument.enabled()
+    assert len(kept) == 8 * 200 * 4
+    assert set(kept) == {hook for thread in batches for batch in thread for hook in batch}
