@@ -285,6 +285,78 @@ def test_many_threads_get_exactly_the_tokens_there_are_and_wait_in_turn(switchin
     assert sorted(waits) == expected
 
 
+class Interrupted(Exception):
+    """The sleep of an acquire cut short: its token goes back."""
+
+
+def interrupted(seconds):
+    raise Interrupted
+
+
+def test_threads_reserving_giving_back_trying_and_recording_at_once_lose_no_token(
+    switching_often,
+):
+    """8 threads on a frozen clock, 2 of each: acquire, acquire cut short (its token back),
+    try_acquire and record(False).  Every token taken is gone and every one given back is
+    there again: the bucket ends at its start less the acquires and the try_acquires granted."""
+    limiter, _ = on_and_empty()
+    limiter.record(False)  # the rate, the same at every record on this frozen clock
+    start = limiter.tokens
+    granted = []
+
+    def acquire():
+        for _ in range(2000):
+            limiter.acquire(sleep=lambda s: None)
+
+    def cut_short():
+        for _ in range(2000):
+            with pytest.raises(Interrupted):
+                limiter.acquire(sleep=interrupted)
+
+    def attempt():
+        granted.extend(limiter.try_acquire() for _ in range(2000))
+
+    def record():
+        for _ in range(2000):
+            limiter.record(False)
+
+    threads = [
+        threading.Thread(target=target) for target in (acquire, cut_short, attempt, record) * 2
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert limiter.tokens == pytest.approx(start - 2 * 2000 - granted.count(True), abs=1e-6)
+
+
+def test_every_change_of_the_bucket_is_made_holding_the_lock(monkeypatch):
+    """Each step that computes the bucket's next state (min() in limiters.py: the refill, a
+    token given back, the new rate) runs with the limiter's lock held: no other thread can
+    slip a reservation between its read and its write.  Checked at every such step of a
+    record, an acquire, an acquire cut short, a try_acquire and a read of tokens."""
+    from backoff_iter import limiters
+
+    limiter, _ = on_and_empty()
+    unguarded = []
+
+    def guarded_min(*args):
+        if limiter._lock.acquire(blocking=False):  # free: nobody (not this thread) holds it
+            limiter._lock.release()
+            unguarded.append(args)
+        return min(*args)
+
+    monkeypatch.setattr(limiters, "min", guarded_min, raising=False)
+    limiter.record(False)
+    limiter.record(True)
+    limiter.acquire(sleep=lambda s: None)
+    with pytest.raises(Interrupted):
+        limiter.acquire(sleep=interrupted)
+    limiter.try_acquire()
+    assert limiter.tokens < 1
+    assert unguarded == []
+
+
 def test_aacquire_waits_without_blocking_the_event_loop(monkeypatch):
     """A ticker task on the same loop keeps ticking every 2 ms while aacquire waits (asyncio.sleep, never time.sleep).
 
