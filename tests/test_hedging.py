@@ -486,6 +486,46 @@ def test_a_hint_holds_even_when_a_later_failure_has_none():
     assert script.started[2] - script.started[0] >= 0.08 - SLACK
 
 
+def test_a_shorter_hint_after_a_longer_one_does_not_bring_the_next_hedge_forward():
+    """In simulated time: attempt 2 goes at 0.5 s; attempt 1 fails at 1 s asking for 10 s,
+    attempt 2 at 2 s asking for 1 s: attempt 3 waits for the longer hint, to 11 s."""
+    started = []
+    hints = iter([10.0, 1.0])
+
+    async def attempt():
+        number = len(started) + 1
+        started.append(asyncio.get_running_loop().time())
+        if number == 1:
+            await asyncio.sleep(1.0)
+        elif number == 2:
+            await asyncio.sleep(1.5)
+        else:
+            return "third"
+        raise ConnectionError(number)
+
+    async def call():
+        start = asyncio.get_running_loop().time()
+        result = await hedged(attempt, [0.5, 3600], retry_after=lambda _: next(hints))
+        return result, [round(when - start, 9) for when in started]
+
+    assert SIMULATE(call()) == ("third", [0.0, 0.5, 11.0])
+
+
+def test_a_hint_hook_failing_on_a_rejected_result_raises_its_own_error():
+    """on_result rejects the answer and the retry_after hook then raises: its ValueError
+    propagates as itself, with no context (a result is no exception to chain)."""
+
+    async def answer_zero():
+        return 0
+
+    def retry_after(outcome):
+        raise ValueError("no hint for a result")
+
+    with pytest.raises(ValueError, match="no hint for a result") as raised:
+        run(hedged(answer_zero, [3600], on_result=lambda r: True, retry_after=retry_after))
+    assert raised.value.__context__ is None
+
+
 def test_a_huge_hint_is_clamped_to_six_hours(monkeypatch):
     """A hint of inf (or 10**400) waits RETRY_AFTER_MAX, as the drivers clamp it, and never overflows."""
     waits = []

@@ -582,6 +582,23 @@ def test_calls_left_open_are_ended_oldest_first_beyond_a_bound():
     assert "retry.abandoned" not in spans[-1].attributes
 
 
+def test_calls_that_ended_take_no_room_from_a_call_left_open():
+    """A loop left open after a retry, then 4,100 calls that retry and end: the open one is
+    not pushed out as abandoned (an ended call's span is no longer among the open ones)."""
+    backend = OpenTelemetry()
+    for attempt in retrying([0.0], name="left", observe=backend.hook, sleep=lambda s: None):
+        with attempt:
+            raise OSError
+        break
+    done = retry([0.0], name="done", observe=backend.hook, sleep=lambda s: None)
+    for _ in range(4100):
+        done(Operation([OSError()]))()
+    spans = backend.spans()
+    assert len(spans) == 4100
+    assert {span.name for span in spans} == {"done"}
+    assert not any("retry.abandoned" in span.attributes for span in spans)
+
+
 def test_threads_leaving_calls_open_end_exactly_those_beyond_the_bound(
     switching_often, monkeypatch
 ):
