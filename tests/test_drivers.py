@@ -2664,3 +2664,24 @@ def test_retry_after_beyond_bounds_how_far_a_hint_raises_the_delay(run):
     )
     assert time.slept == [5.5, 2.0]
     rejects(lambda: retrying(retry_after_beyond=-1), ValueError, "retry_after_beyond")
+
+
+def test_a_clock_going_back_below_the_start_never_makes_elapsed_negative():
+    """A clock reading 100, 101, then 50 for good: the third attempt's elapsed stays at 1.0
+    (no time passed since 101), and every event's elapsed is never negative."""
+    readings = iter([100.0, 101.0])
+    seen = []
+    elapsed = []
+    for attempt in retrying(
+        [0.0, 0.0],
+        clock=lambda: next(readings, 50.0),
+        sleep=lambda s: None,
+        observe=seen.append,
+        on=OSError,
+    ):
+        with attempt:
+            elapsed.append(attempt.elapsed)
+            if attempt.number < 3:
+                raise OSError
+    assert elapsed == [0.0, 1.0, 1.0]
+    assert [event.elapsed for event in seen] == [1.0, 1.0, 1.0]

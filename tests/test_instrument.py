@@ -754,3 +754,10 @@ def test_threads_enabling_hooks_at_once_lose_none(no_process_hooks, switching_of
     kept = instrument.enabled()
     assert len(kept) == 8 * 200 * 4
     assert set(kept) == {hook for thread in batches for batch in thread for hook in batch}
+
+
+@pytest.mark.parametrize("observe", ["", b"", "hook"])
+def test_a_string_is_no_list_of_hooks(observe):
+    """observe="" (or any str or bytes) is refused when the policy is made, naming observe:
+    iterated, an empty string would silently be no hook at all."""
+    rejects(lambda: retrying([0.0], observe=observe), TypeError, "observe", "a list of hooks")
