@@ -2781,3 +2781,28 @@ def test_a_process_hook_for_failures_only_hears_retries_and_give_ups(no_process_
     with pytest.raises(OSError):
         retry([0.0], on=OSError, sleep=lambda s: None)(Operation([OSError()] * 2))()
     assert heard == ["retry", "retry", "give_up"]
+
+
+def test_the_next_attempt_tells_the_sleep_shortened_after_a_slow_before_sleep_hook():
+    """A before_sleep hook takes 4 s of a 5 s deadline: the 2 s delay is cut to the 1 s left,
+    and the next attempt's delay says 1.0, what was slept."""
+    time_ = FakeTime()
+    start = time_.now
+    delays = []
+
+    def slow_hook(attempt, outcome, delay):
+        time_.now = start + 4.0
+
+    for attempt in retrying(
+        [2.0],
+        on=OSError,
+        deadline=5.0,
+        clock=time_.clock,
+        sleep=time_.sleep,
+        before_sleep=slow_hook,
+    ):
+        with attempt:
+            delays.append(attempt.delay)
+            if attempt.number == 1:
+                raise OSError
+    assert (delays, time_.slept) == ([0.0, 1.0], [1.0])
