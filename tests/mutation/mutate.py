@@ -88,8 +88,8 @@ def report(tally: dict[str, list[int]], rst: bool) -> str:
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
     rule = "  ".join("=" * w for w in widths)
     lines = [rule, "  ".join(c.ljust(w) for c, w in zip(head, widths)).rstrip(), rule]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows[:-1]]
-    lines += [rule, "  ".join(c.ljust(w) for c, w in zip(rows[-1], widths)).rstrip(), rule]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines.append(rule)
     return "\n".join(lines)
 
 
