@@ -461,3 +461,34 @@ def test_a_failure_that_cannot_be_copied_leaves_the_refusal_without_a_cause():
     breaker.check()
     breaker.record(False, Stubborn(1, "x"))
     assert breaker.state == "open" and refused(breaker).__cause__ is None
+
+
+def test_every_use_of_the_counts_and_state_holds_the_lock():
+    """record() and an open breaker's check() read and change the counts only with the lock
+    held: two threads recording at once cannot both open the circuit, or lose a count."""
+    clock = Clock()
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=2, clock=clock)
+    counts, unguarded = breaker._counts, []
+
+    class Guarded:
+        def __getattr__(self, name):
+            method = getattr(counts, name)
+
+            def guarded(*args):
+                if breaker._lock.acquire(blocking=False):  # free: this thread does not hold it
+                    breaker._lock.release()
+                    unguarded.append(name)
+                return method(*args)
+
+            return guarded
+
+    breaker._counts = Guarded()
+    breaker.record(True)
+    breaker.record(False, ConnectionError())
+    assert breaker.state == "open"
+    breaker.record(False)
+    clock.now += 1000.0
+    breaker.check()  # half open: the probe goes
+    breaker.record(True)  # closed again, the counts cleared
+    assert breaker.state == "closed"
+    assert unguarded == []

@@ -570,3 +570,28 @@ def test_a_reserve_too_large_to_count_is_an_argument_error():
     """RetryBudget(min_per_second=1e307): an ArgumentValueError naming it, never an OverflowError."""
     rejects(lambda: RetryBudget(min_per_second=1e307), ValueError, "min_per_second", "1e+09")
     assert RetryBudget(min_per_second=1e9, window=60).min_per_second == 1e9
+
+
+class CountingSlots(list):
+    """RetryBudget's slots, counting each one read: the work a window's advance does."""
+
+    reads = 0
+
+    def __getitem__(self, index):
+        CountingSlots.reads += 1
+        if CountingSlots.reads > 1000:
+            raise AssertionError("the advance reads far more slots than the window has")
+        return super().__getitem__(index)
+
+
+def test_a_clock_jumping_1e18_seconds_ahead_clears_the_window_in_one_pass():
+    """Read at 0 s, then at 1e18 s: the advance forgets the 10 slots once (10 reads), instead
+    of stepping through 1e18 slots, and the budget starts afresh with its reserve."""
+    now = [0.0]
+    budget = RetryBudget(ratio=1.0, min_per_second=0.0, window=10, clock=lambda: now[0])
+    budget.record_success(True)  # one call deposited: one retry allowed
+    budget._slots = CountingSlots(budget._slots)
+    CountingSlots.reads = 0
+    now[0] = 1e18
+    assert budget.try_retry(None) is False  # the deposit left the window long ago
+    assert CountingSlots.reads == 10

@@ -2664,3 +2664,145 @@ def test_retry_after_beyond_bounds_how_far_a_hint_raises_the_delay(run):
     )
     assert time.slept == [5.5, 2.0]
     rejects(lambda: retrying(retry_after_beyond=-1), ValueError, "retry_after_beyond")
+
+
+def test_a_clock_going_back_below_the_start_never_makes_elapsed_negative():
+    """A clock reading 100, 101, then 50 for good: the third attempt's elapsed stays at 1.0
+    (no time passed since 101), and every event's elapsed is never negative."""
+    readings = iter([100.0, 101.0])
+    seen = []
+    elapsed = []
+    for attempt in retrying(
+        [0.0, 0.0],
+        clock=lambda: next(readings, 50.0),
+        sleep=lambda s: None,
+        observe=seen.append,
+        on=OSError,
+    ):
+        with attempt:
+            elapsed.append(attempt.elapsed)
+            if attempt.number < 3:
+                raise OSError
+    assert elapsed == [0.0, 1.0, 1.0]
+    assert [event.elapsed for event in seen] == [1.0, 1.0, 1.0]
+
+
+def test_a_hint_raised_only_by_beyond_is_what_the_deadline_must_leave_room_for():
+    """retry_after says 30 s, retry_after_beyond=5 raises the 0.5 s delay to 5.5 s only: with a
+    deadline of 10 s the call retries after 5.5 s (the honoured hint fits, the asked one not)."""
+    time_ = FakeTime()
+    operation = Operation([OSError()], time_)
+    result = retry(
+        [0.5],
+        on=OSError,
+        retry_after=lambda outcome: 30.0,
+        retry_after_beyond=5.0,
+        deadline=10.0,
+        clock=time_.clock,
+        sleep=time_.sleep,
+    )(operation)()
+    assert (result, time_.slept) == ("ok", [5.5])
+
+
+def test_what_the_parts_allowed_is_summed_into_spent():
+    """Two parts allow a retry taking 2.0 and 3.0: the success after it is told spent=5.0."""
+    from backoff_iter.parts import Part
+
+    class Takes(Part):
+        def __init__(self, amount):
+            self.amount = amount
+            self.told = []
+
+        def allow_retry(self, outcome, kind):
+            return self.amount
+
+        def after_attempt(self, outcome, kind, number, spent):
+            self.told.append((kind, spent))
+
+    two, three = Takes(2.0), Takes(3.0)
+    retry([0.0], on=OSError, parts=[two, three], sleep=lambda s: None)(Operation([OSError()]))()
+    assert three.told == [("failure", 0.0), ("success", 5.0)]
+
+
+def test_a_before_sleep_hook_ending_exactly_at_the_deadline_leaves_no_retry():
+    """before_sleep takes the clock to the deadline itself: no time is left, the call gives up
+    after attempt 1 (no attempt starts at the deadline) and sleeps nothing."""
+    time_ = FakeTime()
+    start = time_.now
+    given_up = []
+
+    def slow_hook(attempt, outcome, delay):
+        time_.now = start + 5.0
+
+    operation = Operation([OSError(), OSError()], time_)
+    decorated = retry(
+        [1.0, 1.0],
+        on=OSError,
+        deadline=5.0,
+        clock=time_.clock,
+        sleep=time_.sleep,
+        before_sleep=slow_hook,
+        give_up=lambda attempt, outcome: given_up.append(attempt.number),
+    )(operation)
+    with pytest.raises(OSError):
+        decorated()
+    assert (operation.calls, time_.slept, given_up) == (1, [], [1])
+
+
+def endless_warnings(delays, **options):
+    """The RuntimeWarnings of one call of 102 failures and a success under *delays*."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        retry(delays, on=OSError, sleep=lambda s: None, **options)(Operation([OSError()] * 102))()
+    return [w for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+def test_the_endless_schedule_warning_comes_once_and_never_with_a_deadline():
+    """102 retries with no deadline: one warning, not one per retry past the hundredth; with a
+    deadline (which bounds the schedule) none."""
+    assert len(endless_warnings(lambda: constant(0.0))) == 1
+    assert endless_warnings(lambda: constant(0.0), deadline=1e9, clock=lambda: 0.0) == []
+
+
+def test_a_process_hook_for_failures_only_hears_retries_and_give_ups(no_process_hooks):
+    """enable() of a hook whose events are retries and give-ups: it hears each of them."""
+    from backoff_iter import instrument
+
+    heard = []
+
+    def hook(event):
+        heard.append(event.kind)
+
+    hook.events = {"retry", "give_up"}
+    instrument.enable(hook)
+    retry([0.0], on=OSError, sleep=lambda s: None)(Operation([OSError()]))()
+    with pytest.raises(OSError):
+        retry([0.0], on=OSError, sleep=lambda s: None)(Operation([OSError()] * 2))()
+    assert heard == ["retry", "retry", "give_up"]
+
+
+def test_the_next_attempt_tells_the_sleep_shortened_after_a_slow_before_sleep_hook():
+    """A before_sleep hook takes 4 s of a 5 s deadline: the 2 s delay is cut to the 1 s left,
+    and the next attempt's delay says 1.0, what was slept."""
+    time_ = FakeTime()
+    start = time_.now
+    delays = []
+
+    def slow_hook(attempt, outcome, delay):
+        time_.now = start + 4.0
+
+    for attempt in retrying(
+        [2.0],
+        on=OSError,
+        deadline=5.0,
+        clock=time_.clock,
+        sleep=time_.sleep,
+        before_sleep=slow_hook,
+    ):
+        with attempt:
+            delays.append(attempt.delay)
+            if attempt.number == 1:
+                raise OSError
+    assert (delays, time_.slept) == ([0.0, 1.0], [1.0])

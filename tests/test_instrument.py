@@ -582,6 +582,23 @@ def test_calls_left_open_are_ended_oldest_first_beyond_a_bound():
     assert "retry.abandoned" not in spans[-1].attributes
 
 
+def test_calls_that_ended_take_no_room_from_a_call_left_open():
+    """A loop left open after a retry, then 4,100 calls that retry and end: the open one is
+    not pushed out as abandoned (an ended call's span is no longer among the open ones)."""
+    backend = OpenTelemetry()
+    for attempt in retrying([0.0], name="left", observe=backend.hook, sleep=lambda s: None):
+        with attempt:
+            raise OSError
+        break
+    done = retry([0.0], name="done", observe=backend.hook, sleep=lambda s: None)
+    for _ in range(4100):
+        done(Operation([OSError()]))()
+    spans = backend.spans()
+    assert len(spans) == 4100
+    assert {span.name for span in spans} == {"done"}
+    assert not any("retry.abandoned" in span.attributes for span in spans)
+
+
 def test_threads_leaving_calls_open_end_exactly_those_beyond_the_bound(
     switching_often, monkeypatch
 ):
@@ -698,3 +715,49 @@ def test_the_cost_benchmark_measures_every_contender_and_hook():
         "opentelemetry hook",
     ]
     assert instrument.enabled() == before  # the enabled row gave its hook back
+
+
+class SlowToAsk:
+    """A hook whose ``events`` takes a few hundred bytecodes to read: enable()'s window is wide."""
+
+    def __init__(self, events):
+        self._events = events
+
+    def __call__(self, event):
+        pass
+
+    @property
+    def events(self):
+        for _ in range(100):  # every turn of the loop is a chance to switch threads
+            pass
+        return self._events
+
+
+def test_threads_enabling_hooks_at_once_lose_none(no_process_hooks, switching_often):
+    """8 threads enable 200 batches of 4 hooks each at once (half for failures only): all are kept."""
+    batches = [
+        [[SlowToAsk({"retry"} if i % 2 else None) for i in range(4)] for _ in range(200)]
+        for _ in range(8)
+    ]
+    barrier = threading.Barrier(8)
+
+    def work(thread):
+        barrier.wait()
+        for batch in batches[thread]:
+            instrument.enable(*batch)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = instrument.enabled()
+    assert len(kept) == 8 * 200 * 4
+    assert set(kept) == {hook for thread in batches for batch in thread for hook in batch}
+
+
+@pytest.mark.parametrize("observe", ["", b"", "hook"])
+def test_a_string_is_no_list_of_hooks(observe):
+    """observe="" (or any str or bytes) is refused when the policy is made, naming observe:
+    iterated, an empty string would silently be no hook at all."""
+    rejects(lambda: retrying([0.0], observe=observe), TypeError, "observe", "a list of hooks")

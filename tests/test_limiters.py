@@ -285,10 +285,82 @@ def test_many_threads_get_exactly_the_tokens_there_are_and_wait_in_turn(switchin
     assert sorted(waits) == expected
 
 
-def test_aacquire_waits_without_blocking_the_event_loop(monkeypatch):
-    """A ticker task on the same loop keeps ticking every 2 ms while aacquire waits (asyncio.sleep, never time.sleep).
+class Interrupted(Exception):
+    """The sleep of an acquire cut short: its token goes back."""
 
-    The one test that waits in real time (about 50 ms): it checks the default sleep itself."""
+
+def interrupted(seconds):
+    raise Interrupted
+
+
+def test_threads_reserving_giving_back_trying_and_recording_at_once_lose_no_token(
+    switching_often,
+):
+    """8 threads on a frozen clock, 2 of each: acquire, acquire cut short (its token back),
+    try_acquire and record(False).  Every token taken is gone and every one given back is
+    there again: the bucket ends at its start less the acquires and the try_acquires granted."""
+    limiter, _ = on_and_empty()
+    limiter.record(False)  # the rate, the same at every record on this frozen clock
+    start = limiter.tokens
+    granted = []
+
+    def acquire():
+        for _ in range(2000):
+            limiter.acquire(sleep=lambda s: None)
+
+    def cut_short():
+        for _ in range(2000):
+            with pytest.raises(Interrupted):
+                limiter.acquire(sleep=interrupted)
+
+    def attempt():
+        granted.extend(limiter.try_acquire() for _ in range(2000))
+
+    def record():
+        for _ in range(2000):
+            limiter.record(False)
+
+    threads = [
+        threading.Thread(target=target) for target in (acquire, cut_short, attempt, record) * 2
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert limiter.tokens == pytest.approx(start - 2 * 2000 - granted.count(True), abs=1e-6)
+
+
+def test_every_change_of_the_bucket_is_made_holding_the_lock(monkeypatch):
+    """Each step that computes the bucket's next state (min() in limiters.py: the refill, a
+    token given back, the new rate) runs with the limiter's lock held: no other thread can
+    slip a reservation between its read and its write.  Checked at every such step of a
+    record, an acquire, an acquire cut short, a try_acquire and a read of tokens."""
+    from backoff_iter import limiters
+
+    limiter, _ = on_and_empty()
+    unguarded = []
+
+    def guarded_min(*args):
+        if limiter._lock.acquire(blocking=False):  # free: nobody (not this thread) holds it
+            limiter._lock.release()
+            unguarded.append(args)
+        return min(*args)
+
+    monkeypatch.setattr(limiters, "min", guarded_min, raising=False)
+    limiter.record(False)
+    limiter.record(True)
+    limiter.acquire(sleep=lambda s: None)
+    with pytest.raises(Interrupted):
+        limiter.acquire(sleep=interrupted)
+    limiter.try_acquire()
+    assert limiter.tokens < 1
+    assert unguarded == []
+
+
+def test_aacquire_waits_without_blocking_the_event_loop(monkeypatch):
+    """On an asyncio loop in simulated time (its clock jumps to the next timer), aacquire
+    waits with asyncio.sleep, never time.sleep: the wait takes exactly its seconds of the
+    loop's time, and a ticker task on the same loop ticks every 2 ms throughout it."""
     limiter, _ = on_and_empty()
     while (1 - limiter.tokens) / limiter.rate < 0.05:  # queue up: the next wait is >= 50 ms
         limiter.acquire(sleep=lambda s: None)
@@ -300,24 +372,39 @@ def test_aacquire_waits_without_blocking_the_event_loop(monkeypatch):
     ticks = []
 
     async def ticker():
+        loop = asyncio.get_running_loop()
         while True:
-            ticks.append(time.monotonic())
+            ticks.append(loop.time())
             await asyncio.sleep(0.002)
 
     async def main():
+        loop = asyncio.get_running_loop()
         task = asyncio.ensure_future(ticker())
         await asyncio.sleep(0)
         before = len(ticks)
-        started = time.monotonic()
+        started = loop.time()
         waited = await limiter.aacquire()
-        took = time.monotonic() - started
+        took = loop.time() - started
         during = len(ticks) - before
         task.cancel()
         return waited, took, during
 
-    waited, took, during = asyncio.run(main())
-    assert waited >= 0.05 and took >= waited * 0.9
-    assert during >= 5  # a blocked loop would have ticked at most once
+    waited, took, during = simulated(main())
+    assert waited >= 0.05
+    assert took == pytest.approx(waited, abs=1e-9)
+    assert during >= math.floor(waited / 0.002) - 1  # a blocked loop would not tick at all
+
+
+def simulated(coroutine):
+    """Run *coroutine* on benchmarks/hedging.py's asyncio loop in simulated time."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "hedging.py"
+    spec = importlib.util.spec_from_file_location("hedging_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.simulate(coroutine)
 
 
 def test_aacquire_with_trio_sleep_runs_on_trio_without_blocking():

@@ -312,3 +312,49 @@ def test_a_rejection_carries_the_latest_refusal_of_the_backend_as_its_cause():
     cause = raised.value.__cause__
     assert isinstance(cause, ConnectionRefusedError) and cause.args == ("overloaded",)
     assert cause is not failure and cause.__traceback__ is None
+
+
+class Guarded:
+    """The throttle's sliding counts, each use checked to come with the throttle's lock held."""
+
+    def __init__(self, throttle):
+        self.throttle, self.counts, self.unguarded = throttle, throttle._counts, []
+
+    def __getattr__(self, name):
+        method = getattr(self.counts, name)
+
+        def guarded(*args):
+            if self.throttle._lock.acquire(blocking=False):  # free: this thread does not hold it
+                self.throttle._lock.release()
+                self.unguarded.append(name)
+            return method(*args)
+
+        return guarded
+
+
+def test_every_use_of_the_counts_holds_the_lock():
+    """check(), record() and probability read and add to the sliding counts only with the lock
+    held: no other thread can count between a check's reading and its adding (the counts lose
+    nothing, and a check's probability is that of the requests before it)."""
+    throttle = AdaptiveThrottle(k=1.0, rng=Random(5), clock=Clock())
+    guarded = throttle._counts = Guarded(throttle)
+    for _ in range(20):
+        checked(throttle)
+    throttle.record(accepted=True)
+    throttle.record(accepted=False, failure=ConnectionError())
+    assert 0.0 < throttle.probability < 1.0
+    assert guarded.unguarded == []
+
+
+def test_a_draw_equal_to_the_probability_lets_the_request_go():
+    """Rejected with probability p means rejected when the draw is below p: a draw of exactly
+    0.5 against p = 1 / 2 (one request, no accept) admits the request."""
+
+    class Half:
+        def random(self):
+            return 0.5
+
+    throttle = AdaptiveThrottle(k=1.0, rng=Half(), clock=Clock())
+    assert checked(throttle)  # no request before: p = 0, no draw
+    assert throttle.probability == 0.5
+    assert checked(throttle)

@@ -192,6 +192,14 @@ def test_timeout_arg_refuses_a_function_without_that_parameter_at_once():
     )
     rejects(lambda: retry(timeout_arg="timeout"), ValueError, "timeout_arg", "attempt_timeout")
     rejects(lambda: retry(attempt_timeout=1.0, timeout_arg=3), TypeError, "timeout_arg")
+    # Not a name a keyword argument can have: refused before any function is decorated
+    # (one taking **kwargs would take it, and every call would hand it over).
+    rejects(
+        lambda: retry(attempt_timeout=1.0, timeout_arg="time out"),
+        TypeError,
+        "timeout_arg",
+        "'time out'",
+    )
 
 
 @pytest.mark.parametrize(

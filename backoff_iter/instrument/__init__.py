@@ -51,6 +51,7 @@ libraries are imported only when these are called (``pip install
 
 from __future__ import annotations
 
+import _thread
 import itertools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple, Union
@@ -151,6 +152,9 @@ every: tuple[Hook, ...] = ()
 #: which a call that succeeds at once never pays for.  The drivers read both
 #: at each call; only :func:`enable` and :func:`disable` change them.
 failures: tuple[Hook, ...] = ()
+#: Held while enable() or disable() replaces them: two threads enabling at
+#: once must not lose a hook (each reads the tuple, then stores a longer one).
+_lock = _thread.allocate_lock()
 
 
 def enable(*new: Hook) -> None:
@@ -172,15 +176,17 @@ def enable(*new: Hook) -> None:
     """
     global every, failures
     checked = hooks(list(new), "new")
-    every += tuple(hook for hook in checked if _wants_successes(hook))
-    failures += tuple(hook for hook in checked if not _wants_successes(hook))
+    with _lock:
+        every += tuple(hook for hook in checked if _wants_successes(hook))
+        failures += tuple(hook for hook in checked if not _wants_successes(hook))
 
 
 def disable() -> None:
     """Remove every process-wide hook: those :func:`enable` gave, and the
     default one that logs retries (``enable(log_retries())`` brings it back)."""
     global every, failures
-    every = failures = ()
+    with _lock:
+        every = failures = ()
 
 
 def reset() -> None:

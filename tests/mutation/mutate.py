@@ -1,17 +1,28 @@
-"""Run hand-made mutants, one at a time: ``python tests/mutation/mutate.py LIST...``.
+"""Run hand-made mutants, one at a time: ``python tests/mutation/mutate.py [--table] LIST...``.
 
 Each line of a list is ``path :: old :: new :: pytest arguments`` (``\\n`` in
 *old* and *new* stands for a line break; lines starting with ``#`` are
 comments).  For each mutant the runner replaces the one occurrence of *old* in
 *path* by *new*, runs ``python -m pytest -x -q`` with the arguments (with the
 Python running this script), reports KILLED or SURVIVED and restores the file.
-An *old* found zero or several times is reported as BAD and skipped.  Run it
-from the repository root; one run per tree at a time (a lock file makes a
-second one wait), since each restores the files the other mutates.
+An *old* found zero or several times is reported as BAD and skipped.
+
+A mutant judged equivalent (no test can tell it from the code) says so in
+place of its pytest arguments: ``path :: old :: new :: EQUIVALENT why``.  It
+is not run, but its *old* must still be found once (else it is BAD: the
+judgement is about code that is gone).
+
+At the end the runner prints, per mutated file, the mutants, how many were
+killed, how many are equivalent and the score (killed of the non-equivalent);
+``--table`` prints that as the reStructuredText table of CONTRIBUTING.rst's
+mutation record.  Run it from the repository root; one run per tree at a time
+(a lock file makes a second one wait), since each restores the files the
+other mutates.
 """
 
 from __future__ import annotations
 
+import collections
 import fcntl
 import pathlib
 import subprocess
@@ -20,9 +31,12 @@ import sys
 TIMEOUT = 600  # seconds: a mutant that hangs the tests counts as killed
 
 
-def main(lists: list[str]) -> int:
+def main(argv: list[str]) -> int:
+    table = "--table" in argv
+    lists = [name for name in argv if name != "--table"]
     root = pathlib.Path.cwd()
-    survivors = tried = 0
+    tally: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])  # tried, killed, eq
+    bad = 0
     with open(root / ".mutate.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         for name in lists:
@@ -31,16 +45,52 @@ def main(lists: list[str]) -> int:
                     continue
                 path, old, new, args = (part.strip() for part in line.split(" :: "))
                 old, new = old.replace("\\n", "\n"), new.replace("\\n", "\n")
-                killed = run(root / path, old, new, args.split())
+                if args.startswith("EQUIVALENT"):
+                    killed = None if (root / path).read_text().count(old) != 1 else False
+                    verdict = "EQUIVAL "
+                else:
+                    killed = run(root / path, old, new, args.split())
+                    verdict = "KILLED  " if killed else "SURVIVED"
                 if killed is None:
+                    bad += 1
                     print(f"BAD      {path}: {old!r} is not found exactly once", flush=True)
                     continue
-                tried += 1
-                survivors += not killed
-                verdict = "KILLED  " if killed else "SURVIVED"
+                counts = tally[path]
+                counts[0] += 1
+                counts[1] += bool(killed)
+                counts[2] += verdict == "EQUIVAL "
                 print(f"{verdict} {path}: {old!r} -> {new!r}", flush=True)
-    print(f"{tried} tried, {tried - survivors} killed, {survivors} survived")
-    return 1 if survivors else 0
+    print(report(tally, table))
+    tried, killed, equivalent = (sum(c[i] for c in tally.values()) for i in range(3))
+    survivors = tried - killed - equivalent
+    print(
+        f"{tried} tried, {killed} killed, {equivalent} equivalent, {survivors} survived"
+        + (f", {bad} bad" if bad else "")
+    )
+    return 1 if survivors or bad else 0
+
+
+def score(killed: int, judged: int) -> str:
+    """Killed of the non-equivalent mutants, in percent (floored: 94.9 is not 95)."""
+    return f"{int(1000 * killed / judged) / 10:.1f}%" if judged else "-"
+
+
+def report(tally: dict[str, list[int]], rst: bool) -> str:
+    """The per-file counts: plain lines, or a reStructuredText table."""
+    rows = [
+        (path, str(t), str(k), str(e), score(k, t - e)) for path, (t, k, e) in sorted(tally.items())
+    ]
+    t, k, e = (sum(c[i] for c in tally.values()) for i in range(3))
+    rows.append(("overall", str(t), str(k), str(e), score(k, t - e)))
+    head = ("module", "mutants", "killed", "equivalent", "score")
+    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(5)]
+    if not rst:
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in rows)
+    rule = "  ".join("=" * w for w in widths)
+    lines = [rule, "  ".join(c.ljust(w) for c, w in zip(head, widths)).rstrip(), rule]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines.append(rule)
+    return "\n".join(lines)
 
 
 def run(file: pathlib.Path, old: str, new: str, args: list[str]) -> bool | None:
