@@ -943,6 +943,30 @@ def test_a_handled_task_group_error_does_not_poison_later_retries(before, form):
 
 @needs_task_groups
 @pytest.mark.parametrize("form", ["aretrying", "@retry"])
+def test_a_stale_cancellation_before_the_call_is_no_cancellation_of_it(form):
+    """cancelling() is 1 when the call begins (a cancellation caught earlier, never
+    uncancelled): plain failures are still retried - the call counts from 1, not 0."""
+    calls = []
+
+    async def attempt_once():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ConnectionError("reset")
+        return len(calls)
+
+    async def main():
+        await leave_a_stale_cancellation()
+        if form == "@retry":
+            return await retry([0.0] * 3, on=ConnectionError, sleep=lambda s: None)(attempt_once)()
+        async for attempt in aretrying([0.0] * 3, on=ConnectionError, sleep=lambda s: None):
+            async with attempt:
+                return await attempt_once()
+
+    assert asyncio.run(main()) == 3
+
+
+@needs_task_groups
+@pytest.mark.parametrize("form", ["aretrying", "@retry"])
 def test_a_task_cancelled_after_a_stale_cancellation_still_stops(form):
     """With cancelling() already 1 at the start, a new cancellation turned into an error ends the loop."""
     calls = []
