@@ -99,8 +99,9 @@ class RetryEvent(NamedTuple):
     success are listening: a call that succeeds at once reads no clock)."""
     reason: str | None
     """For a give-up, why: ``"exhausted"`` (the delays ran out),
-    ``"deadline"``, ``"budget"`` or ``"committed"`` (a stream failed after
-    delivering items)."""
+    ``"deadline"``, ``"budget"`` (a part refused the retry),
+    ``"retry_after"`` (the server's hint was longer than can be slept) or
+    ``"committed"`` (a stream failed after delivering items)."""
     call_id: int
     """The same for every event of one call, and different between calls of the process."""
 
