@@ -129,6 +129,9 @@ class BudgetPart(Part):
 
     __slots__ = ("budget", "weighs_throttles")
 
+    budget: Budget
+    weighs_throttles: bool
+
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
         # The library's quota hears whether the failure is a throttle: its cost.
@@ -152,6 +155,9 @@ class BreakerPart(Part):
 
     __slots__ = ("breaker", "record")
 
+    breaker: Breaker
+    record: Callable[[bool, Any], None]
+
     def __init__(self, breaker: Breaker) -> None:
         self.breaker = breaker
         # The library's breaker hears the failure too: the cause of its refusals.
@@ -173,6 +179,10 @@ class ThrottlePart(Part):
     ``throttled`` predicate every failure retried counts as a throttle."""
 
     __slots__ = ("throttle", "every_failure", "record")
+
+    throttle: Throttle
+    every_failure: bool
+    record: Callable[[bool, Any], None]
 
     def __init__(self, throttle: Throttle, every_failure: bool) -> None:
         self.throttle = throttle
@@ -209,6 +219,9 @@ class RateLimiterPart(Part):
 
     __slots__ = ("limiter", "every_failure")
 
+    limiter: RateLimiter
+    every_failure: bool
+
     def __init__(self, limiter: RateLimiter, every_failure: bool) -> None:
         self.limiter = limiter
         self.every_failure = every_failure
@@ -229,6 +242,8 @@ class TimeoutPart(Part):
     leaves; the async loops cancel the attempt at it."""
 
     __slots__ = ("factory",)
+
+    factory: Callable[[], Iterable[float]]
 
     def __init__(self, factory: Callable[[], Iterable[float]]) -> None:
         self.factory = factory

@@ -139,6 +139,9 @@ class Deferred:
 
     __slots__ = ("ceiling", "kernel", "_draw")
 
+    ceiling: float
+    kernel: str | float
+
     def __init__(self, ceiling: float, kernel: str | float, draw: Callable[[], float]) -> None:
         self.ceiling = ceiling
         self.kernel = kernel

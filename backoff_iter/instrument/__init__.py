@@ -115,7 +115,7 @@ _tuple_new = tuple.__new__
 
 #: A new call id for the events of one call (drivers count up from 1;
 #: ``Urllib3Retry``'s requests count down from -1).
-new_call_id = itertools.count(1).__next__
+new_call_id: Callable[[], int] = itertools.count(1).__next__
 
 
 def event(

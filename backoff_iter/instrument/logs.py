@@ -33,12 +33,14 @@ class RetryLogger:
     __slots__ = ("_logger", "level", "give_up_level", "quiet_in_tests")
 
     #: The kinds of events it logs: a call that succeeds at once costs it nothing.
-    events = frozenset({"retry", "give_up"})
+    events: frozenset[str] = frozenset({"retry", "give_up"})
 
     level: int
     """The level of the record before each retry."""
     give_up_level: int
     """The level of the record when the driver gives up."""
+    quiet_in_tests: bool
+    """Log nothing while :func:`~backoff_iter.testing.no_sleep` is open (the default hook)."""
 
     def __init__(
         self,
@@ -58,7 +60,6 @@ class RetryLogger:
         self.level = level
         self.give_up_level = give_up_level
         self.quiet_in_tests = quiet_in_tests
-        """Log nothing while :func:`~backoff_iter.testing.no_sleep` is open (the default hook)."""
 
     @property
     def logger(self) -> logging.Logger | logging.LoggerAdapter[Any]:
