@@ -48,19 +48,21 @@ def show(
     figure, (top, bottom) = pyplot.subplots(2, 1, figsize=(12, 7.5), sharex=True)
     for axes, cumulative, what in ((top, False, "sleep"), (bottom, True, "time slept so far")):
         series = [_off_top(accumulate(s) if cumulative else s) for s in schedules]
-        drawn = [v for run in series for v in run]
         columns = [sorted(run[i] for run in series) for i in attempts]
+        medians = [_percentile(c, 0.5) for c in columns]
+        drawn = list(medians)  # the axis fits what is drawn, not every sample
         if many:
+            band = [[_percentile(c, share) for c in columns] for share in (0.05, 0.95)]
             axes.fill_between(
                 attempts,
-                [_percentile(c, 0.05) for c in columns],
-                [_percentile(c, 0.95) for c in columns],
+                *band,
                 alpha=0.25,
                 label=f"5-95% of the {plural(len(schedules), 'schedule')}",
             )
+            drawn += band[0] + band[1]
         axes.plot(
             attempts,
-            [_percentile(c, 0.5) for c in columns],
+            medians,
             marker=marker,
             markersize=3,
             label="median" if many else "the schedule",
