@@ -94,10 +94,12 @@ class Fleet:
         for process in self.processes:
             process.start()
 
-    def run(self, *job):
-        """Every process runs *job*; their (calls, retries)."""
+    def run(self, *job, during=None):
+        """Every process runs *job* (and this one *during*, meanwhile); their (calls, retries)."""
         for jobs in self.jobs:
             jobs.put(job)
+        if during is not None:
+            during()
         return [self.results.get(timeout=60) for _ in self.jobs]
 
     def close(self):

@@ -326,6 +326,130 @@ def joined(store, *budgets):
         budget._merge(sent[0], store.land(budget, sent), sent[1])
 
 
+def test_a_process_that_heard_once_goes_on_with_its_last_lease_while_an_exchange_hangs():
+    """Its lease lapsed and an exchange under way (begun just now): a process that heard from the fleet is alone and spends its last lease; one that never heard waits."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    heard, never = (TokenBucket(max_tokens=10, token_ratio=1, store=store) for _ in "ab")
+    joined(store, heard)  # alone in the fleet: its lease is the whole room
+    clock.now += heard._stale + 0.01
+    for bucket in (heard, never):
+        store.send(bucket)  # under way, and never answered
+        bucket.record_failure(True)
+    assert [heard.try_retry(None), never.try_retry(None)] == [True, False]
+
+
+def test_no_lease_is_kept_for_a_process_whose_answer_is_stale():
+    """keep, what a process may still spend while its answer travels, is 0 once its last answer is older than stale."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    bucket = TokenBucket(max_tokens=10, token_ratio=1, store=store)
+    joined(store, bucket)
+    (_, _, keep, _, _), _ = store.send(bucket)
+    assert keep == 10_000  # fresh: its whole lease may still be spent
+    clock.now += bucket._stale + 0.001
+    (_, _, keep, _, _), _ = store.send(bucket)
+    assert keep == 0
+
+
+def test_alone_a_retry_budget_spends_at_most_its_slice_of_the_reserve():
+    """One of 4 members alone (its exchanges failing) spends at most 1/4 of the reserve, however large its last lease."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budgets = [
+        RetryBudget(ratio=0, min_per_second=4, window=10, clock=clock, store=store)
+        for _ in range(4)
+    ]
+    joined(store, *budgets)  # the first alone took all the room; the others nothing
+    wanting = budgets[0]
+    for _ in range(40):
+        wanting.record_failure(True)
+    joined(store, wanting)  # it alone wants room, 40 retries: all lent to it
+    assert wanting._lease == 40_000 and wanting._n == 4
+    store.send(wanting)  # then Redis goes away
+    clock.now += 2 * wanting._stale
+    assert sum(wanting.try_retry(None) for _ in range(40)) == 10
+
+
+def test_a_bucket_waiting_for_an_answer_never_spends_its_own_successes():
+    """Its answer lapsed, none under way: a bucket that heard it was empty does not retry on its own successes, which cannot lift it above half."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    bucket = TokenBucket(max_tokens=10, token_ratio=1, store=store)
+    for _ in range(10):
+        bucket.record_failure(True)
+    joined(store, bucket)  # the fleet's bucket: empty
+    clock.now += bucket._stale + 0.01
+    for _ in range(4):
+        bucket.record_success(True)  # 4 tokens, as far as it knows
+    assert bucket._trying is None and bucket.tokens == 4.0
+    assert not bucket.try_retry(None)
+
+
+@pytest.mark.parametrize("lapsed", [False, True])
+def test_own_refunds_pay_only_up_to_a_members_share_of_the_headroom(lapsed):
+    """4 members of a quota at half: one member's own refunds, up to full as it knows, pay for retries only within its quarter of the headroom (too little for one retry), its answer fresh or lapsed."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    quotas = [
+        RetryQuota(capacity=20, retry_cost=5, timeout_cost=5, success_refund=1, store=store)
+        for _ in range(4)
+    ]
+    joined(store, *quotas)
+    assert quotas[0].try_retry(None) and quotas[0].try_retry(None)  # the first holds it all
+    joined(store, *quotas)  # the fleet's quota: 10 of 20
+    member = quotas[1]
+    member._lease = 0  # only its own counts, below
+    for _ in range(10):
+        member.record_success(True)  # 10 refunds: full, as far as it knows
+    assert (
+        member.available == 20.0 and member._head == 5_000
+    )  # a quarter of 10 of headroom, in halves
+    if lapsed:
+        store.send(member)
+        clock.now += 2 * member._stale
+    assert member.try_retry(None) == 0.0
+
+
+@pytest.mark.parametrize("lapsed", [False, True])
+def test_own_successes_add_no_room_beyond_a_members_share_of_the_headroom(lapsed):
+    """3 members of a bucket one thousandth below full: its share of the headroom rounds to nothing, so a member's own success adds no room."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    buckets = [TokenBucket(max_tokens=1, token_ratio=0.001, store=store) for _ in range(3)]
+    joined(store, *buckets)
+    buckets[0].record_failure(True)
+    for _ in range(999):
+        buckets[0].record_success(True)
+    joined(store, *buckets, *buckets)  # the fleet's bucket: 0.999 of 1
+    member = buckets[1]
+    assert (member._value, member._head, member._lease) == (999, 0, 0)
+    member.record_success(True)  # full, as far as it knows
+    if lapsed:
+        store.send(member)
+        clock.now += 2 * member._stale
+    else:
+        assert member.try_retry(None)  # its one retry on credit this exchange
+    assert not member.try_retry(None)
+
+
+def test_a_bucket_member_with_no_lease_takes_one_retry_on_credit_each_exchange_while_above_half():
+    """b holds all the room; a, with none, may still take one retry per exchange while the bucket it heard of is above half - the lag the docs allow - and none once it is at half."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (TokenBucket(max_tokens=10, token_ratio=1, store=store) for _ in "ab")
+    joined(store, b, a)  # b alone took the room; a has none
+    assert a._lease == 0
+    a.record_failure(True)
+    assert [a.try_retry(None), a.try_retry(None)] == [True, False]
+    joined(store, a)  # its next exchange: credit again (9 tokens: above half)
+    assert a.try_retry(None)
+    for _ in range(5):
+        b.record_failure(True)
+    joined(store, b, a)  # the fleet: 4 of 10 tokens, as a now knows
+    assert not a.try_retry(None)
+
+
 def test_alone_a_retry_budget_spends_no_deposit_older_than_its_window():
     """Exchanges failing for long: deposits made before the window no longer pay for retries."""
     clock = Clock(1000.0)
@@ -486,7 +610,7 @@ PROCESSES, THREADS, SECONDS = 4, 3, 0.6
 
 
 @pytest.fixture(scope="module")
-def fleet(server):
+def fleet(server):  # noqa: F811 - the module's server
     """4 spawned processes, started once for the module's fleet tests."""
     processes = Fleet(PROCESSES, server.port)
     yield processes
@@ -531,6 +655,85 @@ def test_four_processes_share_one_retry_quota_in_a_total_outage(fleet):
     retries = sum(r for _, r in results)
     arguments = BUDGETS["retry_quota"]
     assert retries == arguments["capacity"] / arguments["retry_cost"]
+
+
+def wait_for_level(client, key, below, what):
+    """A bounded poll until the fleet's level in *key* is below *below*."""
+    RedisServer.wait_until(lambda: int(client.hget(key, "level") or 10**18) < below, what)
+
+
+def test_a_stall_longer_than_the_keys_lifetime_refills_nothing(fleet, server, client):
+    """4 processes spend a shared quota (40 retries), then Redis stops for twice its keys' lifetime while they go on calling: its keys expired, but rebuilt from what the processes heard - no second quota."""
+    name = next(names)
+    key = f"backoff_iter:{{{name}}}:retry_quota:counts"
+    lifetime = Timing(0.01, 0.0).ttl  # 1 s: the keys expire when no exchange renews them
+
+    def stall():
+        wait_for_level(client, key, 5_000, "the quota to be spent")
+        server.pause()
+        time.sleep(2 * lifetime)  # what the scenario is: Redis stopped that long
+        server.resume()
+
+    results = fleet.run("retry_quota", name, 0.01, THREADS, 2 * lifetime + 1.0, during=stall)
+    retries = sum(r for _, r in results)
+    arguments = BUDGETS["retry_quota"]
+    assert retries <= arguments["capacity"] / arguments["retry_cost"] + PROCESSES, retries
+    assert int(client.hget(key, "level")) < 5_000  # rebuilt low, not full
+
+
+def test_counts_deleted_while_processes_call_are_rebuilt_not_refilled(fleet, client):
+    """4 processes drain a shared 100-token bucket; its keys are deleted mid-run: rebuilt from what they heard, the retries stay within one bucket's (fed the same calls) plus one per process."""
+    name = next(names)
+    prefix = f"backoff_iter:{{{name}}}:token_bucket"
+
+    def delete():
+        wait_for_level(client, f"{prefix}:counts", 50_000, "the bucket to fall to half")
+        client.delete(*(f"{prefix}:{part}" for part in ("counts", "members", "ledger", "demand")))
+
+    results = fleet.run("token_bucket", name, 0.02, THREADS, 0.6, during=delete)
+    calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
+    single = make_budget("token_bucket", None)
+    alone = sum(outage_call(single) for _ in range(calls))
+    assert retries <= alone + PROCESSES, (retries, alone)
+
+
+def test_poison_in_a_future_slot_leaves_a_fleet_within_its_bound(fleet, client):
+    """1e17 written into a RetryBudget's slot two seconds ahead (and into its current one) mid-run: dropped; the fleet's retries stay within 1.5 x (ratio x calls + reserve)."""
+    name = next(names)
+    key = f"backoff_iter:{{{name}}}:retry_budget:counts"
+
+    def poison():
+        RedisServer.wait_until(lambda: client.hlen(key) >= 2, "the first counts")
+        seconds, _ = client.time()  # slots of 1 s, by the server's clock
+        client.hset(key, mapping={str(seconds + 2): "1e17", str(seconds): "100000000000000000"})
+
+    results = fleet.run("retry_budget", name, 0.02, THREADS, SECONDS, during=poison)
+    calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
+    arguments = BUDGETS["retry_budget"]
+    bound = arguments["ratio"] * calls + arguments["min_per_second"] * arguments["window"]
+    assert retries <= 1.5 * bound, (retries, bound)
+    slots = {k: v for k, v in client.hgetall(key).items() if k != b"born"}
+    assert all(abs(float(value)) < 1e12 for value in slots.values()), slots  # the poison is gone
+
+
+def test_a_key_overwritten_with_a_string_is_replaced_within_five_seconds(fleet, client):
+    """SET of a budget's counts to a string, with no expiry, mid-run: the next exchange replaces it with a hash that expires, and the processes' exchanges succeed again."""
+    name = next(names)
+    prefix = f"backoff_iter:{{{name}}}:retry_budget"
+    replaced = {}
+
+    def overwrite():
+        RedisServer.wait_until(lambda: client.exists(f"{prefix}:counts"), "the first counts")
+        client.set(f"{prefix}:counts", "not a hash")
+        RedisServer.wait_until(
+            lambda: client.type(f"{prefix}:counts") == b"hash", "the counts back", timeout=5
+        )
+        replaced["ttl"] = client.pttl(f"{prefix}:counts")
+        acks = client.hgetall(f"{prefix}:ledger")
+        RedisServer.wait_until(lambda: client.hgetall(f"{prefix}:ledger") != acks, "exchanges")
+
+    fleet.run("retry_budget", name, 0.02, THREADS, SECONDS, during=overwrite)
+    assert replaced["ttl"] > 0
 
 
 # -- Redis slow, paused, gone ------------------------------------------------
@@ -656,6 +859,23 @@ def test_redis_paused_killed_and_back_never_holds_a_decision(own_server, caplog)
     warnings = [r.getMessage() for r in logged(logging.WARNING)]
     assert len(warnings) == 2, warnings
     assert "did not answer" in warnings[0] and "rebuilt" in warnings[1]
+
+
+def test_a_store_that_cannot_reach_redis_does_not_try_to_leave_when_closed(caplog):
+    """close() while exchanges fail: no last exchange is begun (it would wait on a Redis that is not there)."""
+    import redis
+
+    caplog.set_level(logging.WARNING, logger="backoff_iter.fleet")
+    nobody = redis.Redis(host="127.0.0.1", port=free_port())
+    store = RedisStore(nobody, next(names), sync_interval=0.01)
+    bucket = TokenBucket(store=store)  # kept: the thread serves it while it lives
+    watched = store._worker._script = Watched(store._worker._script)
+    RedisServer.wait_until(lambda: caplog.records and watched.ended, "the warning")
+    store._worker._stopping = True  # the thread ends its loop: no exchange but a last one
+    store._worker._thread.join(5)
+    begun = watched.begun
+    store.close()
+    assert watched.begun == begun and bucket.tokens == 10.0
 
 
 def test_a_flushed_script_is_loaded_again_without_a_warning(client, caplog):

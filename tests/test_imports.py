@@ -144,7 +144,9 @@ def test_the_walk_finds_a_circle_an_upward_import_and_a_lazy_one(tmp_path):
     (package / "sub" / "__init__.py").write_text("")
     (package / "sub" / "b.py").write_text("def later():\n    from ..a import x\n")
     (package / "c.py").write_text("from . import version\nfrom typing import TYPE_CHECKING\n")
-    (package / "d.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import c\n")
+    (package / "d.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import c\n"
+    )
     edges = graph(package)
     assert edges["pkg.a"] == {"pkg.sub.b"} and edges["pkg.sub.b"] == {"pkg.a"}
     assert edges["pkg.c"] == {"pkg"} and edges["pkg.d"] == set()
