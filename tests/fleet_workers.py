@@ -33,19 +33,19 @@ def wait_for_first_exchange(budget, timeout=10.0):
         time.sleep(0.002)
 
 
-def serve(port, jobs, start, results):
+def serve(port, jobs, start, halt, results):
     """A process of a test fleet: runs outage jobs from *jobs* until None."""
     import redis
 
     client = redis.Redis(host="127.0.0.1", port=port)
     for job in iter(jobs.get, None):
-        results.put(outage(client, *job, start=start))
+        results.put(outage(client, *job, start=start, halt=halt))
 
 
-def outage(client, kind, name, interval, threads, seconds, *, start):
+def outage(client, kind, name, interval, threads, seconds, *, start, halt):
     """One process of a fleet in a total outage: *threads* threads make failing
-    calls for *seconds*, each retrying (at most 3 times) while the budget
-    allows, with no sleep.  Returns (calls, retries)."""
+    calls for *seconds* (or until *halt* is set), each retrying (at most 3
+    times) while the budget allows, with no sleep.  Returns (calls, retries)."""
     from backoff_iter.fleet import RedisStore
 
     store = RedisStore(client, name, sync_interval=interval)
@@ -58,7 +58,7 @@ def outage(client, kind, name, interval, threads, seconds, *, start):
 
     def run():
         calls = retries = 0
-        while time.monotonic() < end:
+        while time.monotonic() < end and not halt.is_set():
             calls += 1
             budget.record_failure(True)
             for _ in range(3):
@@ -85,10 +85,13 @@ class Fleet:
 
         context = multiprocessing.get_context("spawn")
         self.start = context.Barrier(processes)
+        self.halt = context.Event()  # ends a job before its time
         self.results = context.Queue()
         self.jobs = [context.Queue() for _ in range(processes)]
         self.processes = [
-            context.Process(target=serve, args=(port, jobs, self.start, self.results), daemon=True)
+            context.Process(
+                target=serve, args=(port, jobs, self.start, self.halt, self.results), daemon=True
+            )
             for jobs in self.jobs
         ]
         for process in self.processes:
@@ -96,6 +99,7 @@ class Fleet:
 
     def run(self, *job, during=None):
         """Every process runs *job* (and this one *during*, meanwhile); their (calls, retries)."""
+        self.halt.clear()
         for jobs in self.jobs:
             jobs.put(job)
         if during is not None:

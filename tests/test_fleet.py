@@ -610,7 +610,7 @@ PROCESSES, THREADS, SECONDS = 4, 3, 0.6
 
 
 @pytest.fixture(scope="module")
-def fleet(server):  # noqa: F811 - the module's server
+def fleet(server):
     """4 spawned processes, started once for the module's fleet tests."""
     processes = Fleet(PROCESSES, server.port)
     yield processes
@@ -669,16 +669,32 @@ def test_a_stall_longer_than_the_keys_lifetime_refills_nothing(fleet, server, cl
     lifetime = Timing(0.01, 0.0).ttl  # 1 s: the keys expire when no exchange renews them
 
     def stall():
-        wait_for_level(client, key, 5_000, "the quota to be spent")
+        members = key.replace(":counts", ":members")
+        RedisServer.wait_until(lambda: client.zcard(members) == PROCESSES, "the fleet", timeout=60)
+        wait_for_level(client, key, 15_000, "the quota to be spent")
+        seconds, micros = client.time()
+        spent = seconds * 1_000_000 + micros
+        horizon = Timing(0.01, 0.0).arguments[2]
+        RedisServer.wait_until(  # every process heard it: each exchanged since
+            lambda: (
+                PROCESSES
+                == sum(
+                    s > spent + horizon for _, s in client.zrange(members, 0, -1, withscores=True)
+                )
+            ),
+            "the processes to hear it",
+        )
         server.pause()
         time.sleep(2 * lifetime)  # what the scenario is: Redis stopped that long
         server.resume()
+        RedisServer.wait_until(lambda: client.exists(key), "the counts rebuilt")
+        fleet.halt.set()
 
-    results = fleet.run("retry_quota", name, 0.01, THREADS, 2 * lifetime + 1.0, during=stall)
+    results = fleet.run("retry_quota", name, 0.01, THREADS, 60.0, during=stall)
     retries = sum(r for _, r in results)
     arguments = BUDGETS["retry_quota"]
     assert retries <= arguments["capacity"] / arguments["retry_cost"] + PROCESSES, retries
-    assert int(client.hget(key, "level")) < 5_000  # rebuilt low, not full
+    assert int(client.hget(key, "level")) < 15_000  # rebuilt low, not full
 
 
 def test_counts_deleted_while_processes_call_are_rebuilt_not_refilled(fleet, client):

@@ -503,6 +503,19 @@ def test_lost_counts_are_rebuilt_from_what_the_member_heard_never_from_full():
     assert value == 10_000 and mask & _budget_script.FRESH
 
 
+def test_for_a_horizon_after_a_rebuild_each_members_view_can_only_lower_the_counts():
+    """Rebuilt from a stale view (8,000), the level is lowered by a member that heard 2,000 - within the horizon only."""
+    model = Ledger()
+    exchange(model, "a", -9_000)
+    model.counts = {}
+    assert exchange(model, "b", at=NOW + 1, heard=8_000)[1] == 8_000  # rebuilt from b's view
+    mask, value, _, _ = exchange(model, "a", -9_000, at=NOW + 2, acked=-9_000, heard=2_000)
+    assert value == 2_000 and mask & _budget_script.LOWERED
+    assert (
+        exchange(model, "c", at=NOW + 1 + 1_200_000, heard=1_000)[1] == 2_000
+    )  # the horizon is over
+
+
 def test_a_window_lost_keeps_what_its_members_owed_but_no_credit():
     """A RetryBudget's counts gone: a member that heard the window 3,000 in debt rebuilds that debt; one that heard credit rebuilds none."""
     model = Ledger()

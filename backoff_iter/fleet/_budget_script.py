@@ -29,6 +29,7 @@ OLD = 1024  # a slot of the window that has left it was dropped
 LEAVING = 2048  # deposits about to leave the window were not lent
 TRIMMED = 4096  # the level was kept within [0, cap]
 NEED = 8192  # a member wanting room: one retry's worth for each of its failures
+LOWERED = 16384  # counts rebuilt lately: lowered to what this member heard
 
 BITS = {
     "REPAIRED": REPAIRED,
@@ -45,6 +46,7 @@ BITS = {
     "LEAVING": LEAVING,
     "TRIMMED": TRIMMED,
     "NEED": NEED,
+    "LOWERED": LOWERED,
 }
 
 # A budget's exchange.  ARGV, after the prelude's 1-7: 8 acked, 9 cumulative, 10 keep: what the member may
@@ -63,14 +65,28 @@ local delta = since('a', tonumber(ARGV[8]), tonumber(ARGV[9]))
 local keep, kind, unit = tonumber(ARGV[10]), ARGV[13], tonumber(ARGV[14])
 local want = leave and 0 or tonumber(ARGV[11])
 local value, room
+-- Counts gone (expired or deleted) are rebuilt from what the member heard,
+-- never from full; for a horizon after, each member's view can only lower them.
+local function rebuilding()
+  return (whole(redis.call('HGET', counts, 'rebuilt'), 0, now + horizon) or 0) > now
+end
 if kind == 'level' then
   local cap, zero = tonumber(ARGV[15]), tonumber(ARGV[16])
   local stored = redis.call('HGET', counts, 'level')
-  local level = whole(stored, 0, cap)
+  local level, heard = whole(stored, 0, cap), whole(ARGV[12], 0, cap)
   if not level then
     if stored then flag(REPAIRED) end
-    level = whole(ARGV[12], 0, cap)
-    if level then flag(REBUILT) else level = cap; flag(FRESH) end
+    if heard then
+      level = heard
+      redis.call('HSET', counts, 'rebuilt', int(now + horizon))
+      flag(REBUILT)
+    else
+      level = cap
+      flag(FRESH)
+    end
+  elseif heard and heard < level and rebuilding() then
+    level = heard
+    flag(LOWERED)
   end
   value = level + delta
   if value < 0 or value > cap then
@@ -82,16 +98,17 @@ if kind == 'level' then
 else
   local width, slots, reserve = tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17])
   local most = tonumber(ARGV[18])
+  local heard = whole(ARGV[12], -most * slots, most * slots)
   local slot = math.floor(now / width)
   -- the newest slot a server's clock may have written, and the slots that
   -- leave the window within one interval
   local ahead = math.floor((now + interval) / width)
   local leaving = ahead - slots
   if not redis.call('HGET', counts, 'born') then
-    local heard = whole(ARGV[12], -most * slots, most * slots)
     if heard then
-      -- gone while members were counting: what they owed comes back, never credit
+      -- what the members owed comes back, never credit
       if heard < 0 then redis.call('HSET', counts, int(slot), int(heard)) end
+      redis.call('HSET', counts, 'rebuilt', int(now + horizon))
       flag(REBUILT)
     else
       flag(FRESH)
@@ -108,8 +125,8 @@ else
   local fields = redis.call('HGETALL', counts)
   for i = 1, #fields, 2 do
     local index, amount = whole(fields[i], -LIMIT, LIMIT), whole(fields[i + 1], -most, most)
-    if fields[i] == 'born' then
-      -- when the counts began: any value will do
+    if fields[i] == 'born' or fields[i] == 'rebuilt' then
+      -- when the counts began, and until when they are rebuilt: any value will do
     elseif not index or not amount or index > ahead then
       redis.call('HDEL', counts, fields[i])
       flag(REPAIRED)
@@ -120,6 +137,11 @@ else
       value = value + amount
       if index > leaving or amount < 0 then room = room + amount else flag(LEAVING) end
     end
+  end
+  if heard and heard < value and rebuilding() then
+    redis.call('HINCRBY', counts, int(slot), int(heard - value))
+    room, value = room + heard - value, heard
+    flag(LOWERED)
   end
 end
 
@@ -210,16 +232,20 @@ class BudgetLedger(LedgerBase):
         if kind == "level":
             cap, zero = parameters
             stored = counts.get("level")
-            level = whole(stored, 0, cap)
+            level, known = whole(stored, 0, cap), whole(heard, 0, cap)
             if level is None:
                 if stored is not None:
                     self._mask |= REPAIRED
-                level = whole(heard, 0, cap)
-                if level is None:
+                if known is None:
                     level = cap
                     self._mask |= FRESH
                 else:
+                    level = known
+                    counts["rebuilt"] = now + horizon
                     self._mask |= REBUILT
+            elif known is not None and known < level and self._rebuilding(now, horizon):
+                level = known
+                self._mask |= LOWERED
             value = level + delta
             if not 0 <= value <= cap:
                 value = max(0, min(cap, value))
@@ -227,14 +253,18 @@ class BudgetLedger(LedgerBase):
             counts["level"] = value
             room = 2 * value - zero
         else:
-            value, room = self._slots_window(now, interval, delta, heard, *parameters)
+            value, room = self._slots_window(now, interval, horizon, delta, heard, *parameters)
         lease = self._lend(member, now, stale, room, n, leased, keep, want, unit, leave)
         return self._mask, value, n, lease
+
+    def _rebuilding(self, now: int, horizon: int) -> bool:
+        return (whole(self.counts.get("rebuilt"), 0, now + horizon) or 0) > now
 
     def _slots_window(
         self,
         now: int,
         interval: int,
+        horizon: int,
         delta: int,
         heard: int | str,
         width: int,
@@ -247,13 +277,14 @@ class BudgetLedger(LedgerBase):
         slot = now // width
         ahead = (now + interval) // width
         leaving = ahead - slots
+        known = whole(heard, -most * slots, most * slots)
         if "born" not in counts:
-            rebuilt = whole(heard, -most * slots, most * slots)
-            if rebuilt is None:
+            if known is None:
                 self._mask |= FRESH
             else:
-                if rebuilt < 0:
-                    counts[slot] = rebuilt
+                if known < 0:
+                    counts[slot] = known
+                counts["rebuilt"] = now + horizon
                 self._mask |= REBUILT
             counts["born"] = now
         stored = counts.get(slot)
@@ -264,7 +295,7 @@ class BudgetLedger(LedgerBase):
             counts[slot] = (current or 0) + delta
         value, room = 0, reserve
         for field in list(counts):
-            if field == "born":
+            if field == "born" or field == "rebuilt":
                 continue
             index, amount = whole(field, -LIMIT, LIMIT), whole(counts[field], -most, most)
             if index is None or amount is None or index > ahead:
@@ -279,6 +310,10 @@ class BudgetLedger(LedgerBase):
                     room += amount
                 else:
                     self._mask |= LEAVING
+        if known is not None and known < value and self._rebuilding(now, horizon):
+            counts[slot] = counts.get(slot, 0) + known - value
+            room, value = room + known - value, known
+            self._mask |= LOWERED
         return value, room
 
     def _lend(
