@@ -677,10 +677,8 @@ def test_a_stall_longer_than_the_keys_lifetime_refills_nothing(fleet, server, cl
         horizon = Timing(0.01, 0.0).arguments[2]
         RedisServer.wait_until(  # every process heard it: each exchanged since
             lambda: (
-                PROCESSES
-                == sum(
-                    s > spent + horizon for _, s in client.zrange(members, 0, -1, withscores=True)
-                )
+                sum(s > spent + horizon for _, s in client.zrange(members, 0, -1, withscores=True))
+                == PROCESSES
             ),
             "the processes to hear it",
         )
