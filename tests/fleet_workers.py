@@ -38,8 +38,8 @@ def serve(port, jobs, start, halt, results):
     import redis
 
     client = redis.Redis(host="127.0.0.1", port=port)
-    for job in iter(jobs.get, None):
-        results.put(outage(client, *job, start=start, halt=halt))
+    for index, work, job in iter(jobs.get, None):
+        results.put((index, globals()[work](client, *job, start=start, halt=halt)))
 
 
 def outage(client, kind, name, interval, threads, seconds, *, start, halt):
@@ -98,16 +98,99 @@ class Fleet:
             process.start()
 
     def run(self, *job, during=None):
-        """Every process runs *job* (and this one *during*, meanwhile); their (calls, retries)."""
+        """Every process runs outage(*job) (and this one *during*, meanwhile); their (calls, retries)."""
+        return self.each("outage", [job] * len(self.jobs), during)
+
+    def each(self, work, jobs, during=None):
+        """Process i runs work(*jobs[i]) (this one *during*, meanwhile); their results, in order."""
         self.halt.clear()
-        for jobs in self.jobs:
-            jobs.put(job)
+        for index, (queue, job) in enumerate(zip(self.jobs, jobs)):
+            queue.put((index, work, job))
         if during is not None:
             during()
-        return [self.results.get(timeout=60) for _ in self.jobs]
+        results = dict(self.results.get(timeout=60) for _ in self.jobs)
+        return [results[index] for index in range(len(jobs))]
 
     def close(self):
         for jobs in self.jobs:
             jobs.put(None)
         for process in self.processes:
             process.join(10)
+
+
+NOTES: dict[int, list] = {}  # a breaker's answers, by id(breaker): (sent at, merged at, state)
+
+
+def breaker_job(client, name, interval, role, members, steps, *, start, halt):
+    """One process of a fleet of breakers: *members* breakers, each with a
+    store of its own (a member of the fleet each), make *steps* calls a
+    millisecond apart, all failing if *role* is "sick", all succeeding if
+    "healthy"; with "cross" they succeed 10 times, then fail 40 times and
+    note when (the fleet's ratio crosses then), with "watch" they succeed 10
+    times, then only check.  Every
+    breaker notes each answer its store's thread merges (sent at, merged at,
+    state heard), when it first refused, and how many calls it let go after
+    an answer said open.  Returns that, per breaker."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker
+    from backoff_iter.fleet import RedisStore
+    from backoff_iter.fleet._breakers import FleetCircuitBreaker
+
+    if not hasattr(FleetCircuitBreaker._merge, "noting"):  # once per process
+        merge = FleetCircuitBreaker._merge
+
+        def noted(self, sent, answer, sent_at):
+            merge(self, sent, answer, sent_at)
+            NOTES.setdefault(id(self), []).append((sent_at, time.monotonic(), answer[1]))
+
+        noted.noting = True
+        FleetCircuitBreaker._merge = noted
+
+    stores = [RedisStore(client, name, sync_interval=interval) for _ in range(members)]
+    breakers = [
+        CircuitBreaker(failure_ratio=0.5, minimum_throughput=40, break_duration=60, store=store)
+        for store in stores
+    ]
+    answers = [NOTES.setdefault(id(breaker), []) for breaker in breakers]
+    for breaker in breakers:
+        wait_for_first_exchange(breaker)
+    start.wait(30)
+    crossed = None
+    refused = [None] * members
+    late = [0] * members
+    for step in range(steps):
+        if halt.is_set():
+            break
+        if step == 10 and role in ("cross", "watch"):  # the fleet has heard the successes
+            deadline = time.monotonic() + 10
+            while any(b._counts.first_acked < 10 for b in breakers) and time.monotonic() < deadline:
+                time.sleep(0.002)
+            start.wait(30)
+        for index, breaker in enumerate(breakers):
+            heard_open = any(state for _, _, state in answers[index])
+            try:
+                breaker.check()
+            except BrokenCircuitError:
+                if refused[index] is None:
+                    refused[index] = time.monotonic()
+                continue
+            late[index] += heard_open
+            if role in ("cross", "watch") and step >= 10:
+                if role == "cross" and step < 50:
+                    breaker.record(False, ConnectionError("down"))
+                    if step == 49:
+                        crossed = time.monotonic()
+            else:
+                breaker.record(role != "sick")
+        time.sleep(0.001)
+    states = [breaker.state for breaker in breakers]
+    for store in stores:
+        store.close()
+    for breaker in breakers:
+        NOTES.pop(id(breaker), None)
+    return {
+        "crossed": crossed,
+        "refused": refused,
+        "answers": answers,
+        "states": states,
+        "late": late,
+    }

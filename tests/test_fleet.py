@@ -294,12 +294,15 @@ class Manual(Store):
     def _attach(self, member, window):
         member._timing = Timing(self.interval, window)
         member._stale = member._timing.stale
-        member._fleet_clock = self.clock
         member._active_at = self.clock()
         member._member = f"m{next(self.members)}"
 
     def send(self, member):
         return member._snapshot(self.clock(), True), self.clock()
+
+    def lapse(self, member):
+        """What the store's thread does between exchanges: is its last answer too old?"""
+        member._lapse(self.clock())
 
     def land(self, member, sent):
         at = round(self.clock() * 1e6)
@@ -368,6 +371,7 @@ def test_alone_a_retry_budget_spends_at_most_its_slice_of_the_reserve():
     assert wanting._lease == 40_000 and wanting._n == 4
     store.send(wanting)  # then Redis goes away
     clock.now += 2 * wanting._stale
+    store.lapse(wanting)  # its thread finds it alone
     assert sum(wanting.try_retry(None) for _ in range(40)) == 10
 
 
@@ -380,6 +384,7 @@ def test_a_bucket_waiting_for_an_answer_never_spends_its_own_successes():
         bucket.record_failure(True)
     joined(store, bucket)  # the fleet's bucket: empty
     clock.now += bucket._stale + 0.01
+    store.lapse(bucket)  # no exchange under way: it waits for an answer
     for _ in range(4):
         bucket.record_success(True)  # 4 tokens, as far as it knows
     assert bucket._trying is None and bucket.tokens == 4.0
@@ -408,6 +413,7 @@ def test_own_refunds_pay_only_up_to_a_members_share_of_the_headroom(lapsed):
     if lapsed:
         store.send(member)
         clock.now += 2 * member._stale
+        store.lapse(member)
     assert member.try_retry(None) == 0.0
 
 
@@ -428,6 +434,7 @@ def test_own_successes_add_no_room_beyond_a_members_share_of_the_headroom(lapsed
     if lapsed:
         store.send(member)
         clock.now += 2 * member._stale
+        store.lapse(member)
     else:
         assert member.try_retry(None)  # its one retry on credit this exchange
     assert not member.try_retry(None)
@@ -460,6 +467,7 @@ def test_alone_a_retry_budget_spends_no_deposit_older_than_its_window():
     for _ in range(5):
         budget.record_failure(True)
     clock.now += 10
+    store.lapse(budget)
     assert not budget.try_retry(None)
     budget.record_failure(True)
     assert [budget.try_retry(None), budget.try_retry(None)] == [True, False]
@@ -508,6 +516,7 @@ def test_a_quota_never_reads_below_empty_after_an_answer():
     joined(store, b)  # the fleet's quota: empty
     sent = store.send(a)
     clock.now += 1  # a never heard back: alone, with a whole quota of its own (keys still there)
+    store.lapse(a)
     taken = 0.0
     while spent := a.try_retry(TimeoutError()):
         taken += spent
@@ -992,6 +1001,8 @@ def test_a_process_that_cannot_reach_redis_spends_its_deposits_then_a_whole_budg
         assert [budget.try_retry(None), budget.try_retry(None)] == [True, False]
         RedisServer.wait_until(lambda: caplog.records, "the warning")
         budget._trying -= 6  # as if 6 s went by, Redis still away
+        store._worker.signal.set()  # its thread, at its next attempt, finds it alone
+        RedisServer.wait_until(lambda: budget._alone, "the thread to find it alone")
         assert [budget.try_retry(None) for _ in range(11)] == [True] * 10 + [False]
     assert len(caplog.records) == 1
     assert "Redis did not answer" in caplog.records[0].getMessage()
@@ -1007,6 +1018,8 @@ def test_a_token_bucket_that_cannot_reach_redis_waits_then_is_a_whole_bucket_alo
         bucket.record_failure(True)
         assert not bucket.try_retry(None)  # 9 tokens, as far as it knows: not its to spend
         bucket._trying -= 6  # as if 6 s went by, Redis still away
+        store._worker.signal.set()
+        RedisServer.wait_until(lambda: bucket._alone, "the thread to find it alone")
         answers = []
         for _ in range(5):
             bucket.record_failure(False)

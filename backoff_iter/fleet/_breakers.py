@@ -59,11 +59,11 @@ class Counts(SlidingCounts):
         self.fleet = (0, 0)  # the fleet's totals, as last heard
 
     def add_first(self, now: float) -> None:
-        super().add_first(now)
+        SlidingCounts.add_first(self, now)
         self.first += 1
 
     def add_second(self, now: float) -> None:
-        super().add_second(now)
+        SlidingCounts.add_second(self, now)
         self.second += 1
 
     def unsent(self) -> bool:
@@ -82,16 +82,10 @@ class FleetTotals(Counts):
     part: FleetAdaptiveThrottle
 
     def totals(self, now: float) -> tuple[int, int]:
-        part = self.part
-        clock = part._fleet_clock()
-        if clock - part._ok_at < part._stale:
-            first, second = self.fleet
-            return (
-                first + self.first - self.first_acked,
-                second + self.second - self.second_acked,
-            )
-        part._mode(clock)  # wakes the store's thread if no exchange is under way
-        return super().totals(now)
+        if self.part._alone:
+            return SlidingCounts.totals(self, now)
+        first, second = self.fleet
+        return first + self.first - self.first_acked, second + self.second - self.second_acked
 
 
 class CountMember(Member):
@@ -104,6 +98,9 @@ class CountMember(Member):
 
     def _idle(self) -> bool:
         return not self._tally().unsent()
+
+    def _wait(self) -> None:
+        self._alone = True  # its own counts, until the next answer
 
     def _tally(self) -> Counts:
         return cast(Counts, self._counts)  # type: ignore[attr-defined]
@@ -143,6 +140,7 @@ class FleetAdaptiveThrottle(CountMember, AdaptiveThrottle):
         counts.part = self
         width = max(1, round(self.window / _FLEET_SLOTS * 1e6))
         self._join(store, (width, _FLEET_SLOTS, _MOST_PER_SLOT), self.window)  # type: ignore[arg-type]
+        self._alone = True  # its own counts, until it hears
 
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         return self._tallies()
@@ -213,14 +211,7 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             _MOST_PER_SLOT,
         )
         self._join(store, parameters, self.sampling_duration)  # type: ignore[arg-type]
-
-    def _live(self) -> bool:
-        """Whether the fleet's last answer holds (else the breaker is alone)."""
-        clock = self._fleet_clock()
-        if clock - self._ok_at < self._stale:
-            return True
-        self._mode(clock)  # wakes the store's thread if no exchange is under way
-        return False
+        self._alone = True  # the in-process breaker, until it hears
 
     def _upcoming_break(self) -> float:
         """The break the next opening would serve, not yet taken from the schedule."""
@@ -233,8 +224,8 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
         the fleet's circuit is open or its probe is out elsewhere."""
         if self._state is _CLOSED:  # one read of one attribute: no lock needed
             return
-        if not self._live():
-            return CircuitBreaker.check(self)  # alone
+        if self._alone:
+            return CircuitBreaker.check(self)
         with self._lock:
             if self._state is _CLOSED:
                 return
@@ -259,8 +250,8 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
     def record(self, success: bool, failure: object = None) -> None:
         """Tell the breaker how a call it let go ended: counted for the fleet;
         the outcome of this process's probe decides for the fleet."""
-        if not self._live():
-            CircuitBreaker.record(self, success, failure)  # alone
+        if self._alone:
+            CircuitBreaker.record(self, success, failure)
             return
         with self._lock:
             now = self._now()

@@ -5,12 +5,12 @@ given ``store=`` is one of these classes (the store says which).
 A process's counts are one cumulative integer (``_cum``), of which the
 fleet acknowledged ``_acked``; the script adds ``cumulative - acked`` once,
 whatever answers were lost on the way.  A decision spends the lease, then
-what the process counted since its last acknowledged exchange; what it
-spends while its next exchange is in flight is charged to the next lease.
-Of a TokenBucket's and a RetryQuota's counts, what would take the level
-beyond full or below empty as the process last heard it (``_extra``) is
-sent all the same - the fleet's level may have moved meanwhile, and the
-script keeps it within bounds - but no decision spends it.
+``_own``: what the process counted since its last acknowledged exchange;
+what it spends while its next exchange is in flight is charged to the next
+lease.  Of a TokenBucket's and a RetryQuota's counts, what would take the
+level beyond full or below empty as the process last heard it is sent all
+the same - the fleet's level may have moved meanwhile, and the script keeps
+it within bounds - but is not in ``_own``: no decision spends it.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from backoff_iter import _checks, _sliding
+from backoff_iter import _checks
 from backoff_iter.budgets import RetryBudget, RetryQuota, TokenBucket, _is_timeout
 
 from ._ledger import LIMIT
-from ._member import ALONE, LIVE, WAITING, Member, state
+from ._member import Member, state
 
 if TYPE_CHECKING:
     from ._store import Store
@@ -46,9 +46,10 @@ class BudgetMember(Member):
 
     _acked: int
     _cum: int
-    _extra: int  # of cum - acked: beyond full or empty as last heard, sent but never spent
-    _extra_sent: int  # of _extra: in the exchange under way
+    _own: int  # of cum - acked, what decisions may spend (within full and empty as last heard)
+    _own_sent: int  # of _own: in the exchange under way
     _lease: int
+    _spendable: int  # a quota's _room(), kept up to date for its decisions
     _head: int
     _slice: int
     _full: int
@@ -63,9 +64,9 @@ class BudgetMember(Member):
     _credit: bool
 
     def _start(self, store: Store, parameters: tuple[Any, ...], value: int, window: float) -> None:
-        self._acked = self._cum = self._extra = self._extra_sent = 0
-        self._lease = self._slice = self._full  # alone, with a whole budget, until it hears
-        self._head = 0
+        self._acked = self._cum = self._own = self._own_sent = self._spendable = 0
+        self._lease = self._head = 0  # its own counts only, until it hears (or is alone)
+        self._slice = self._full
         self._n = 1
         self._value = value
         self._known = self._asked = self._demanded = self._credit = False
@@ -74,18 +75,28 @@ class BudgetMember(Member):
         self._join(store, parameters, window)
 
     def _idle(self) -> bool:
-        return self._cum == self._acked
+        return self._cum == self._acked and not self._wants
 
     def _forget(self) -> None:
         self._known = False
 
     def _renew(self, member: str) -> None:
         super()._renew(member)
-        self._acked = self._cum = self._lease = self._extra = self._extra_sent = 0
+        self._acked = self._cum = self._lease = self._own = self._own_sent = 0
         self._wants = 0
 
-    def _room(self, mode: int) -> int:
-        """What a decision in *mode* may spend, in lease units (lock held)."""
+    def _wait(self) -> None:
+        self._lease = self._head = 0
+        self._credit = False
+
+    def _go_alone(self, heard: bool) -> None:
+        self._credit = False
+        if not heard:  # a whole budget of its own, as without a store
+            self._lease = self._slice = self._full
+
+    def _room(self) -> int:
+        """What a decision may spend now, in lease units (lock held); the
+        decisions themselves spell it out, not to pay for a call."""
         raise NotImplementedError
 
     def _settle(self, now: float) -> None:
@@ -97,22 +108,22 @@ class BudgetMember(Member):
 
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         self._settle(now)
-        keep = max(0, self._room(LIVE)) if live else 0
+        keep = max(0, self._room()) if live else 0
         if self._wants:  # room wanted until the next exchange: retries of failures may follow
             self._wanted = min(self._wants, 1_000_000)
             self._wants = 0
             self._wanted_at = now
         wants = self._wanted if now - self._wanted_at <= self._timing.interval else 0
         self._asked = False
-        self._extra_sent = self._extra
+        self._own_sent = self._own
         heard = self._value if self._recent(now) else ""
         return [self._acked, self._cum, keep, wants, heard]
 
     def _take(self, sent: list[Any], answer: list[int], sent_at: float) -> None:
         _, value, n, lease = answer
         self._acked = sent[1]
-        self._extra -= self._extra_sent
-        self._extra_sent = 0
+        self._own -= self._own_sent
+        self._own_sent = 0
         self._value = value
         self._n = n if n > 0 else 1
         self._lease = lease
@@ -127,8 +138,8 @@ class BudgetMember(Member):
 
     def _refused(self) -> None:
         """A retry refused: wake the store's thread (once an exchange) to ask for room."""
-        if not self._asked and self._signal is not None:
-            self._asked = True
+        self._asked = True
+        if self._signal is not None:
             self._signal.set()
 
 
@@ -156,25 +167,19 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
         added = seen - self._counted
         self._counted = seen + 1
         if added:
-            self._active = True
             self._gain(added * self._ratio)
 
     _fold = _add_successes
 
     def _gain(self, units: int) -> None:
-        """Count *units* gained: beyond full, as last heard, they are extra."""
-        room = self._max - self._value - (self._cum - self._acked - self._extra)
+        """Count *units* gained: what would take the bucket beyond full, as last heard, is not own."""
+        room = self._max - self._value - self._own
         self._cum += units
-        if units > room:
-            self._extra += units - max(0, room)
+        self._own += units if units <= room else max(0, room)
 
     def _settle(self, now: float) -> None:
-        # As last heard, the bucket stays within [0, max_tokens]: the rest is extra.
-        own = self._cum - self._acked - self._extra
-        if own < -self._value:
-            self._extra += own + self._value
-        elif own > self._max - self._value:
-            self._extra += own - (self._max - self._value)
+        # As last heard, the bucket stays within [0, max_tokens].
+        self._own = max(-self._value, min(self._max - self._value, self._own))
         self._head = 2 * (self._max - self._value) // self._n
 
     @property
@@ -183,41 +188,34 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
         its own counts since."""
         with self._lock:
             self._add_successes()
-            return (self._value + self._cum - self._acked - self._extra) / 1000
+            return (self._value + self._own) / 1000
 
     def record_failure(self, first_attempt: bool) -> None:
         """A failed attempt takes one token."""
         with self._lock:
             self._add_successes()
-            self._active = True
             self._wants += 1
-            left = self._value + self._cum - self._acked - self._extra
             self._cum -= 1000
-            if left < 1000:  # below empty, as last heard
-                self._extra -= 1000 - max(0, left)
+            left = self._value + self._own  # not below empty, as last heard
+            self._own -= 1000 if left >= 1000 else max(0, left)
 
-    def _room(self, mode: int) -> int:
-        own = 2 * (self._cum - self._acked - self._extra)
-        if mode == WAITING:
-            return min(own, 0)  # own counts alone never lift a bucket above half
-        return self._lease + min(own, self._head)
+    def _room(self) -> int:
+        return self._lease + min(2 * self._own, self._head)
 
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
         with self._lock:
             self._add_successes()
-            now = self._fleet_clock()
-            if now - self._ok_at < self._stale:
-                own = 2 * (self._cum - self._acked - self._extra)
-                head = self._head
-                if self._lease + (own if own < head else head) > 0:
-                    return True
-                if self._credit and 2 * self._value + own > self._max:
-                    self._credit = False
-                    return True
-            elif self._room(self._mode(now)) > 0:
+            own = 2 * self._own
+            head = self._head  # its share of the room up to full: its own successes lift no more
+            if self._lease + (own if own < head else head) > 0:  # _room()
                 return True
-            self._refused()
+            # One retry an answer on credit, while the bucket as it last heard is above half.
+            if self._credit and 2 * self._value + own > self._max:
+                self._credit = False
+                return True
+            if not self._asked:
+                self._refused()
             return False
 
     def __repr__(self) -> str:
@@ -226,8 +224,10 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
 
 class FleetRetryQuota(BudgetMember, RetryQuota):
     """A RetryQuota the fleet shares; leases and headroom in halves of
-    thousandths.  What a retry costs and what comes back is decided in
-    :meth:`_cost` and :meth:`_give_back`, and nowhere else."""
+    thousandths.  Its arithmetic is the in-process quota's, in two places:
+    what a retry costs (the first line of :meth:`try_retry`, and the unit a
+    lease must cover, in ``__init__``) and what comes back
+    (:meth:`_give_back`)."""
 
     __slots__ = _SLOTS
     KIND = "retry_quota"
@@ -246,34 +246,38 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         unit = 2 * max(self._retry, self._timeout)  # a lease that pays for any one retry
         self._start(store, ("level", unit, self._capacity, 0), self._capacity, 0.0)  # type: ignore[arg-type]
 
-    def _cost(self, outcome: Any) -> int:
-        """What a retry of *outcome* takes, in thousandths."""
-        return self._timeout if _is_timeout(outcome) else self._retry
-
     def _give_back(self, units: int) -> None:
-        """Refund *units* thousandths: beyond a full quota, as last heard, they are extra."""
-        room = self._capacity - self._value - (self._cum - self._acked - self._extra)
+        """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
+        room = self._capacity - self._value - self._own
         self._cum += units
-        if units > room:
-            self._extra += units - max(0, room)
+        self._own += units if units <= room else max(0, room)
+        self._spendable = self._room()
+
+    def _wait(self) -> None:
+        super()._wait()
+        self._spendable = self._room()
+
+    def _go_alone(self, heard: bool) -> None:
+        super()._go_alone(heard)
+        self._spendable = self._room()
+
+    def _renew(self, member: str) -> None:
+        super()._renew(member)
+        self._spendable = self._room()
 
     def _add_refunds(self) -> None:
         seen = self._successes()  # this call counts one more: not a success
         added = seen - self._counted
         self._counted = seen + 1
         if added:
-            self._active = True
             self._give_back(added * self._refund)
 
     _fold = _add_refunds
 
     def _settle(self, now: float) -> None:
-        own = self._cum - self._acked - self._extra
-        if own < -self._value:
-            self._extra += own + self._value
-        elif own > self._capacity - self._value:
-            self._extra += own - (self._capacity - self._value)
+        self._own = max(-self._value, min(self._capacity - self._value, self._own))
         self._head = 2 * (self._capacity - self._value) // self._n
+        self._spendable = self._room()
 
     @property
     def available(self) -> float:
@@ -281,7 +285,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         heard, with its own counts since."""
         with self._lock:
             self._add_refunds()
-            return (self._value + self._cum - self._acked - self._extra) / 1000
+            return (self._value + self._own) / 1000
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
         """Give back *spent*, or *success_refund* for a call that succeeded at once."""
@@ -290,40 +294,29 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         elif spent > 0.0:
             with self._lock:
                 self._add_refunds()
-                self._active = True
                 self._give_back(self._units(spent))
 
     def record_failure(self, first_attempt: bool) -> None:
         """A failure costs nothing until it is retried (the fleet hears of it)."""
-        self._active = True
         self._wants += 1
 
-    def _room(self, mode: int) -> int:
-        own = 2 * (self._cum - self._acked - self._extra)
-        if mode == WAITING:
-            return min(own, 0)
-        return self._lease + min(own, self._head)
+    def _room(self) -> int:
+        # Its share of the room up to full: its own refunds pay no more.
+        return self._lease + min(2 * self._own, self._head)
 
     def try_retry(self, outcome: Any) -> float:
         """Take a retry's cost from this process's lease and return it, or return 0.0."""
-        cost = self._cost(outcome)
+        cost = self._timeout if _is_timeout(outcome) else self._retry  # in thousandths
         with self._lock:
             self._add_refunds()
-            self._active = True
-            now = self._fleet_clock()
-            if now - self._ok_at < self._stale:
-                own = 2 * (self._cum - self._acked - self._extra)
-                head = self._head
-                room = self._lease + (own if own < head else head)
-            else:
-                room = self._room(self._mode(now))
-            if room < 2 * cost:
-                self._refused()
+            if self._spendable < 2 * cost:
+                if not self._asked:
+                    self._refused()
                 return 0.0
-            left = self._value + self._cum - self._acked - self._extra
             self._cum -= cost
-            if left < cost:  # below empty, as last heard
-                self._extra -= cost - max(0, left)
+            left = self._value + self._own  # not below empty, as last heard
+            self._own -= cost if left >= cost else max(0, left)
+            self._spendable = self._room()
         return cost / 1000
 
     def __repr__(self) -> str:
@@ -347,9 +340,7 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
         clock: Callable[[], float] = time.monotonic,
         store: Store | None = None,
     ) -> None:
-        _checks.function("clock", clock)
-        # Its own slots read the clock through the one clock guard.
-        RetryBudget.__init__(self, ratio, min_per_second, window, clock=_sliding.Readings(clock))
+        RetryBudget.__init__(self, ratio, min_per_second, window, clock=clock)
         if self._reserve > 10**15:
             raise _checks.ArgumentValueError(
                 "min_per_second",
@@ -370,6 +361,7 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
         if now - self._ok_at >= self.window:  # unsent counts older than a window are dropped
             self._advance()
             self._cum = self._acked + self._balance
+            self._own = self._balance
 
     def record_failure(self, first_attempt: bool) -> None:
         """A call whose first attempt failed deposits; every failure tells the fleet."""
@@ -383,31 +375,29 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
             self._slots[index] += self._deposit
             self._balance += self._deposit
             self._cum += self._deposit
-            self._active = True
+            self._own += self._deposit
 
-    def _room(self, mode: int) -> int:
-        if mode == LIVE:
-            return self._lease + self._cum - self._acked
-        if mode == ALONE:  # and within a 1/n slice, with this process's counts of the window
-            return min(self._lease + self._cum - self._acked, self._slice + self._balance)
-        return self._cum - self._acked
+    def _room(self) -> int:
+        room = self._lease + self._own
+        if self._alone:  # and within a 1/n slice, with this process's counts of the window
+            return min(room, self._slice + self._balance)
+        return room
 
     def try_retry(self, outcome: Any) -> bool:
         """Withdraw one retry if this process's lease and its own deposits allow it."""
         with self._lock:
             index = self._advance()
-            self._active = True
-            now = self._fleet_clock()
-            if now - self._ok_at < self._stale:
-                room = self._lease + self._cum - self._acked
-            else:
-                room = self._room(self._mode(now))
+            room = self._lease + self._own  # _room()
+            if self._alone:
+                room = min(room, self._slice + self._balance)
             if room < self._UNIT:
-                self._refused()
+                if not self._asked:
+                    self._refused()
                 return False
             self._slots[index] -= self._UNIT
             self._balance -= self._UNIT
             self._cum -= self._UNIT
+            self._own -= self._UNIT
         return True
 
     def __repr__(self) -> str:

@@ -21,9 +21,6 @@ if TYPE_CHECKING:
 
 _INF = math.inf
 
-#: What a decision may go by (see Member._mode).
-LIVE, ALONE, WAITING = 0, 1, 2
-
 
 class Timing:
     """The intervals a fleet part keeps, all derived from the sync interval."""
@@ -69,7 +66,7 @@ class Member:
     answer (``_take``); this class keeps the timing: when the last answer
     came (``_ok_at``: when its exchange was sent), whether an exchange is
     under way (``_trying``: since when), and whether the process has had
-    calls lately (``_active``), so that an idle one stops exchanging after
+    calls lately (``_idle``), so that an idle one stops exchanging after
     ``silence`` seconds and the fleet forgets it.
     """
 
@@ -86,10 +83,11 @@ class Member:
     _parameters: tuple[Any, ...]  # the script's last ARGV: the part's own
     _timing: Timing
     _stale: float  # _timing.stale, read on every decision
-    _fleet_clock: Callable[[], float]  # the clock of the fleet's timing
     _ok_at: float
     _trying: float | None
-    _active: bool
+    _alone: (
+        bool  # exchanges have failed since the last answer lapsed: the part goes by its own counts
+    )
     _active_at: float
     _due: float
     _answers: int  # answers merged: what a test counts in exchanges
@@ -100,30 +98,30 @@ class Member:
         self._parameters = parameters
         self._ok_at = self._due = -_INF
         self._trying = None
-        self._active = False
+        self._alone = False
         self._signal = None
         self._answers = 0
         store._attach(self, window)
 
-    def _mode(self, now: float) -> int:
-        """What a decision may go by now (lock held).
+    def _lapse(self, now: float) -> None:
+        """Has the last answer lapsed?  The store's thread asks between its
+        exchanges and after one failed, so that no decision reads a clock.
 
-        LIVE: the last answer, for ``stale`` seconds after the exchange that
-        brought it.  ALONE: once exchanges have been failing or hanging since
-        it lapsed (or, for a process that never heard from the fleet, for
-        ``stale`` seconds), the process's own counts, as a part of its own.
-        WAITING: until its first answer, or when its answer lapsed with no
-        exchange under way (the store's thread is woken to make one at once)."""
-        if now - self._ok_at < self._stale:
-            return LIVE
-        trying = self._trying
-        if trying is None:
-            if self._signal is not None:
-                self._signal.set()
-            return WAITING
-        if self._ok_at == -_INF and now - trying < self._stale:
-            return WAITING
-        return ALONE
+        An answer holds for ``stale`` seconds after the exchange that
+        brought it.  Lapsed with an exchange under way (failing or hanging),
+        or ``stale`` seconds after a first exchange began that never came
+        back, the part is alone: it goes by its own counts (``_go_alone``).
+        Lapsed with none under way (the process was idle), it waits for its
+        next answer (``_wait``)."""
+        with self._lock:
+            if now - self._ok_at < self._stale or self._alone:
+                return
+            trying = self._trying
+            if trying is None:
+                self._wait()
+            elif self._ok_at != -_INF or now - trying >= self._stale:
+                self._alone = True
+                self._go_alone(self._ok_at != -_INF)
 
     def _snapshot(self, now: float, always: bool, in_flight: bool = True) -> list[Any] | None:
         """What to send (the script's ARGV from 8 on); None when the process
@@ -132,8 +130,7 @@ class Member:
         (a thread's); inline, nothing happens meanwhile."""
         with self._lock:
             self._fold()
-            if self._active or not self._idle():
-                self._active = False
+            if not self._idle():
                 self._active_at = now
             elif not always and now - self._active_at >= self._timing.silence:
                 self._forget()
@@ -147,6 +144,7 @@ class Member:
         with self._lock:
             self._ok_at = sent_at
             self._trying = None
+            self._alone = False
             self._answers += 1
             self._take(sent, answer, sent_at)
 
@@ -156,6 +154,7 @@ class Member:
         self._member = member
         self._trying = None
         self._ok_at = -_INF
+        self._alone = False
         self._forget()
 
     def _describe(self, base: str) -> str:
@@ -172,6 +171,13 @@ class Member:
 
     def _forget(self) -> None:
         """Forget what the fleet said (lock held): after a silence, or a fork."""
+
+    def _wait(self) -> None:
+        """The last answer lapsed while the process was idle: until the next
+        one, go by what the process counted itself (lock held)."""
+
+    def _go_alone(self, heard: bool) -> None:
+        """Exchanges failing: go on alone (lock held); *heard*: an answer ever came."""
 
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         """The counts to send (lock held); *live*: the last answer still holds,

@@ -110,7 +110,6 @@ class RedisStore(Store):
         timing = Timing(self.sync_interval, window)
         member._timing = timing
         member._stale = timing.stale
-        member._fleet_clock = time.monotonic
         member._active_at = time.monotonic()  # exchanging from the start, idle or not
         member._member = _new_member()
         keys = [
@@ -275,6 +274,7 @@ class _Worker:
         if member is None:
             return False
         sent_at = time.monotonic()
+        member._lapse(sent_at)
         sent = member._snapshot(sent_at, leave)
         name = member._member
         del member  # not kept alive while Redis takes its time
@@ -294,6 +294,9 @@ class _Worker:
                     type(error).__name__,
                     error,
                 )
+            member = self._member()
+            if member is not None:
+                member._lapse(time.monotonic())
             return True
         self._report(answer[0])
         member = self._member()

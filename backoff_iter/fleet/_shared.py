@@ -113,7 +113,6 @@ class _SharedState(Store):
             )
         member._timing = Timing(self.sync_interval, window)
         member._stale = member._timing.stale
-        member._fleet_clock = self._time
         member._active_at = self._time()
         member._member = str(next(self._members))
 
