@@ -34,10 +34,16 @@ def wait_for_first_exchange(budget, timeout=10.0):
 
 
 def serve(port, jobs, start, halt, results):
-    """A process of a test fleet: runs outage jobs from *jobs* until None."""
+    """A process of a test fleet: runs the jobs from *jobs* until None, on the
+    redis-server on *port*, or the Redis Cluster of the ports in a list."""
     import redis
 
-    client = redis.Redis(host="127.0.0.1", port=port)
+    if isinstance(port, list):
+        from redis.cluster import ClusterNode, RedisCluster
+
+        client = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in port])
+    else:
+        client = redis.Redis(host="127.0.0.1", port=port)
     for index, work, job in iter(jobs.get, None):
         results.put((index, globals()[work](client, *job, start=start, halt=halt)))
 
@@ -46,7 +52,20 @@ def outage(client, kind, name, interval, threads, seconds, *, start, halt):
     """One process of a fleet in a total outage: *threads* threads make failing
     calls for *seconds* (or until *halt* is set), each retrying (at most 3
     times) while the budget allows, with no sleep.  Returns (calls, retries)."""
+    return noted_outage(client, kind, name, interval, threads, seconds, start=start, halt=halt)[:2]
+
+
+def noted_outage(client, kind, name, interval, threads, seconds, *, start, halt):
+    """outage(), and the warnings its store logged: (calls, retries, warnings)."""
+    import logging
+
     from backoff_iter.fleet import RedisStore
+
+    warnings = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = warnings.append
+    logger = logging.getLogger("backoff_iter.fleet")
+    logger.addHandler(handler)
 
     store = RedisStore(client, name, sync_interval=interval)
     budget = make_budget(kind, store)
@@ -74,7 +93,8 @@ def outage(client, kind, name, interval, threads, seconds, *, start, halt):
     for worker in workers:
         worker.join()
     store.close()
-    return sum(c for c, _ in totals), sum(r for _, r in totals)
+    logger.removeHandler(handler)
+    return sum(c for c, _ in totals), sum(r for _, r in totals), len(warnings)
 
 
 class Fleet:
