@@ -24,12 +24,17 @@ def make_budget(kind, store, clock=time.monotonic):
     return RetryQuota(**arguments, store=store)
 
 
-def wait_for_first_exchange(budget, timeout=10.0):
+def wait_for_first_exchange(budget, timeout=30.0):
     """A bounded poll until the budget has heard from the fleet once."""
     deadline = time.monotonic() + timeout
     while budget._ok_at == -math.inf:
         if time.monotonic() > deadline:
-            raise AssertionError("no exchange with Redis")
+            worker = budget._store._worker
+            raise AssertionError(
+                f"no exchange with Redis: exchange under way since {budget._trying},"
+                f" failing {worker._failing} ({type(worker.error).__name__}: {worker.error}),"
+                f" thread alive {worker._thread.is_alive()}"
+            )
         time.sleep(0.002)
 
 
@@ -55,8 +60,9 @@ def outage(client, kind, name, interval, threads, seconds, *, start, halt):
     return noted_outage(client, kind, name, interval, threads, seconds, start=start, halt=halt)[:2]
 
 
-def noted_outage(client, kind, name, interval, threads, seconds, *, start, halt):
-    """outage(), and the warnings its store logged: (calls, retries, warnings)."""
+def noted_outage(client, kind, name, interval, threads, seconds, rest=0.0, *, start, halt):
+    """outage(), resting *rest* seconds between calls, and the warnings its
+    store logged: (calls, retries, warnings)."""
     import logging
 
     from backoff_iter.fleet import RedisStore
@@ -85,6 +91,8 @@ def noted_outage(client, kind, name, interval, threads, seconds, *, start, halt)
                     break
                 retries += 1
                 budget.record_failure(False)
+            if rest:
+                time.sleep(rest)
         totals.append((calls, retries))
 
     workers = [threading.Thread(target=run) for _ in range(threads)]

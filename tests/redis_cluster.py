@@ -15,7 +15,7 @@ import tempfile
 
 from redis_server import RedisServer, require_binary
 
-NODE_TIMEOUT_MS = 500  # a master gone this long is failed over to its replica
+NODE_TIMEOUT_MS = 2000  # a master gone this long is failed over; less flaps on a loaded machine
 
 
 def _free(port: int) -> bool:
@@ -46,6 +46,13 @@ class Cluster:
         for _ in range(6):
             self.ports.append(cluster_port(self.ports))
         self.processes: dict[int, subprocess.Popen] = {}
+        try:
+            self._start(binary, cli)
+        except BaseException:
+            self.stop()  # no server left behind
+            raise
+
+    def _start(self, binary: str, cli: str) -> None:
         for port in self.ports:
             self.processes[port] = subprocess.Popen(
                 [
@@ -63,9 +70,9 @@ class Cluster:
             )
         for port in self.ports:
             RedisServer.wait_until(lambda port=port: self._pings(port), f"node {port}")
+        nodes = [f"127.0.0.1:{p}" for p in self.ports]
         subprocess.run(
-            [cli, "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports)]
-            + ["--cluster-replicas", "1", "--cluster-yes"],
+            [cli, "--cluster", "create", *nodes, "--cluster-replicas", "1", "--cluster-yes"],
             check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

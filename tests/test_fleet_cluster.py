@@ -48,9 +48,8 @@ def test_a_master_killed_mid_run_fails_over_and_the_quota_holds(cluster):
     seen = {}
 
     def kill():
-        RedisServer.wait_until(
-            lambda: cluster.master_of(key) and _exists(cluster, key), "counts", 60
-        )
+        members = key.replace(":counts", ":members")
+        RedisServer.wait_until(lambda: _card(cluster, members) == PROCESSES, "the fleet", 60)
         old = cluster.master_of(key)
         cluster.kill(old)
         RedisServer.wait_until(lambda: cluster.failed_over(key, old), "the failover", timeout=30)
@@ -59,7 +58,15 @@ def test_a_master_killed_mid_run_fails_over_and_the_quota_holds(cluster):
         fleet.halt.set()
 
     try:
-        results = fleet.each("noted_outage", [("retry_quota", name, 0.02, THREADS, 60.0)] * 4, kill)
+        job = (
+            "retry_quota",
+            name,
+            0.02,
+            THREADS,
+            60.0,
+            0.001,
+        )  # resting: the cluster needs a core too
+        results = fleet.each("noted_outage", [job] * PROCESSES, kill)
     finally:
         fleet.close()
     retries = sum(r for _, r, _ in results)
@@ -73,5 +80,13 @@ def _exists(cluster, key):
     client = cluster.client()
     try:
         return bool(client.exists(key))
+    finally:
+        client.close()
+
+
+def _card(cluster, key):
+    client = cluster.client()
+    try:
+        return client.zcard(key)
     finally:
         client.close()

@@ -172,6 +172,33 @@ def _timeouts(settings: dict[str, Any], timeout: float) -> dict[str, Any]:
     return settings
 
 
+# What a cluster client's own copy keeps of its settings: who it is and how it
+# talks, not the internals of redis-py's connections (a handler, a pool class).
+_CLUSTER_KEPT = frozenset(
+    (
+        "username",
+        "password",
+        "credential_provider",
+        "client_name",
+        "protocol",
+        "socket_timeout",
+        "socket_connect_timeout",
+        "socket_keepalive",
+        "socket_keepalive_options",
+        "encoding",
+        "encoding_errors",
+        "ssl",
+        "ssl_keyfile",
+        "ssl_certfile",
+        "ssl_cert_reqs",
+        "ssl_ca_certs",
+        "ssl_ca_data",
+        "ssl_check_hostname",
+        "ssl_password",
+    )
+)
+
+
 def _own_client(client: Any, timeout: float) -> tuple[Any, bool]:
     """A client on its own connections, with *timeout* and (almost) no
     retries; the client itself when it cannot be copied.  True when new."""
@@ -184,9 +211,8 @@ def _own_client(client: Any, timeout: float) -> tuple[Any, bool]:
         try:
             from redis.cluster import ClusterNode
 
-            settings = _timeouts(dict(client.nodes_manager.connection_kwargs), timeout)
-            for key in ("host", "port", "redis_connect_func", "retry"):
-                settings.pop(key, None)
+            given = client.nodes_manager.connection_kwargs
+            settings = _timeouts({k: v for k, v in given.items() if k in _CLUSTER_KEPT}, timeout)
             node: Any = ClusterNode  # (redis-py leaves it untyped)
             nodes = [node(each.host, each.port) for each in client.get_nodes()]
             cluster: Any = _cluster_class(module)
@@ -228,6 +254,7 @@ class _Worker:
         self._leave = False
         self._failing = False
         self._repairing = False
+        self.error: Exception | None = None
         self._thread: threading.Thread | None = None
         _workers.add(self)
 
@@ -285,6 +312,7 @@ class _Worker:
             reply = self._script(keys=self._keys, args=arguments, client=self._client)
             answer = [int(number) for number in reply]
         except Exception as error:  # Redis away, slow or odd: never the part's callers' problem
+            self.error = error  # the latest, for whoever looks
             if not self._failing:
                 self._failing = True
                 _log.warning(
