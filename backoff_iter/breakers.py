@@ -38,10 +38,14 @@ import _thread
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from . import _checks
 from ._sliding import Readings, SlidingCounts, detached
+from ._stores import fleet_class
+
+if TYPE_CHECKING:
+    from .fleet import Store
 
 __all__ = ["Breaker", "BrokenCircuitError", "CircuitBreaker"]
 
@@ -138,6 +142,12 @@ class CircuitBreaker:
     A *clock* reading that is NaN, infinite or earlier than the last one
     counts as no time passed.  Thread-safe and task-safe: one lock guards
     the state; nothing blocks or sleeps.
+
+    With ``store=`` a :class:`backoff_iter.fleet.RedisStore`, every process
+    using the same store name shares one breaker: its failure ratio is over
+    the fleet's calls in the sampling duration, it opens for every process,
+    and one process at a time sends the half-open probe (see
+    :mod:`backoff_iter.fleet`).
     """
 
     __slots__ = (
@@ -166,6 +176,18 @@ class CircuitBreaker:
     break_duration: BreakDurations
     """The break duration or schedule, as given."""
 
+    def __new__(
+        cls,
+        failure_ratio: float = 0.1,
+        minimum_throughput: int = 100,
+        sampling_duration: float = 30.0,
+        break_duration: BreakDurations = 5.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        store: Store | None = None,
+    ) -> CircuitBreaker:
+        return object.__new__(cls if store is None else fleet_class(cls, store))
+
     def __init__(
         self,
         failure_ratio: float = 0.1,
@@ -174,6 +196,7 @@ class CircuitBreaker:
         break_duration: BreakDurations = 5.0,
         *,
         clock: Callable[[], float] = time.monotonic,
+        store: Store | None = None,
     ) -> None:
         ratio = _checks.number("failure_ratio", failure_ratio)
         if not 0.0 < ratio <= 1.0:

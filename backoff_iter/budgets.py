@@ -31,17 +31,16 @@ import math
 import time
 from collections.abc import Callable
 from itertools import count
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _checks
 from ._filters import is_timeout
+from ._stores import fleet_class as _fleet_class
 
 if TYPE_CHECKING:
     from .fleet import Store
 
 __all__ = ["Budget", "RetryBudget", "RetryQuota", "TokenBucket"]
-
-_B = TypeVar("_B")
 
 
 class Budget(Protocol):
@@ -90,13 +89,6 @@ def _thousandths(name: str, value: float, unit: str, minimum: int = 1) -> int:
             f" of them, at least {smallest} (0.001, 0.1, 2.5), got {value!r}",
         )
     return whole
-
-
-def _fleet_class(cls: type[_B], store: object) -> type[_B]:
-    """The class of *cls* that counts through *store* (imported on first use)."""
-    from . import fleet
-
-    return fleet._budget_class(cls, store)
 
 
 class TokenBucket:

@@ -36,11 +36,11 @@ sampling_duration=30, break_duration=5)``.  A run's *budgets* entry is
 (``breaker+token_bucket``).  As the drivers' default ``throttled`` says,
 every failure counts as a throttle to the limiter and the throttle.  With
 *budget_scope* ``"process"`` every client has its own budget; with
-``"fleet"`` each client's budget is a member of one fleet store shared by
-all (the arithmetic of :class:`~backoff_iter.fleet.RedisStore`'s script,
-in-process and in simulated time, exchanged at most every *sync_interval*
-seconds).  A rate limiter, throttle or breaker is always the client's own:
-nothing shares them across processes.
+``"fleet"`` each client's budget, throttle and breaker is a member of one
+fleet store per part, shared by all (the arithmetic of
+:class:`~backoff_iter.fleet.RedisStore`'s scripts, in-process and in
+simulated time, exchanged at most every *sync_interval* seconds).  A rate
+limiter is always the client's own.
 
 **The server** serves attempts one at a time, first come first served,
 each taking exactly ``1 / capacity`` seconds.  An attempt's client waits
@@ -80,7 +80,8 @@ from ._options import Policy
 from ._storm import _Storm
 from .breakers import CircuitBreaker
 from .budgets import Budget, RetryBudget, RetryQuota, TokenBucket
-from .fleet import Store, _SharedState
+from .fleet import Store
+from .fleet._shared import _SharedState
 from .limiters import CubicRateLimiter
 from .strategies import STRATEGIES, maker
 from .throttles import AdaptiveThrottle
@@ -106,12 +107,21 @@ BUDGETS: dict[str, Callable[[Callable[[], float], Store | None], Budget]] = {
 }
 
 #: The other parts a client may have, by name: the policy's option each
-#: fills, and how it is made from the simulated clock and the run's generator.
-PARTS: dict[str, tuple[str, Callable[[Callable[[], float], random.Random], Any]]] = {
+#: fills, and how it is made from the simulated clock, the run's generator
+#: and, for a part a fleet shares (a throttle, a breaker), the store its clients share.
+PARTS: dict[str, tuple[str, Callable[..., Any]]] = {
     "cubic": ("rate_limiter", lambda clock, rng: CubicRateLimiter(clock=clock)),
-    "sre_throttle": ("throttle", lambda clock, rng: AdaptiveThrottle(clock=clock, rng=rng)),
-    "breaker": ("breaker", lambda clock, rng: CircuitBreaker(clock=clock)),
+    "sre_throttle": (
+        "throttle",
+        lambda clock, rng, store=None: AdaptiveThrottle(clock=clock, rng=rng, store=store),
+    ),
+    "breaker": (
+        "breaker",
+        lambda clock, rng, store=None: CircuitBreaker(clock=clock, store=store),
+    ),
 }
+# The parts that --budget-scope fleet shares among the clients, as the budgets.
+_FLEET_PARTS = ("sre_throttle", "breaker")
 
 #: Whose budget a client spends: its own, or one its whole fleet shares.
 SCOPES = ("process", "fleet")
@@ -341,16 +351,23 @@ class _Model(NamedTuple):
         budget, parts = _budget_parts(kind)
         if budget is None and not parts:
             return [Policy(delays, on=_FAILURES, clock=clock, sleep=_no_sleep)]
-        store: Store | None = None
-        if budget is not None and self.budget_scope == "fleet":
-            store = _SharedState(self.sync_interval, clock=clock)
+        # In a fleet, one store for each part the clients share.
+        stores: dict[str | None, Store] = {}
+        if self.budget_scope == "fleet":
+            for shared in (budget, *parts):
+                if shared in BUDGETS or shared in _FLEET_PARTS:
+                    stores[shared] = _SharedState(self.sync_interval, clock=clock)
         policies = []
         for _ in range(self.clients):
-            options: dict[str, Any] = {
-                key: make_part(clock, rng) for key, make_part in (PARTS[part] for part in parts)
-            }
+            options: dict[str, Any] = {}
+            for part in parts:
+                key, make_part = PARTS[part]
+                store = stores.get(part)
+                options[key] = (
+                    make_part(clock, rng) if store is None else make_part(clock, rng, store)
+                )
             if budget is not None:
-                options["budget"] = BUDGETS[budget](clock, store)
+                options["budget"] = BUDGETS[budget](clock, stores.get(budget))
             policies.append(Policy(delays, on=_FAILURES, clock=clock, sleep=_no_sleep, **options))
         return policies
 

@@ -35,10 +35,14 @@ from __future__ import annotations
 import _thread
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _checks, _jitter
 from ._sliding import Readings, SlidingCounts, detached
+from ._stores import fleet_class
+
+if TYPE_CHECKING:
+    from .fleet import Store
 
 __all__ = ["AdaptiveThrottle", "Throttle", "ThrottledError"]
 
@@ -106,6 +110,10 @@ class AdaptiveThrottle:
     passed.  *rng* is any ``random.Random``-like object (with ``random()``),
     the module-level ``random`` when None.  Thread-safe and task-safe: one
     lock guards the counts; nothing blocks or sleeps.
+
+    With ``store=`` a :class:`backoff_iter.fleet.RedisStore`, the requests
+    and accepts are the whole fleet's: every process using the same store
+    name throttles by them (see :mod:`backoff_iter.fleet`).
     """
 
     __slots__ = ("k", "window", "_now", "_random", "_counts", "_lock", "_rejected_by")
@@ -115,6 +123,17 @@ class AdaptiveThrottle:
     window: float
     """Seconds the requests and accepts are counted over, as given."""
 
+    def __new__(
+        cls,
+        k: float = 2.0,
+        window: float = 120.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rng: Any = None,
+        store: Store | None = None,
+    ) -> AdaptiveThrottle:
+        return object.__new__(cls if store is None else fleet_class(cls, store))
+
     def __init__(
         self,
         k: float = 2.0,
@@ -122,6 +141,7 @@ class AdaptiveThrottle:
         *,
         clock: Callable[[], float] = time.monotonic,
         rng: Any = None,
+        store: Store | None = None,
     ) -> None:
         self.k = _checks.factor("k", k)
         self.window = _checks.positive("window", window)

@@ -66,6 +66,9 @@ nitpick_ignore = [
     ("py:class", "P"),
     ("py:class", "R"),
     ("py:class", "backoff_iter._attempt.T"),
+    # The alias of what CircuitBreaker's break_duration takes, as its attribute's hint
+    # names it (the class's signature spells it out).
+    ("py:class", "BreakDurations"),
     # Peers' classes that the hints import only for type checking, so that
     # they appear by their bare names (autodoc_type_aliases would qualify
     # them, but Sphinx 9 prints such an alias inside a union as its repr).

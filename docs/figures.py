@@ -35,7 +35,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = ".. figures-start:", ".. figures-end"
-BENCHMARKS = (".. benchmark-start", ".. benchmark-end")
+#: Sections other runners write: benchmarks/run.py --rst docs/benchmarks.rst, and
+#: tests/mutation/mutate.py --table (CONTRIBUTING's mutation record).
+WRITTEN_ELSEWHERE = [
+    (".. benchmark-start", ".. benchmark-end"),
+    (".. mutation-start", ".. mutation-end"),
+]
 RULE = re.compile(r"^=+( +=+)+$")  # a simple table's rule: two columns or more
 SIMPLE = re.compile(r"^ *=+( +=+)+$")  # the same, indented or not
 GRID = re.compile(r"^ *\+(-+\+)+$")
@@ -100,9 +105,10 @@ def tables(text: str) -> Iterator[tuple[int, tuple[str, ...]]]:
     inside = set()
     for start, end, _ in blocks(text):
         inside.update(range(start, end + 1))
-    if BENCHMARKS[0] in text:  # benchmarks/run.py --rst docs/benchmarks.rst writes these
-        start, end = (lines.index(marker) for marker in BENCHMARKS)
-        inside.update(range(start, end + 1))
+    for markers in WRITTEN_ELSEWHERE:
+        if markers[0] in lines:
+            start, end = (lines.index(marker) for marker in markers)
+            inside.update(range(start, end + 1))
     number = 0
     while number < len(lines):
         line = lines[number].rstrip()

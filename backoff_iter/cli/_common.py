@@ -270,13 +270,6 @@ def picture(command: str, path: str, draw: Callable[[str], None]) -> None:
     say(f"{command}: wrote {path}")
 
 
-def pictures() -> Any:
-    """The drawing module, imported only when a picture is asked for (matplotlib is slow)."""
-    from backoff_iter.cli import _pictures
-
-    return _pictures
-
-
 def _strict(value: Any) -> Any:
     """*value* made RFC 8259 JSON: an infinite (or NaN) number becomes null."""
     if isinstance(value, float) and not math.isfinite(value):

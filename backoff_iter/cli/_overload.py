@@ -16,7 +16,6 @@ from ._common import (
     names,
     number,
     picture,
-    pictures,
     plot_path,
     table,
     to_json,
@@ -211,4 +210,10 @@ def run(args: argparse.Namespace) -> None:
         ]
         write(table(header, rows) + "\n")
     if args.plot:
-        picture(NAME, args.plot, lambda path: pictures().overload(path, runs, args))
+
+        def draw(path: str) -> None:
+            from ._pictures import overload  # matplotlib: only for --plot
+
+            overload(path, runs, args)
+
+        picture(NAME, args.plot, draw)

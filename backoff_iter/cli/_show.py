@@ -20,7 +20,6 @@ from ._common import (
     number,
     option,
     picture,
-    pictures,
     plot_path,
     plural,
     say,
@@ -248,7 +247,13 @@ def _picture(
             "unseeded" if seed is None else f"seed {seed}"
         )
         reference = _reference(name, options, len(first))
-    picture("show", args.plot, lambda path: pictures().show(path, title, schedules, reference))
+
+    def draw(path: str) -> None:
+        from ._pictures import show  # matplotlib: only for --plot
+
+        show(path, title, schedules, reference)
+
+    picture("show", args.plot, draw)
     _note_bound(args, len(first), rows[-1][2])
 
 

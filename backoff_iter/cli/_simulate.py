@@ -18,7 +18,6 @@ from ._common import (
     names,
     number,
     picture,
-    pictures,
     plot_path,
     plural,
     table,
@@ -136,4 +135,10 @@ def run(args: argparse.Namespace) -> None:
             ]
             write(f"{name}\n{table(['clients', 'work', 'time (ms)'], rows)}\n\n")
     if args.plot:
-        picture(NAME, args.plot, lambda path: pictures().simulation(path, results, args))
+
+        def draw(path: str) -> None:
+            from ._pictures import simulation  # matplotlib: only for --plot
+
+            simulation(path, results, args)
+
+        picture(NAME, args.plot, draw)

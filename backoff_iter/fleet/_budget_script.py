@@ -1,0 +1,372 @@
+"""A budget's exchange: the Lua script, and beside it its Python model.
+
+A budget's room is lent to its members as leases held in the ledger, so no
+room is lent twice; see :mod:`backoff_iter.fleet` for what that promises.
+"""
+
+from __future__ import annotations
+
+from ._ledger import (
+    FRESH,
+    GONE,
+    LEFT,
+    LIMIT,
+    PRELUDE,
+    REBUILT,
+    REPAIRED,
+    LedgerBase,
+    lua_bits,
+    whole,
+)
+
+# The branches a budget's exchange takes, beyond the prelude's.
+ALONE = 32  # a lone member: all the room, however small
+SHARE = 64  # a member wanting room: its share of it among the wanting
+UNIT = 128  # a member wanting room whose share is too small: one retry's worth
+STANDBY = 256  # a member wanting nothing: a share of what the wanting leave
+HELD = 512  # what the member may still spend while its answer travels is held
+OLD = 1024  # a slot of the window that has left it was dropped
+LEAVING = 2048  # deposits about to leave the window were not lent
+TRIMMED = 4096  # the level was kept within [0, cap]
+NEED = 8192  # a member wanting room: one retry's worth for each of its failures
+LOWERED = 16384  # counts rebuilt lately: lowered to what this member heard
+
+BITS = {
+    "REPAIRED": REPAIRED,
+    "REBUILT": REBUILT,
+    "FRESH": FRESH,
+    "GONE": GONE,
+    "LEFT": LEFT,
+    "ALONE": ALONE,
+    "SHARE": SHARE,
+    "UNIT": UNIT,
+    "STANDBY": STANDBY,
+    "HELD": HELD,
+    "OLD": OLD,
+    "LEAVING": LEAVING,
+    "TRIMMED": TRIMMED,
+    "NEED": NEED,
+    "LOWERED": LOWERED,
+}
+
+# A budget's exchange.  ARGV, after the prelude's 1-7: 8 acked, 9 cumulative, 10 keep: what the member may
+# still spend of its lease while this exchange is in flight, 11 want: its
+# failures since its last exchange (0: it wants no room), 12 heard: the fleet's value
+# it last heard ('' if none), 13 kind: 'level' or 'window', 14 unit: the
+# least lease that pays for one retry; then for 'level': 15 cap, 16 the
+# room's zero, doubled; for 'window': 15 slot width in us, 16 slots,
+# 17 reserve, 18 the most a slot may hold either way.
+# Answer: {mask, value, n, lease}.
+BUDGET = (
+    lua_bits(BITS)
+    + PRELUDE
+    + """
+local delta = since('a', tonumber(ARGV[8]), tonumber(ARGV[9]))
+local keep, kind, unit = tonumber(ARGV[10]), ARGV[13], tonumber(ARGV[14])
+local want = leave and 0 or tonumber(ARGV[11])
+local value, room
+-- Counts gone (expired or deleted) are rebuilt from what the member heard,
+-- never from full; for a horizon after, each member's view can only lower them.
+local function rebuilding()
+  return (whole(redis.call('HGET', counts, 'rebuilt'), 0, now + horizon) or 0) > now
+end
+if kind == 'level' then
+  local cap, zero = tonumber(ARGV[15]), tonumber(ARGV[16])
+  local stored = redis.call('HGET', counts, 'level')
+  local level, heard = whole(stored, 0, cap), whole(ARGV[12], 0, cap)
+  if not level then
+    if stored then flag(REPAIRED) end
+    if heard then
+      level = heard
+      redis.call('HSET', counts, 'rebuilt', int(now + horizon))
+      flag(REBUILT)
+    else
+      level = cap
+      flag(FRESH)
+    end
+  elseif heard and heard < level and rebuilding() then
+    level = heard
+    flag(LOWERED)
+  end
+  value = level + delta
+  if value < 0 or value > cap then
+    value = math.max(0, math.min(cap, value))
+    flag(TRIMMED)
+  end
+  redis.call('HSET', counts, 'level', int(value))
+  room = 2 * value - zero
+else
+  local width, slots, reserve = tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17])
+  local most = tonumber(ARGV[18])
+  local heard = whole(ARGV[12], -most * slots, most * slots)
+  local slot = math.floor(now / width)
+  -- the newest slot a server's clock may have written, and the slots that
+  -- leave the window within one interval
+  local ahead = math.floor((now + interval) / width)
+  local leaving = ahead - slots
+  if not redis.call('HGET', counts, 'born') then
+    if heard then
+      -- what the members owed comes back, never credit
+      if heard < 0 then redis.call('HSET', counts, int(slot), int(heard)) end
+      redis.call('HSET', counts, 'rebuilt', int(now + horizon))
+      flag(REBUILT)
+    else
+      flag(FRESH)
+    end
+    redis.call('HSET', counts, 'born', int(now))
+  end
+  local stored = redis.call('HGET', counts, int(slot))
+  local current = whole(stored, -most, most)
+  if stored and not current then flag(REPAIRED) end
+  if current or delta ~= 0 then
+    redis.call('HSET', counts, int(slot), int((current or 0) + delta))
+  end
+  value, room = 0, reserve
+  local fields = redis.call('HGETALL', counts)
+  for i = 1, #fields, 2 do
+    local index, amount = whole(fields[i], -LIMIT, LIMIT), whole(fields[i + 1], -most, most)
+    if fields[i] == 'born' or fields[i] == 'rebuilt' then
+      -- when the counts began, and until when they are rebuilt: any value will do
+    elseif not index or not amount or index > ahead then
+      redis.call('HDEL', counts, fields[i])
+      flag(REPAIRED)
+    elseif index <= slot - slots then
+      redis.call('HDEL', counts, fields[i])
+      flag(OLD)
+    else
+      value = value + amount
+      if index > leaving or amount < 0 then room = room + amount else flag(LEAVING) end
+    end
+  end
+  if heard and heard < value and rebuilding() then
+    redis.call('HINCRBY', counts, int(slot), int(heard - value))
+    room, value = room + heard - value, heard
+    flag(LOWERED)
+  end
+end
+
+-- Lent by demand: a member that wants room (its failures since its last
+-- exchange: want) gets one retry's worth for each, within its share of the
+-- room among the members wanting it now, and at least one retry's worth;
+-- one that wants none gets a share of what one retry's worth for each
+-- wanting member leaves, if that pays for a retry, else nothing (it hands
+-- its lease back).  Alone, a member gets all the room.  Never more than
+-- other members' leases leave free; held for the member until its next
+-- exchange, with what it may still spend while this one is in flight.
+redis.call('ZREMRANGEBYSCORE', demand, '-inf', '(' .. int(now))
+if want > 0 then
+  redis.call('ZADD', demand, int(now + stale), member)
+else
+  redis.call('ZREM', demand, member)
+end
+local wanting = redis.call('ZCARD', demand)
+local free = math.max(0, room - leased)
+local lease = 0
+if room > 0 and not leave then
+  if n == 1 then
+    lease = math.min(room, free)
+    flag(ALONE)
+  elseif want > 0 then
+    local share = math.floor(room / wanting)
+    if share >= want * unit then
+      lease = math.min(want * unit, free)
+      flag(NEED)
+    elseif share >= unit then
+      lease = math.min(share, free)
+      flag(SHARE)
+    else
+      lease = math.min(unit, free)
+      flag(UNIT)
+    end
+  else
+    local share = math.floor((room - wanting * unit) / n)
+    if share >= unit then
+      lease = math.min(share, free)
+      flag(STANDBY)
+    end
+  end
+end
+local held = lease
+if keep > lease then
+  held = math.max(lease, math.min(keep, free))
+  flag(HELD)
+end
+if not leave and held > 0 then
+  redis.call('HSET', ledger, 'l:' .. member, int(held))
+  leased = leased + held
+end
+redis.call('HSET', ledger, 'leased', int(leased))
+finish()
+return {mask, value, n, lease}
+"""
+)
+
+
+class BudgetLedger(LedgerBase):
+    """The budget script's arithmetic, on the model's keys."""
+
+    __slots__ = ()
+
+    def budget(
+        self,
+        member: str,
+        now: int,
+        interval: int,
+        stale: int,
+        horizon: int,
+        ttl: int,
+        leave: int,
+        acked: int,
+        cumulative: int,
+        keep: int,
+        want: int,
+        heard: int | str,
+        kind: str,
+        unit: int,
+        *parameters: int,
+    ) -> tuple[int, int, int, int]:
+        """What the budget script answers to the same ARGV: (mask, value, n, lease)."""
+        leased, n = self._start(member, now, horizon, ttl, leave)
+        delta = self._since("a", member, acked, cumulative, leave)
+        counts = self.counts
+        if kind == "level":
+            cap, zero = parameters
+            stored = counts.get("level")
+            level, known = whole(stored, 0, cap), whole(heard, 0, cap)
+            if level is None:
+                if stored is not None:
+                    self._mask |= REPAIRED
+                if known is None:
+                    level = cap
+                    self._mask |= FRESH
+                else:
+                    level = known
+                    counts["rebuilt"] = now + horizon
+                    self._mask |= REBUILT
+            elif known is not None and known < level and self._rebuilding(now, horizon):
+                level = known
+                self._mask |= LOWERED
+            value = level + delta
+            if not 0 <= value <= cap:
+                value = max(0, min(cap, value))
+                self._mask |= TRIMMED
+            counts["level"] = value
+            room = 2 * value - zero
+        else:
+            value, room = self._slots_window(now, interval, horizon, delta, heard, *parameters)
+        lease = self._lend(member, now, stale, room, n, leased, keep, want, unit, leave)
+        return self._mask, value, n, lease
+
+    def _rebuilding(self, now: int, horizon: int) -> bool:
+        return (whole(self.counts.get("rebuilt"), 0, now + horizon) or 0) > now
+
+    def _slots_window(
+        self,
+        now: int,
+        interval: int,
+        horizon: int,
+        delta: int,
+        heard: int | str,
+        width: int,
+        slots: int,
+        reserve: int,
+        most: int,
+    ) -> tuple[int, int]:
+        """A RetryBudget's window: (value, room)."""
+        counts = self.counts
+        slot = now // width
+        ahead = (now + interval) // width
+        leaving = ahead - slots
+        known = whole(heard, -most * slots, most * slots)
+        if "born" not in counts:
+            if known is None:
+                self._mask |= FRESH
+            else:
+                if known < 0:
+                    counts[slot] = known
+                counts["rebuilt"] = now + horizon
+                self._mask |= REBUILT
+            counts["born"] = now
+        stored = counts.get(slot)
+        current = whole(stored, -most, most)
+        if stored is not None and current is None:
+            self._mask |= REPAIRED
+        if current is not None or delta:
+            counts[slot] = (current or 0) + delta
+        value, room = 0, reserve
+        for field in list(counts):
+            if field == "born" or field == "rebuilt":
+                continue
+            index, amount = whole(field, -LIMIT, LIMIT), whole(counts[field], -most, most)
+            if index is None or amount is None or index > ahead:
+                del counts[field]
+                self._mask |= REPAIRED
+            elif index <= slot - slots:
+                del counts[field]
+                self._mask |= OLD
+            else:
+                value += amount
+                if index > leaving or amount < 0:
+                    room += amount
+                else:
+                    self._mask |= LEAVING
+        if known is not None and known < value and self._rebuilding(now, horizon):
+            counts[slot] = counts.get(slot, 0) + known - value
+            room, value = room + known - value, known
+            self._mask |= LOWERED
+        return value, room
+
+    def _lend(
+        self,
+        member: str,
+        now: int,
+        stale: int,
+        room: int,
+        n: int,
+        leased: int,
+        keep: int,
+        want: int,
+        unit: int,
+        leave: int,
+    ) -> int:
+        """The member's lease, held for it with what it may still spend (see the script)."""
+        demand = self.demand
+        demand.below(now)
+        if leave:
+            want = 0
+        if want > 0:
+            demand.add(member, now + stale)
+        else:
+            demand.remove(member)
+        wanting = len(demand)
+        free = max(0, room - leased)
+        lease = 0
+        if room > 0 and not leave:
+            if n == 1:
+                lease = min(room, free)
+                self._mask |= ALONE
+            elif want > 0:
+                share = room // wanting
+                if share >= want * unit:
+                    lease = min(want * unit, free)
+                    self._mask |= NEED
+                elif share >= unit:
+                    lease = min(share, free)
+                    self._mask |= SHARE
+                else:
+                    lease = min(unit, free)
+                    self._mask |= UNIT
+            else:
+                share = (room - wanting * unit) // n
+                if share >= unit:
+                    lease = min(share, free)
+                    self._mask |= STANDBY
+        held = lease
+        if keep > lease:
+            held = max(lease, min(keep, free))
+            self._mask |= HELD
+        if not leave and held > 0:
+            self.ledger["l:" + member] = held
+            leased += held
+        self.ledger["leased"] = leased
+        return lease

@@ -1,0 +1,425 @@
+"""The three budgets, counting for a fleet: a :class:`~backoff_iter.TokenBucket`,
+:class:`~backoff_iter.RetryBudget` or :class:`~backoff_iter.RetryQuota`
+given ``store=`` is one of these classes (the store says which).
+
+A process's counts are one cumulative integer (``_cum``), of which the
+fleet acknowledged ``_acked``; the script adds ``cumulative - acked`` once,
+whatever answers were lost on the way.  A decision spends the lease, then
+``_own``: what the process counted since its last acknowledged exchange;
+what it spends while its next exchange is in flight is charged to the next
+lease.  Of a TokenBucket's and a RetryQuota's counts, what would take the
+level beyond full or below empty as the process last heard it is sent all
+the same - the fleet's level may have moved meanwhile, and the script keeps
+it within bounds - but is not in ``_own``: no decision spends it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from backoff_iter import _checks
+from backoff_iter.budgets import RetryBudget, RetryQuota, TokenBucket
+
+from ._ledger import LIMIT
+from ._member import Member, state
+
+if TYPE_CHECKING:
+    from ._store import Store
+
+#: The most one slot of a fleet RetryBudget's window may hold either way, in
+#: calls' deposits or retries: 10**8 of them (a count beyond is poison).
+_MOST_PER_SLOT = 10**8
+
+
+class BudgetMember(Member):
+    """A budget's half of an exchange: one cumulative count, and a lease of
+    the room.  ``_full`` is a whole budget's room, ``_slice`` a 1/n slice of
+    it, ``_head`` this process's share of what the fleet may still gain."""
+
+    if not TYPE_CHECKING:
+        __slots__ = ()
+
+    SCRIPT = "budget"
+
+    _acked: int
+    _cum: int
+    _own: int  # of cum - acked, what decisions may spend (within full and empty as last heard)
+    _own_sent: int  # of _own: in the exchange under way
+    _lease: int
+    _spendable: int  # a quota's _room(), kept up to date for its decisions
+    _head: int
+    _slice: int
+    _full: int
+    _n: int
+    _value: int
+    _known: bool  # _value is the fleet's, heard and not forgotten since
+    _wants: int  # failures since the last exchange
+    _wanted: int  # failures before the last exchange that had some
+    _wanted_at: float  # that exchange
+    _demanded: bool  # the last answer lent room this process wanted
+    _asked: bool  # the store's thread was woken since the last exchange
+    _credit: bool
+
+    def _start(self, store: Store, parameters: tuple[Any, ...], value: int, window: float) -> None:
+        self._acked = self._cum = self._own = self._own_sent = self._spendable = 0
+        self._lease = self._head = 0  # its own counts only, until it hears (or is alone)
+        self._slice = self._full
+        self._n = 1
+        self._value = value
+        self._known = self._asked = self._demanded = self._credit = False
+        self._wants = self._wanted = 0
+        self._wanted_at = -math.inf
+        self._join(store, parameters, window)
+
+    def _idle(self) -> bool:
+        return self._cum == self._acked and not self._wants
+
+    def _forget(self) -> None:
+        self._known = False
+
+    def _renew(self, member: str) -> None:
+        super()._renew(member)
+        self._acked = self._cum = self._lease = self._own = self._own_sent = 0
+        self._wants = 0
+
+    def _wait(self) -> None:
+        self._lease = self._head = 0
+        self._credit = False
+
+    def _go_alone(self, heard: bool) -> None:
+        self._credit = False
+        if not heard:  # a whole budget of its own, as without a store
+            self._lease = self._slice = self._full
+
+    def _room(self) -> int:
+        """What a decision may spend now, in lease units (lock held); the
+        decisions themselves spell it out, not to pay for a call."""
+        raise NotImplementedError
+
+    def _settle(self, now: float) -> None:
+        """Adjust the counts after an answer, or before sending them (lock held)."""
+
+    def _recent(self, now: float) -> bool:
+        """Whether the fleet's value as last heard may rebuild lost counts."""
+        return self._known
+
+    def _outgoing(self, now: float, live: bool) -> list[Any]:
+        self._settle(now)
+        keep = max(0, self._room()) if live else 0
+        if self._wants:  # room wanted until the next exchange: retries of failures may follow
+            self._wanted = min(self._wants, 1_000_000)
+            self._wants = 0
+            self._wanted_at = now
+        wants = self._wanted if now - self._wanted_at <= self._timing.interval else 0
+        self._asked = False
+        self._own_sent = self._own
+        heard = self._value if self._recent(now) else ""
+        return [self._acked, self._cum, keep, wants, heard]
+
+    def _take(self, sent: list[Any], answer: list[int], sent_at: float) -> None:
+        _, value, n, lease = answer
+        self._acked = sent[1]
+        self._own -= self._own_sent
+        self._own_sent = 0
+        self._value = value
+        self._n = n if n > 0 else 1
+        self._lease = lease
+        self._slice = self._full // self._n
+        self._known = True
+        self._credit = True
+        self._demanded = sent[3] > 0
+        self._settle(sent_at)
+
+    def _holding(self) -> bool:
+        return self._demanded and self._lease > 0
+
+    def _refused(self) -> None:
+        """A retry refused: wake the store's thread (once an exchange) to ask for room."""
+        self._asked = True
+        if self._signal is not None:
+            self._signal.set()
+
+
+_SLOTS = (*state(Member, BudgetMember), "__weakref__")
+
+
+class FleetTokenBucket(BudgetMember, TokenBucket):
+    """A TokenBucket whose tokens the fleet shares.  Counted in thousandths;
+    leases and headroom in halves of them, so that the threshold, half the
+    bucket, is a whole number."""
+
+    __slots__ = _SLOTS
+    KIND = "token_bucket"
+
+    def __init__(
+        self, max_tokens: float = 10.0, token_ratio: float = 0.1, *, store: Store | None = None
+    ) -> None:
+        TokenBucket.__init__(self, max_tokens, token_ratio)
+        self._full = self._max  # a full bucket's room above half, in halves
+        # A retry needs the room above half to stay positive after its failure's token.
+        self._start(store, ("level", 2001, self._max, self._max), self._max, 0.0)  # type: ignore[arg-type]
+
+    def _add_successes(self) -> None:
+        seen = self._successes()  # this call counts one more: not a success
+        added = seen - self._counted
+        self._counted = seen + 1
+        if added:
+            self._gain(added * self._ratio)
+
+    _fold = _add_successes
+
+    def _gain(self, units: int) -> None:
+        """Count *units* gained: what would take the bucket beyond full, as last heard, is not own."""
+        room = self._max - self._value - self._own
+        self._cum += units
+        self._own += units if units <= room else max(0, room)
+
+    def _settle(self, now: float) -> None:
+        # As last heard, the bucket stays within [0, max_tokens].
+        self._own = max(-self._value, min(self._max - self._value, self._own))
+        self._head = 2 * (self._max - self._value) // self._n
+
+    @property
+    def tokens(self) -> float:
+        """The tokens in the fleet's bucket, as this process last heard, with
+        its own counts since."""
+        with self._lock:
+            self._add_successes()
+            return (self._value + self._own) / 1000
+
+    def record_failure(self, first_attempt: bool) -> None:
+        """A failed attempt takes one token."""
+        with self._lock:
+            self._add_successes()
+            self._wants += 1
+            self._cum -= 1000
+            left = self._value + self._own  # not below empty, as last heard
+            self._own -= 1000 if left >= 1000 else max(0, left)
+
+    def _room(self) -> int:
+        return self._lease + min(2 * self._own, self._head)
+
+    def try_retry(self, outcome: Any) -> bool:
+        """True while this process's lease of the room above half is not spent."""
+        with self._lock:
+            self._add_successes()
+            own = 2 * self._own
+            head = self._head  # its share of the room up to full: its own successes lift no more
+            if self._lease + (own if own < head else head) > 0:  # _room()
+                return True
+            # One retry an answer on credit, while the bucket as it last heard is above half.
+            if self._credit and 2 * self._value + own > self._max:
+                self._credit = False
+                return True
+            if not self._asked:
+                self._refused()
+            return False
+
+    def __repr__(self) -> str:
+        return self._describe(TokenBucket.__repr__(self))
+
+
+class FleetRetryQuota(BudgetMember, RetryQuota):
+    """A RetryQuota the fleet shares; leases and headroom in halves of
+    thousandths.  Its arithmetic is the in-process quota's, in two places:
+    what a retry costs (the first line of :meth:`try_retry`, and the unit a
+    lease must cover, in ``__init__``) and what comes back
+    (:meth:`_give_back`)."""
+
+    __slots__ = _SLOTS
+    KIND = "retry_quota"
+
+    def __init__(
+        self,
+        capacity: float = 500,
+        retry_cost: float = 14,
+        throttle_cost: float = 5,
+        success_refund: float = 1,
+        *,
+        timeout_cost: float | None = None,
+        store: Store | None = None,
+    ) -> None:
+        RetryQuota.__init__(
+            self, capacity, retry_cost, throttle_cost, success_refund, timeout_cost=timeout_cost
+        )
+        self._full = 2 * self._capacity
+        # A lease that pays for any one retry.
+        unit = 2 * max(self._retry, self._throttle, self._timeout or 0)
+        self._start(store, ("level", unit, self._capacity, 0), self._capacity, 0.0)  # type: ignore[arg-type]
+
+    def _give_back(self, units: int) -> None:
+        """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
+        room = self._capacity - self._value - self._own
+        self._cum += units
+        self._own += units if units <= room else max(0, room)
+        self._spendable = self._room()
+
+    def _wait(self) -> None:
+        super()._wait()
+        self._spendable = self._room()
+
+    def _go_alone(self, heard: bool) -> None:
+        super()._go_alone(heard)
+        self._spendable = self._room()
+
+    def _renew(self, member: str) -> None:
+        super()._renew(member)
+        self._spendable = self._room()
+
+    def _add_refunds(self) -> None:
+        seen = self._successes()  # this call counts one more: not a success
+        added = seen - self._counted
+        self._counted = seen + 1
+        if added:
+            self._give_back(added * self._refund)
+
+    _fold = _add_refunds
+
+    def _settle(self, now: float) -> None:
+        self._own = max(-self._value, min(self._capacity - self._value, self._own))
+        self._head = 2 * (self._capacity - self._value) // self._n
+        self._spendable = self._room()
+
+    @property
+    def available(self) -> float:
+        """What the fleet's quota can still pay for, as this process last
+        heard, with its own counts since."""
+        with self._lock:
+            self._add_refunds()
+            return (self._value + self._own) / 1000
+
+    def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
+        """Give back *success_refund* for a call that succeeded at once, and *spent*."""
+        if first_attempt:
+            self._successes()
+        if spent > 0.0:
+            with self._lock:
+                self._add_refunds()
+                self._give_back(self._units(spent))
+
+    def record_failure(self, first_attempt: bool) -> None:
+        """A failure costs nothing until it is retried (the fleet hears of it)."""
+        self._wants += 1
+
+    def _room(self) -> int:
+        # Its share of the room up to full: its own refunds pay no more.
+        return self._lease + min(2 * self._own, self._head)
+
+    def try_retry(self, outcome: Any, throttled: bool = False) -> float:
+        """Take a retry's cost from this process's lease and return it, or return 0.0."""
+        cost = self._cost(outcome, throttled)  # in thousandths
+        with self._lock:
+            self._add_refunds()
+            if self._spendable < 2 * cost:
+                if not self._asked:
+                    self._refused()
+                return 0.0
+            self._cum -= cost
+            left = self._value + self._own  # not below empty, as last heard
+            self._own -= cost if left >= cost else max(0, left)
+            self._spendable = self._room()
+        return cost / 1000
+
+    def __repr__(self) -> str:
+        return self._describe(RetryQuota.__repr__(self))
+
+
+class FleetRetryBudget(BudgetMember, RetryBudget):
+    """A RetryBudget whose window and reserve the fleet shares.  Its own slots
+    (RetryBudget's) keep this process's counts of the last window, for when
+    it is alone."""
+
+    __slots__ = _SLOTS
+    KIND = "retry_budget"
+
+    def __init__(
+        self,
+        ratio: float = 0.2,
+        min_per_second: float = 10.0,
+        window: float = 10.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        store: Store | None = None,
+    ) -> None:
+        RetryBudget.__init__(self, ratio, min_per_second, window, clock=clock)
+        if self._reserve > 10**15:
+            raise _checks.ArgumentValueError(
+                "min_per_second",
+                f"min_per_second x window must be at most 1e12 in a fleet, got {min_per_second!r}",
+            )
+        self._full = self._reserve
+        width = round(self._width * 1e6)
+        most = min(max(self._deposit, self._UNIT) * _MOST_PER_SLOT, LIMIT // 64)
+        parameters = ("window", self._UNIT, width, len(self._slots), self._reserve, most)
+        self._start(store, parameters, 0, self.window)  # type: ignore[arg-type]
+
+    def _recent(self, now: float) -> bool:
+        return (
+            self._known and now - self._ok_at < self.window
+        )  # what it owed is still in the window
+
+    def _settle(self, now: float) -> None:
+        if now - self._ok_at >= self.window:  # unsent counts older than a window are dropped
+            self._advance()
+            self._cum = self._acked + self._balance
+            self._own = self._balance
+
+    def record_failure(self, first_attempt: bool) -> None:
+        """A call whose first attempt failed deposits; every failure tells the fleet."""
+        self._wants += 1
+        if first_attempt:
+            self._record_call()
+
+    def _record_call(self) -> None:
+        with self._lock:
+            index = self._advance()
+            self._slots[index] += self._deposit
+            self._balance += self._deposit
+            self._cum += self._deposit
+            self._own += self._deposit
+
+    def _room(self) -> int:
+        room = self._lease + self._own
+        if self._alone:  # and within a 1/n slice, with this process's counts of the window
+            return min(room, self._slice + self._balance)
+        return room
+
+    def try_retry(self, outcome: Any) -> bool:
+        """Withdraw one retry if this process's lease and its own deposits allow it."""
+        with self._lock:
+            index = self._advance()
+            room = self._lease + self._own  # _room()
+            if self._alone:
+                room = min(room, self._slice + self._balance)
+            if room < self._UNIT:
+                if not self._asked:
+                    self._refused()
+                return False
+            self._slots[index] -= self._UNIT
+            self._balance -= self._UNIT
+            self._cum -= self._UNIT
+            self._own -= self._UNIT
+        return True
+
+    def __repr__(self) -> str:
+        return self._describe(RetryBudget.__repr__(self))
+
+
+#: The fleet class of each budget, and the methods an inline store exchanges
+#: around: (the class, decisions it exchanges before, events it exchanges after).
+BUDGETS: dict[type, tuple[type, tuple[str, ...], tuple[str, ...]]] = {
+    TokenBucket: (FleetTokenBucket, ("try_retry",), ("record_success", "record_failure")),
+    RetryBudget: (
+        FleetRetryBudget,
+        ("try_retry",),
+        ("record_success", "record_failure", "try_retry"),
+    ),
+    RetryQuota: (
+        FleetRetryQuota,
+        ("try_retry",),
+        ("record_success", "record_failure", "try_retry"),
+    ),
+}

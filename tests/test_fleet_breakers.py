@@ -1,0 +1,309 @@
+"""A circuit breaker and a client-side throttle shared by a fleet: the fleet's
+ratio, state and probe, with members in simulated time and real processes
+on a real redis-server; alone when Redis is away; no decision on the network."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from itertools import count
+from random import Random
+
+import pytest
+from fleet_workers import Fleet, wait_for_first_exchange
+from redis_server import RedisServer, free_port, require_binary
+
+from backoff_iter import (
+    AdaptiveThrottle,
+    BrokenCircuitError,
+    CircuitBreaker,
+    ThrottledError,
+)
+from backoff_iter.fleet import RedisStore, _SharedState
+from backoff_iter.fleet._breakers import FleetAdaptiveThrottle, FleetCircuitBreaker
+
+names = (f"breakers-{i}" for i in count())
+
+
+class Clock:
+    def __init__(self, now=0.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def fleet_of(kind, members, clock, interval=0.1, **options):
+    store = _SharedState(interval, clock=clock)
+    return [kind(clock=clock, store=store, **options) for _ in range(members)], store
+
+
+def refuses(breaker):
+    try:
+        breaker.check()
+    except BrokenCircuitError:
+        return True
+    return False
+
+
+BREAKER = {"failure_ratio": 0.5, "minimum_throughput": 20, "break_duration": 5}
+
+
+# -- In simulated time ----------------------------------------------------------------
+
+
+def test_store_makes_the_fleet_classes_and_says_where_they_count():
+    """CircuitBreaker(store=) and AdaptiveThrottle(store=) are fleet parts, their reprs name the store."""
+    clock = Clock()
+    store = _SharedState(clock=clock)
+    breaker = CircuitBreaker(clock=clock, store=store)
+    assert isinstance(breaker, FleetCircuitBreaker) and isinstance(breaker, CircuitBreaker)
+    assert repr(breaker).endswith("closed shared through _SharedState(sync_interval=0.1)")
+    throttle = AdaptiveThrottle(clock=clock, store=_SharedState(clock=clock))
+    assert isinstance(throttle, FleetAdaptiveThrottle) and repr(throttle).startswith(
+        "AdaptiveThrottle(k=2.0, window=120.0) shared"
+    )
+
+
+def test_the_fleet_opens_when_its_ratio_crosses_and_every_member_refuses():
+    """Ten members: nine succeed, one fails every call; at ratio 0.5 the circuit stays closed until failures are half the fleet's calls, then every member refuses."""
+    clock = Clock()
+    breakers, store = fleet_of(CircuitBreaker, 10, clock, **BREAKER)
+    for _ in range(5):  # 45 successes, 5 failures: a tenth
+        for index, breaker in enumerate(breakers):
+            breaker.check()
+            breaker.record(index != 0, ConnectionError("down"))
+        clock.now += 0.2
+    assert {b.state for b in breakers} == {"closed"}
+    sick = breakers[0]
+    for _ in range(40):  # the sick one alone, until its failures are half the calls
+        sick.check()
+        sick.record(False, ConnectionError("down"))
+        clock.now += 0.01
+    clock.now += 0.2
+    assert all(refuses(b) for b in breakers)
+    assert store._ledger.ledger["state"] == "open"
+
+
+def opened(breakers, clock):
+    """The first of *breakers* fails 20 times, a fifth of a second apart from the rest: its exchanges open the fleet's circuit."""
+    for _ in range(20):
+        breakers[0].check()
+        breakers[0].record(False, ConnectionError("down"))
+    for _ in range(2):
+        clock.now += 0.2
+        checked = [refuses(b) for b in breakers]
+    assert all(checked)
+
+
+def sent_in_rounds(breakers, clock, rounds):
+    """Each round, a tenth of a second apart: which breakers let a call go (each succeeds)."""
+    sent = []
+    for _ in range(rounds):
+        clock.now += 0.11
+        went = [index for index, b in enumerate(breakers) if not refuses(b)]
+        for index in went:
+            breakers[index].record(True)
+        sent.append(went)
+    return sent
+
+
+def test_one_member_at_a_time_sends_the_probe_after_the_break():
+    """After the break every member asks; the first to ask sends the one probe while the others refuse; its success closes the circuit for all."""
+    clock = Clock()
+    breakers, store = fleet_of(CircuitBreaker, 3, clock, **BREAKER)
+    opened(breakers, clock)
+    clock.now += 5.0  # the break is over
+    assert sent_in_rounds(breakers, clock, 4) == [[], [0], [0, 1, 2], [0, 1, 2]]
+    assert store._ledger.ledger["state"] == "closed"
+
+
+def test_a_failed_probe_opens_the_fleet_again_for_the_next_break():
+    """The probe fails: every member refuses for the next break duration of the schedule (10 s after 5 s)."""
+    clock = Clock()
+    breakers, _ = fleet_of(
+        CircuitBreaker, 2, clock, failure_ratio=0.5, minimum_throughput=20, break_duration=[5, 10]
+    )
+    opened(breakers, clock)
+    clock.now += 5.0
+    assert sent_in_rounds(breakers, clock, 1) == [[]]  # both ask
+    clock.now += 0.11
+    assert not refuses(breakers[0])  # the first to ask holds the probe
+    breakers[0].record(False, ConnectionError("still down"))
+    for elapsed in (0.2, 9.5):
+        clock.now += elapsed
+        assert all(refuses(b) for b in breakers)
+    clock.now += 0.5  # the second break, 10 s, is over
+    assert sent_in_rounds(breakers, clock, 2)[1] == [0]
+
+
+def test_the_throttles_requests_and_accepts_are_the_fleets():
+    """Two members: one whose requests the backend refuses, one whose it accepts; each throttles by the fleet's counts, so the refused one is barely throttled (alone it would be)."""
+    clock = Clock()
+    store = _SharedState(0.1, clock=clock)
+    sick, well = (AdaptiveThrottle(clock=clock, rng=Random(seed), store=store) for seed in (1, 2))
+    alone = AdaptiveThrottle(clock=clock, rng=Random(1))
+    rejected = {"fleet": 0, "alone": 0}
+    members = ((sick, False, "fleet"), (well, True, None), (alone, False, "alone"))
+    for _ in range(300):
+        for throttle, accepted, key in members:
+            try:
+                throttle.check()
+            except ThrottledError:
+                if key:
+                    rejected[key] += 1
+                continue
+            throttle.record(accepted)
+        clock.now += 0.05
+    assert abs(sick.probability - well.probability) < 0.05 and sick.probability < 0.1
+    assert rejected["fleet"] < 30 < 200 < rejected["alone"]
+
+
+def test_a_poisoned_breaker_state_is_dropped_and_the_circuit_works_on():
+    """A state no exchange could have written (a word, or open with no end) counts as closed; the circuit opens again on the fleet's failures."""
+    clock = Clock()
+    breakers, store = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    store._ledger.ledger.update(state="open", until="never")
+    clock.now += 0.2
+    assert not refuses(breakers[0])
+    opened(breakers[::-1], clock)
+
+
+def test_a_breaker_without_redis_is_a_breaker_of_its_own():
+    """Nothing listening: once exchanges have failed for a while, the breaker opens on its own failures, as in-process."""
+    import redis
+
+    nobody = redis.Redis(host="127.0.0.1", port=free_port())
+    with RedisStore(nobody, next(names), sync_interval=2) as store:
+        breaker = CircuitBreaker(**BREAKER, store=store)
+        breaker._trying -= 7  # as if 7 s went by, Redis still away
+        for _ in range(20):
+            breaker.check()
+            breaker.record(False, ConnectionError("down"))
+        assert breaker.state == "open" and refuses(breaker)
+
+
+def test_a_throttle_without_redis_throttles_by_its_own_counts():
+    """Nothing listening: the throttle counts its own requests and accepts, as in-process."""
+    import redis
+
+    nobody = redis.Redis(host="127.0.0.1", port=free_port())
+    with RedisStore(nobody, next(names), sync_interval=2) as store:
+        throttle = AdaptiveThrottle(rng=Random(3), store=store)
+        throttle._trying -= 7
+        for _ in range(50):
+            try:
+                throttle.check()
+            except ThrottledError:
+                continue
+            throttle.record(False)
+        assert throttle.probability > 0.9
+
+
+# -- On a real redis-server ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One redis-server for the module's tests."""
+    server = RedisServer(require_binary())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def fleet(server):
+    """4 spawned processes, started once for the module."""
+    processes = Fleet(4, server.port)
+    yield processes
+    processes.close()
+
+
+@pytest.mark.parametrize("kind", ["breaker", "throttle"])
+def test_no_decision_waits_while_redis_hangs(server, kind, caplog):
+    """Redis stopped: while the store's one call hangs on it, checks and records go on; only the store's thread calls Redis; one warning."""
+    caplog.set_level(logging.WARNING, logger="backoff_iter.fleet")
+    store = RedisStore(server.client(socket_timeout=None), next(names), sync_interval=0.02)
+    part = (
+        CircuitBreaker(**BREAKER, store=store)
+        if kind == "breaker"
+        else AdaptiveThrottle(rng=Random(4), store=store)
+    )
+    wait_for_first_exchange(part)
+    script, threads, calls = store._worker._script, set(), [0, 0]
+
+    def watched(*arguments, **options):
+        threads.add(threading.get_ident())
+        calls[0] += 1
+        try:
+            return script(*arguments, **options)
+        finally:
+            calls[1] += 1
+
+    store._worker._script = watched
+    done, decided = threading.Event(), [0]
+
+    def decide():
+        while not done.is_set():
+            try:
+                part.check()
+                part.record(decided[0] % 3 != 0)
+            except (BrokenCircuitError, ThrottledError):
+                pass
+            decided[0] += 1
+            time.sleep(0.0005)
+
+    worker = threading.Thread(target=decide)
+    worker.start()
+    try:
+        server.pause()
+        stuck = calls[0] + 1
+        RedisServer.wait_until(lambda: calls[0] >= stuck and calls[1] < stuck, "a call to hang")
+        before = decided[0]
+        RedisServer.wait_until(lambda: calls[1] >= stuck, "the hung call to time out")
+        during = decided[0] - before
+    finally:
+        server.resume()
+        done.set()
+        worker.join()
+        store.close()
+    assert during >= 10, during
+    assert threads == {store._worker._thread.ident}
+    assert len([r for r in caplog.records if "did not answer" in r.getMessage()]) == 1
+
+
+def test_a_breaker_shared_by_four_processes_opens_in_all_within_two_exchanges(fleet, server):
+    """4 processes, 10 successes each; then one fails 40 times: the fleet's ratio crosses there.  Its first exchange sent after that opens the circuit, every exchange any process sends once it has heard so comes back open, and no process lets a call go once it has heard: two exchanges of lag at most."""
+    name = next(names)
+    jobs = [(name, 0.05, role, 1, 400) for role in ("cross", "watch", "watch", "watch")]
+    results = fleet.each("breaker_job", jobs)
+    crossed = results[0]["crossed"]
+    after = [answer for answer in results[0]["answers"][0] if answer[0] >= crossed]
+    assert (
+        after[0][2] == 1
+    )  # open: the crossing process's first exchange after it opened the circuit
+    heard = after[0][1]  # when it heard (the circuit was open in Redis before)
+    latencies = []
+    for result in results:
+        later = [state for sent, _, state in result["answers"][0] if sent > heard]
+        assert later and all(later), later  # each process's next exchanges all said open
+        assert result["late"] == [0] and result["refused"][0] is not None
+        latencies.append(result["refused"][0] - crossed)
+    print(f"refused {', '.join(f'{s:.3f}' for s in latencies)} s after the fleet's ratio crossed")
+
+
+def test_one_sick_process_among_ten_healthy_does_not_open_the_fleets_circuit(fleet, server):
+    """One process failing every call, ten healthy members (in the other three processes) succeeding: at failure_ratio=0.5 the fleet's circuit stays closed for all; alone, the sick one's would open."""
+    name = next(names)
+    jobs = [(name, 0.02, "sick", 1, 150), (name, 0.02, "healthy", 4, 150)]
+    jobs += [(name, 0.02, "healthy", 3, 150)] * 2
+    results = fleet.each("breaker_job", jobs)
+    assert all(r is None for result in results for r in result["refused"])
+    assert {s for result in results for s in result["states"]} == {"closed"}
+    alone = CircuitBreaker(failure_ratio=0.5, minimum_throughput=40, break_duration=60)
+    for _ in range(150):
+        if not refuses(alone):
+            alone.record(False)
+    assert alone.state == "open"
+    assert server.client().hget(f"backoff_iter:{{{name}}}:breaker:ledger", "state") == b"closed"

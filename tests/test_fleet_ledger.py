@@ -1,0 +1,585 @@
+"""The fleet's scripts on a real redis-server against their Python model:
+the same ARGV sequences (poison in the keys included), the same answers and
+keys, every branch reached; then what each branch of the model does."""
+
+from __future__ import annotations
+
+from itertools import count
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from redis_server import RedisServer, require_binary
+
+from backoff_iter.fleet import _budget_script, _count_script
+from backoff_iter.fleet._ledger import GONE, LEFT, REPAIRED, Scores, lua_number, whole
+from backoff_iter.fleet._shared import Ledger
+
+names = (f"ledger-{i}" for i in count())
+NOW = 1_700_000_000_000_000  # microseconds
+TIMING = (100_000, 300_000, 1_200_000, 10**9)  # interval, stale, horizon; ttl (ms): never
+LEVEL = ("level", 2_001, 10_000, 10_000)  # a TokenBucket of 10 tokens
+WINDOW = ("window", 1_000, 750_000, 2, 3_000, 10**11)  # RetryBudget(window=1.5), reserve 3
+QUOTA = ("level", 20_000, 50_000, 0)  # RetryQuota(capacity=50)
+THROTTLE = (500_000, 4, 10**12)  # a throttle's window: 4 slots of 0.5 s
+BREAKER = (0.5, 4, 500_000, 4, 10**12)  # failure ratio, minimum throughput, the window
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One redis-server for the module."""
+    server = RedisServer(require_binary())
+    yield server.client()
+    server.stop()
+
+
+class Twins:
+    """One part's four keys in Redis and in the model, run and compared side by side."""
+
+    def __init__(self, client, script):
+        self.client = client
+        name = next(names)
+        self.keys = [f"{{{name}}}:{key}" for key in ("counts", "members", "ledger", "demand")]
+        self.lua = client.register_script(
+            getattr(_count_script, script, None) or _budget_script.BUDGET
+        )
+        self.model = Ledger()
+        self.method = getattr(self.model, script.lower())
+        self.numbered = script == "BUDGET"  # the model numbers a budget's slots
+        self.seen = 0
+
+    def run(self, *arguments):
+        """Both answer the same ARGV alike, and leave the same keys."""
+        got = tuple(int(x) for x in self.lua(keys=self.keys, args=[str(a) for a in arguments]))
+        expected = tuple(self.method(*arguments))
+        assert got == expected, (arguments, got, expected)
+        assert self.state() == self.modelled()
+        self.seen |= got[0]
+        return got
+
+    def state(self):
+        counts, members, ledger, demand = self.keys
+        read = self.client
+        return (
+            _text(read.hgetall(counts)),
+            {m.decode(): int(s) for m, s in read.zrange(members, 0, -1, withscores=True)},
+            _text(read.hgetall(ledger)),
+            {m.decode(): int(s) for m, s in read.zrange(demand, 0, -1, withscores=True)},
+        )
+
+    def modelled(self):
+        model = self.model
+        return (
+            {str(k): str(v) for k, v in model.counts.items()},
+            dict(model.members.score),
+            {str(k): str(v) for k, v in model.ledger.items()},
+            dict(model.demand.score),
+        )
+
+    def poison(self, what, member):
+        """Write to both what a stray client could: a bad number, a ghost member, a key of another type, or no key."""
+        counts, members, ledger, _ = self.keys
+        model, client = self.model, self.client
+        if what == "delete counts":
+            client.delete(counts)
+            model.counts = {}
+        elif what == "string for counts":
+            client.delete(counts)
+            client.set(counts, "x")
+            model.counts = "x"
+        elif what == "string for ledger":
+            client.delete(ledger)
+            client.set(ledger, "x")
+            model.ledger = "x"
+        elif what == "hash for members":
+            client.delete(members)
+            client.hset(members, "x", "1")
+            model.members = {"x": "1"}
+        elif what == "ghost member":
+            if type(model.members) is not Scores:  # a hash there now: gone first
+                client.delete(members)
+                model.members = Scores()
+            client.zadd(members, {"ghost": NOW * 4})
+            model.members.add("ghost", NOW * 4)
+        else:  # (key, field, value)
+            key, field, value = what
+            name = {"counts": counts, "ledger": ledger}[key]
+            field = field.replace("@", member)
+            if client.type(name) not in (b"hash", b"none"):
+                return
+            client.hset(name, field, value)
+            target = getattr(model, key)
+            numbered = self.numbered and key == "counts" and field.lstrip("-").isdigit()
+            target[int(field) if numbered else field] = value
+
+
+def _text(mapping):
+    return {k.decode(): v.decode() for k, v in mapping.items()}
+
+
+BAD_NUMBERS = ["1e17", "-1", "abc", "", "1.5", "nan", "inf", "0x10", "9007199254740993"]
+
+
+def poison(fields):
+    """What a stray client may write between exchanges: bad numbers in *fields*
+    (``@`` is a member's name), ghost members, keys of other types, no counts."""
+    return st.one_of(
+        st.sampled_from(
+            [
+                "delete counts",
+                "string for counts",
+                "string for ledger",
+                "hash for members",
+                "ghost member",
+            ]
+        ),
+        st.tuples(
+            st.sampled_from(["counts", "ledger"]),
+            st.sampled_from(fields),
+            st.sampled_from([*BAD_NUMBERS, "5", "open", "half", "closed"]),
+        ),
+        st.tuples(
+            st.just("counts"),
+            st.sampled_from(["2266666666", "2266666667", "9999999999", "-5"]),
+            st.sampled_from([*BAD_NUMBERS, "5", "-70"]),
+        ),
+    )
+
+
+STEPS = st.sampled_from([0, 1, 50_000, 100_000, 400_000, 1_300_000, 3_000_000])
+ACTIONS = st.sampled_from(["answer", "answer", "answer", "lost", "leave"])
+
+
+def budget_events():
+    return st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("exchange"),
+                st.integers(0, 4),  # member
+                st.integers(-7_000, 7_000),  # its counts since last time
+                STEPS,
+                st.sampled_from([0, 0, 1_000, 9_000]),  # keep
+                st.sampled_from([0, 0, 1, 3, 40]),  # want
+                st.sampled_from(["heard", "heard", ""]),
+                ACTIONS,
+            ),
+            st.tuples(
+                st.just("poison"),
+                st.integers(0, 4),
+                poison(["level", "born", "junk", "leased", "a:@", "l:@"]),
+            ),
+        ),
+        min_size=8,
+        max_size=40,
+    )
+
+
+def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(client):
+    """Random exchanges of buckets, windows and quotas (lost answers, members leaving and expiring, poison written between them): Redis and the model give the same answers and keys, and between them reach every branch of the script."""
+    seen = 0
+
+    # The rarest branches, reached whatever the examples drawn: a deposit about
+    # to leave the window, counts rebuilt, a share too small for one retry.
+    quiet = ("exchange", 0, 0, 400_000, 0, 0, "heard", "answer")
+    leaving = [("exchange", 0, 5_000, 0, 0, 0, "heard", "answer"), quiet, quiet]
+    leaving += [
+        ("exchange", 0, 0, 100_000, 0, 0, "heard", "answer"),
+        ("poison", 0, "delete counts"),
+    ]
+    leaving += [("exchange", 0, -9_000, 0, 0, 0, "heard", "answer")]
+    wanting = [("exchange", m, 0, 1, 0, 1, "heard", "answer") for m in range(5)]
+
+    @settings(max_examples=120)
+    @given(kind=st.sampled_from([LEVEL, WINDOW, QUOTA]), events=budget_events())
+    @example(kind=WINDOW, events=leaving)
+    @example(kind=LEVEL, events=[*wanting, ("poison", 0, "delete counts"), wanting[0]])
+    def run(kind, events):
+        nonlocal seen
+        twins = Twins(client, "BUDGET")
+        now, acked, sent, heard = NOW, {}, {}, {}
+        for event in events:
+            if event[0] == "poison":
+                twins.poison(event[2], f"m{event[1]}")
+                continue
+            _, index, counts, step, keep, want, hear, action = event
+            now += step
+            member = f"m{index}"
+            cumulative = sent.get(member, 0) + counts
+            leave = int(action == "leave")
+            answer = twins.run(
+                member,
+                now,
+                *TIMING,
+                leave,
+                acked.get(member, 0),
+                cumulative,
+                keep,
+                want,
+                heard.get(member, "") if hear else "",
+                *kind,
+            )
+            sent[member] = cumulative
+            if action == "answer":
+                acked[member], heard[member] = cumulative, answer[1]
+            elif action == "leave":
+                for memory in (acked, sent, heard):
+                    memory.pop(member, None)
+        seen |= twins.seen
+
+    run()
+    missing = [name for name, bit in _budget_script.BITS.items() if not seen & bit]
+    assert not missing, f"branches no example reached: {missing}"
+
+
+def count_events():
+    return st.lists(
+        st.one_of(
+            st.tuples(
+                st.just("exchange"),
+                st.integers(0, 3),  # member
+                st.integers(0, 6),  # its first count since last time
+                st.integers(0, 6),  # its second
+                STEPS,
+                st.sampled_from(["", "", "", "1", "0"]),  # a probe's outcome
+                st.sampled_from([False, True]),  # the member is the probe's holder, if any
+                st.integers(0, 1),  # asks
+                st.sampled_from([0, 200_000, 2_000_000]),  # the break
+                ACTIONS,
+            ),
+            st.tuples(
+                st.just("poison"),
+                st.integers(0, 3),
+                poison(["f@", "s9", "junk", "leased", "a:@", "b:@", "state", "until", "probe"]),
+            ),
+        ),
+        min_size=8,
+        max_size=40,
+    )
+
+
+@pytest.mark.parametrize("script", ["THROTTLE", "BREAKER"])
+def test_the_count_scripts_and_their_model_answer_alike_and_reach_every_branch(client, script):
+    """Random exchanges of throttles and breakers (probes told by their holder or not, poison between them): Redis and the model give the same answers and keys, and reach every branch."""
+    seen = 0
+
+    # A breaker's rarest branches, reached whatever the examples drawn: opened,
+    # probed, closed by the probe, and a state no exchange could have written.
+    cycle = [
+        ("exchange", 0, 0, 4, 0, "", False, 0, 200_000, "answer"),
+        ("exchange", 0, 0, 0, 400_000, "", False, 1, 200_000, "answer"),
+        ("exchange", 1, 1, 0, 1, "1", True, 0, 200_000, "answer"),
+        ("poison", 0, ("ledger", "state", "abc")),
+        ("exchange", 0, 0, 0, 1, "", False, 0, 200_000, "answer"),
+    ]
+
+    @settings(max_examples=120)
+    @given(events=count_events())
+    @example(events=cycle)
+    def run(events):
+        nonlocal seen
+        twins = Twins(client, script)
+        now, acked, sent, holder = NOW, {}, {}, None
+        for event in events:
+            if event[0] == "poison":
+                twins.poison(event[2], f"m{event[1]}")
+                continue
+            _, index, first, second, step, outcome, held, asks, duration, action = event
+            now += step
+            member = holder if held and holder is not None else f"m{index}"
+            before = sent.get(member, (0, 0))
+            cumulative = (before[0] + first, before[1] + second)
+            known = acked.get(member, (0, 0))
+            leave = int(action == "leave")
+            arguments = [
+                member,
+                now,
+                *TIMING,
+                leave,
+                known[0],
+                cumulative[0],
+                known[1],
+                cumulative[1],
+            ]
+            if script == "BREAKER":
+                arguments += [outcome, asks, duration, *BREAKER]
+            else:
+                arguments += [*THROTTLE]
+            answer = twins.run(*arguments)
+            if script == "BREAKER" and answer[5]:
+                holder = member
+            elif holder == member:
+                holder = None
+            sent[member] = cumulative
+            if action == "answer":
+                acked[member] = cumulative
+            elif action == "leave":
+                acked.pop(member, None)
+                sent.pop(member, None)
+        seen |= twins.seen
+
+    run()
+    bits = dict(_count_script.BITS)
+    if script == "THROTTLE":  # a throttle has no state to open, probe or break
+        for name in ("OPENED", "PROBE", "CLOSED", "REOPENED", "LATE", "BROKEN"):
+            del bits[name]
+    missing = [name for name, bit in bits.items() if not seen & bit]
+    assert not missing, f"branches no example reached: {missing}"
+
+
+# -- The model's reading of what Redis holds ---------------------------------
+
+
+def test_numbers_are_read_as_lua_reads_them():
+    """Words, blanks and underscores are no number; hexadecimal and exponents are; None is false."""
+    assert [lua_number(x) for x in ("5", " 5 ", "1e3", "0x10", "-0", b"7")] == [
+        5.0,
+        5.0,
+        1e3,
+        16.0,
+        0.0,
+        7.0,
+    ]
+    assert [lua_number(x) for x in ("abc", "", "1_000", None, 4.5)] == [None] * 5
+    assert lua_number(7) == 7
+
+
+def test_only_whole_numbers_within_their_bounds_count():
+    """whole(): fractions, NaN, infinities and numbers out of bounds are None."""
+    assert [whole(x, 0, 10) for x in ("3", 3, "10", "0")] == [3, 3, 10, 0]
+    assert [whole(x, 0, 10) for x in ("11", -1, "1.5", "nan", "inf", "-inf", None)] == [None] * 7
+
+
+def test_a_sorted_set_gives_back_the_members_below_and_above_a_score():
+    """Scores: below() and above() remove what they return; a member moved keeps its newest score only."""
+    scores = Scores()
+    for member, score in (("a", 5), ("b", 1), ("c", 9), ("a", 7)):
+        scores.add(member, score)
+    assert scores.below(6) == ["b"]
+    assert scores.above(8) == ["c"]
+    assert dict(scores.score) == {"a": 7} and len(scores) == 1
+    for turn in range(200):  # the max-heap is compacted, not grown without end
+        scores.add("a", turn)
+    assert len(scores._high) <= 2 * len(scores.score) + 64
+
+
+def test_the_model_forgets_its_keys_after_their_ttl():
+    """The model, as Redis, empties the keys when no exchange renewed them for ttl milliseconds."""
+    model = Ledger()
+    arguments = (100_000, 300_000, 1_200_000, 500)  # ttl: half a second
+    model.budget("a", NOW, *arguments, 0, 0, -6_000, 0, 0, "", *LEVEL)
+    assert (
+        model.budget("a", NOW + 499_999, *arguments, 0, -6_000, -6_000, 0, 0, "", *LEVEL)[1]
+        == 4_000
+    )
+    assert model.budget("b", NOW + 999_999, *arguments, 0, 0, 0, 0, 0, "", *LEVEL)[1] == 10_000
+
+
+def test_common_bits_are_named_alike_in_every_script():
+    """Each script's Lua declares the bits its Python names, with the same numbers."""
+    for module in (_budget_script, _count_script):
+        for name, bit in module.BITS.items():
+            assert f"local {name} = {bit}\n" in (module.__dict__.get("BUDGET") or module.BREAKER)
+    assert (REPAIRED, GONE, LEFT) == (1, 8, 16)
+
+
+# -- What each branch of a budget's exchange does --------------------------------
+
+
+def exchange(
+    model, member, cumulative=0, *, at=NOW, acked=0, keep=0, want=0, heard="", leave=0, kind=LEVEL
+):
+    """One budget exchange of the model: (mask, value, n, lease)."""
+    return model.budget(member, at, *TIMING, leave, acked, cumulative, keep, want, heard, *kind)
+
+
+def leases(model, members, at, **options):
+    return [exchange(model, m, at=at, **options)[3] for m in members]
+
+
+def test_members_wanting_nothing_settle_on_equal_shares_of_the_room():
+    """Four idle members of a 10-token bucket (room 10,000 halves): the first alone takes all; once all are heard from, each holds a quarter."""
+    model = Ledger()
+    assert leases(model, "abcd", NOW) == [10_000, 0, 0, 0]  # no room is lent twice
+    assert leases(model, "abcd", NOW + 1) == [2_500] * 4
+
+
+def test_a_lease_is_held_until_its_member_next_exchanges():
+    """What a member holds is not lent to another; its next exchange gives it back."""
+    model = Ledger()
+    assert leases(model, "ab", NOW) == [10_000, 0]
+    assert exchange(model, "a", at=NOW + 1)[3] == 5_000
+    assert exchange(model, "b", at=NOW + 2)[3] == 5_000
+
+
+def test_what_a_member_may_still_spend_while_exchanging_stays_held():
+    """keep: a member that may spend 8,000 more while its answer travels holds 8,000, its share being 5,000."""
+    model = Ledger()
+    leases(model, "ab", NOW)
+    mask, _, _, lease = exchange(model, "a", at=NOW + 1, keep=8_000)
+    assert lease == 5_000 and mask & _budget_script.HELD
+    assert exchange(model, "b", at=NOW + 2)[3] == 2_000  # 8,000 stay held for a
+
+
+def test_a_member_wanting_room_gets_a_retrys_worth_for_each_of_its_failures():
+    """A member with 3 failures since its last exchange gets 3 retries' worth, its share among the wanting allowing it; an idle one a share of what one retry's worth for each wanting member leaves."""
+    model = Ledger()
+    leases(model, "abc", NOW)  # a alone took all; b and c nothing
+    mask, _, _, lease = exchange(model, "a", at=NOW + 1, want=3)
+    assert (lease, mask & _budget_script.NEED) == (3 * 2_001, _budget_script.NEED)
+    mask, _, _, lease = exchange(model, "b", at=NOW + 2)
+    assert (lease, mask & _budget_script.STANDBY) == ((10_000 - 2_001) // 3, _budget_script.STANDBY)
+
+
+def test_a_member_wanting_more_than_its_share_gets_its_share():
+    """Two members wanting 40 retries each share the room: half each, as far as leases leave it free."""
+    model = Ledger()
+    leases(model, "ab", NOW)  # a alone took all
+    assert exchange(model, "b", at=NOW + 1, want=40)[3] == 0  # all of it, but a holds it
+    mask, _, _, lease = exchange(model, "a", at=NOW + 2, want=40)
+    assert (lease, mask & _budget_script.SHARE) == (5_000, _budget_script.SHARE)
+    assert exchange(model, "b", at=NOW + 3, want=40)[3] == 5_000
+
+
+def test_a_share_too_small_for_one_retry_goes_whole_to_members_with_failures():
+    """Ten members, room for 5 retries: shares of half a retry go to no idle member; a member that failed gets one retry's worth, while the room lasts."""
+    model = Ledger()
+    leases(model, [f"m{i}" for i in range(10)], NOW)
+    assert exchange(model, "m0", at=NOW + 1)[3] == 0  # 1,000 of 10,000 halves: of no use
+    wanted = leases(model, [f"m{i}" for i in range(10)], NOW + 2, want=1)
+    assert wanted == [2_001] * 4 + [1_996] + [0] * 5
+
+
+def test_a_member_alone_keeps_its_whole_room_however_small():
+    """One member: its lease is all the room, even less than a retry's worth (exactly the in-process budget)."""
+    mask, _, _, lease = exchange(Ledger(), "a", -4_500)
+    assert lease == 1_000 and mask & _budget_script.ALONE
+
+
+def test_a_member_that_leaves_gives_its_lease_back_at_once():
+    """leave=1: it is lent nothing, and the others share the whole room at their next exchange."""
+    model = Ledger()
+    leases(model, "ab", NOW)
+    mask, _, _, lease = exchange(model, "a", at=NOW + 1, leave=1, want=5)
+    assert lease == 0 and mask & LEFT
+    assert exchange(model, "b", at=NOW + 2)[2:] == (1, 10_000)
+
+
+def test_a_member_not_heard_from_within_its_horizon_is_forgotten():
+    """After the horizon (1.2 s) the silent member's lease and count are gone; just before, not."""
+    model = Ledger()
+    leases(model, "ab", NOW)
+    assert exchange(model, "b", at=NOW + 1_200_000)[2:] == (2, 0)  # at the horizon: still there
+    mask, _, n, lease = exchange(model, "b", at=NOW + 1_200_001)
+    assert (n, lease) == (1, 10_000) and mask & GONE
+
+
+def test_counts_resent_after_a_lost_answer_land_once():
+    """A member that never heard back resends its cumulative count from the same acked: applied once."""
+    model = Ledger()
+    assert exchange(model, "a", -3_000)[1] == 7_000
+    assert exchange(model, "a", -3_000, at=NOW + 1)[1] == 7_000  # the answer was lost
+    assert exchange(model, "a", -4_000, at=NOW + 2)[1] == 6_000
+    # forgotten after a long silence: its acked count is what it last heard
+    assert exchange(model, "a", -5_000, at=NOW + 5_000_000, acked=-4_000)[1] == 5_000
+
+
+def test_the_level_stays_between_zero_and_its_cap():
+    """Counts below 0 or above the cap stop there, and the script says so."""
+    model = Ledger()
+    mask, value, _, _ = exchange(model, "a", -50_000)
+    assert value == 0 and mask & _budget_script.TRIMMED
+    assert exchange(model, "a", 90_000, at=NOW + 1, acked=-50_000)[1] == 10_000
+
+
+def test_lost_counts_are_rebuilt_from_what_the_member_heard_never_from_full():
+    """The counts gone (expired or deleted): a member that heard a level of 1,000 rebuilds them at 1,000 with its own counts since; one that heard nothing starts full."""
+    model = Ledger()
+    exchange(model, "a", -9_000)
+    model.counts = {}
+    mask, value, _, _ = exchange(model, "a", -9_500, at=NOW + 1, acked=-9_000, heard=1_000)
+    assert value == 500 and mask & _budget_script.REBUILT
+    model.counts = {}
+    mask, value, _, _ = exchange(model, "b", at=NOW + 2)
+    assert value == 10_000 and mask & _budget_script.FRESH
+
+
+def test_for_a_horizon_after_a_rebuild_each_members_view_can_only_lower_the_counts():
+    """Rebuilt from a stale view (8,000), the level is lowered by a member that heard 2,000 - within the horizon only."""
+    model = Ledger()
+    exchange(model, "a", -9_000)
+    model.counts = {}
+    assert exchange(model, "b", at=NOW + 1, heard=8_000)[1] == 8_000  # rebuilt from b's view
+    mask, value, _, _ = exchange(model, "a", -9_000, at=NOW + 2, acked=-9_000, heard=2_000)
+    assert value == 2_000 and mask & _budget_script.LOWERED
+    assert (
+        exchange(model, "c", at=NOW + 1 + 1_200_000, heard=1_000)[1] == 2_000
+    )  # the horizon is over
+
+
+def test_a_window_lost_keeps_what_its_members_owed_but_no_credit():
+    """A RetryBudget's counts gone: a member that heard the window 3,000 in debt rebuilds that debt; one that heard credit rebuilds none."""
+    model = Ledger()
+    exchange(model, "a", -3_000, kind=WINDOW)
+    model.counts = {}
+    assert (
+        exchange(model, "a", -3_000, at=NOW + 1, acked=-3_000, heard=-3_000, kind=WINDOW)[1]
+        == -3_000
+    )
+    model.counts = {}
+    assert exchange(model, "a", -3_000, at=NOW + 2, acked=-3_000, heard=2_000, kind=WINDOW)[1] == 0
+
+
+def test_a_poisoned_level_is_dropped_and_rebuilt_from_the_member():
+    """A level of 1e17, or a word, is no level: rebuilt from what the member heard, and the script says it repaired."""
+    for poison in ("1e17", "many"):
+        model = Ledger()
+        exchange(model, "a", -6_000)
+        model.counts["level"] = poison
+        mask, value, _, _ = exchange(model, "a", -6_000, at=NOW + 1, acked=-6_000, heard=4_000)
+        assert value == 4_000 and mask & REPAIRED
+
+
+def test_a_future_or_poisoned_slot_of_a_window_is_dropped():
+    """1e17 in a slot a window ahead, or in the current one, counts for nothing: dropped, and said so."""
+    slot = NOW // 750_000
+    for field in (slot + 3, slot):
+        model = Ledger()
+        exchange(model, "a", 1_000, kind=WINDOW)
+        model.counts[field] = "1e17"
+        mask, value, _, lease = exchange(model, "a", 1_000, at=NOW + 1, acked=1_000, kind=WINDOW)
+        assert mask & REPAIRED and value == (1_000 if field != slot else 0)
+        assert lease == 3_000 + value
+
+
+def test_window_counts_leave_after_the_window_and_deposits_about_to_leave_are_not_lent():
+    """2 slots of 0.75 s: a deposit lends nothing from the moment it leaves within one interval, and is gone a window later."""
+    model = Ledger()
+    slot = 750_000
+    start = (NOW // slot) * slot  # the start of a slot
+    assert exchange(model, "a", 5_000, at=start, kind=WINDOW)[1::2] == (
+        5_000,
+        8_000,
+    )  # reserve 3,000 + 5,000
+    assert exchange(model, "a", 5_000, at=start + slot, acked=5_000, kind=WINDOW)[1::2] == (
+        5_000,
+        8_000,
+    )
+    at = start + 2 * slot - 100_000  # the deposit leaves at 2 slots: within one interval
+    mask, value, _, lease = exchange(model, "a", 5_000, at=at, acked=5_000, kind=WINDOW)
+    assert (value, lease) == (5_000, 3_000) and mask & _budget_script.LEAVING
+    mask, value, _, lease = exchange(
+        model, "a", 5_000, at=start + 2 * slot, acked=5_000, kind=WINDOW
+    )
+    assert (value, lease) == (0, 3_000) and mask & _budget_script.OLD
+
+
+def test_withdrawals_about_to_leave_still_count_against_the_room():
+    """A negative slot is counted until it has left: lending never runs ahead of the window."""
+    model = Ledger()
+    slot = 750_000
+    start = (NOW // slot) * slot
+    exchange(model, "a", -2_000, at=start, kind=WINDOW)
+    value, _, lease = exchange(
+        model, "a", -2_000, at=start + 2 * slot - 1, acked=-2_000, kind=WINDOW
+    )[1:]
+    assert (value, lease) == (-2_000, 1_000)
