@@ -1,8 +1,10 @@
 """Time for the resilience parts: a clock that never runs backwards, and
 counts over a sliding window of buckets.
 
-Shared by the rate limiter, the throttle and the circuit breaker.  Neither
-is thread-safe on its own: each owner calls them with its lock held.
+Shared by the rate limiter, the throttle, the circuit breaker and the retry
+budget.  Neither is thread-safe on its own: each owner calls them with its
+lock held - but for the short way of :class:`SlidingCounts` (its tallies),
+made for calling without the lock.
 """
 
 from __future__ import annotations
@@ -43,6 +45,23 @@ class Readings:
     def __call__(self) -> float:
         self.last = now = steady(self.clock(), self.last)
         return now if now > NOT_YET else 0.0
+
+
+def first_past(position: Callable[[float], float], mark: int, guess: float) -> float:
+    """The least float x with ``position(x) > mark``, for a non-decreasing
+    *position* (a slot or bucket number) and a *guess* of x within a float or
+    two (float arithmetic rounds), so that ``reading < first_past(...)`` says
+    in one comparison that a reading is in slot *mark* or before; -inf when
+    floats cannot say (beyond their range), which no reading is below."""
+    try:
+        end = guess
+        while position(end) > mark:  # a float or two late
+            end = math.nextafter(end, -math.inf)
+        while position(end) <= mark:  # ... or early
+            end = math.nextafter(end, math.inf)
+    except (OverflowError, ValueError):
+        return -math.inf
+    return end
 
 
 def detached(failure: object) -> BaseException | None:

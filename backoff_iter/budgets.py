@@ -31,10 +31,11 @@ import math
 import time
 from collections.abc import Callable
 from itertools import count
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import _checks
 from ._filters import is_timeout
+from ._sliding import first_past
 from ._stores import fleet_class as _fleet_class
 
 if TYPE_CHECKING:
@@ -170,36 +171,35 @@ class TokenBucket:
         self._successes = count().__next__
         self._counted = 0  # successes already added
 
-    def _add_successes(self) -> None:
-        """Add the successes counted since last time (call with the lock held)."""
-        seen = self._successes()  # this call counts one more: not a success
-        added = seen - self._counted
-        self._counted = seen + 1
-        if added:
-            self._milli = min(self._max, self._milli + added * self._ratio)
-
     @property
     def tokens(self) -> float:
         """The tokens now in the bucket."""
-        with self._lock:
-            self._add_successes()
-            return self._milli / 1000
+        TokenBucket.try_retry(self, None)  # adds the successes counted so far, and only that
+        return self._milli / 1000
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
         """A successful attempt adds ``token_ratio`` tokens."""
         self._successes()
 
+    # Below, the successes counted are added inline: no Python call under the lock.
+
     def record_failure(self, first_attempt: bool) -> None:
         """A failed attempt takes one token."""
         with self._lock:
-            self._add_successes()
-            self._milli = max(0, self._milli - 1000)
+            seen = self._successes()  # this call counts one more: not a success
+            milli = self._milli + (seen - self._counted) * self._ratio
+            self._counted = seen + 1
+            milli = (milli if milli < self._max else self._max) - 1000
+            self._milli = milli if milli > 0 else 0
 
     def try_retry(self, outcome: Any) -> bool:
         """True while more than half the tokens are left."""
         with self._lock:
-            self._add_successes()
-            return self._milli > self._threshold
+            seen = self._successes()
+            milli = self._milli + (seen - self._counted) * self._ratio
+            self._counted = seen + 1
+            self._milli = milli = milli if milli < self._max else self._max
+            return milli > self._threshold
 
     def __repr__(self) -> str:
         return (
@@ -256,6 +256,9 @@ class RetryBudget:
         "_slot",
         "_balance",
         "_lock",
+        "_calls",
+        "_counted",
+        "_ends",
     )
 
     ratio: float
@@ -317,14 +320,31 @@ class RetryBudget:
         self._slot: int | None = None  # the number of the newest slot
         self._balance = 0  # the sum of the slots
         self._lock = _thread.allocate_lock()
+        # Calls in the newest slot are only counted (a C-level counter, no lock)
+        # and added to it, under the lock, before the window moves or is read.
+        self._calls = count().__next__
+        self._counted = 0  # calls already added
+        # The first reading past the newest slot, once a call was deposited (None
+        # before, and for a fleet's budget, which deposits its own way).
+        self._ends: float | None = None
 
-    def _advance(self) -> int:
-        """Move the window to now, forgetting the slots that left it; the slot index."""
+    def _advance(self, now: float | None = None) -> int:
+        """Add the calls counted since last time to the newest slot, then move the
+        window to *now* (the clock's reading now if None), forgetting the slots that
+        left it; the newest slot's index.  Call with the lock held."""
+        if now is None:
+            now = self._clock()
         try:
-            slot = math.floor(self._clock() / self._width)
+            slot = math.floor(now / self._width)
         except (OverflowError, ValueError):  # inf or NaN: no time passed
             slot = 0 if self._slot is None else self._slot
         slots = self._slots
+        seen = self._calls()  # this call counts one more: not a call
+        if seen > self._counted:  # only counted once there is a newest slot
+            deposit = (seen - self._counted) * self._deposit
+            slots[self._slot % len(slots)] += deposit  # type: ignore[operator]
+            self._balance += deposit
+        self._counted = seen + 1
         if self._slot is None:
             self._slot = slot
         elif slot > self._slot:  # a clock going backwards moves nothing
@@ -338,8 +358,14 @@ class RetryBudget:
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
         """A call that succeeded at once deposits."""
-        if first_attempt:
-            self._record_call()
+        if first_attempt:  # _call_at's short way inline: the success path is the hot one
+            ends = self._ends
+            if ends is None:
+                self._record_call()
+            elif (now := self._clock()) < ends:
+                self._calls()
+            else:
+                self._call_at(now)
 
     def record_failure(self, first_attempt: bool) -> None:
         """A call whose first attempt failed deposits too."""
@@ -347,15 +373,28 @@ class RetryBudget:
             self._record_call()
 
     def _record_call(self) -> None:
+        self._call_at(self._clock())
+
+    def _call_at(self, now: float) -> None:
+        """Deposit a call made *now*, per the clock."""
+        ends = self._ends
+        if ends is not None and now < ends:  # the newest slot (or before: the clock went back)
+            # Counted at C speed, without the lock; should another thread move the
+            # window meanwhile, the call lands in the next slot, as if a moment later.
+            self._calls()
+            return
         with self._lock:
-            index = self._advance()
+            index = self._advance(now)
             self._slots[index] += self._deposit
             self._balance += self._deposit
+            slot, width = cast(int, self._slot), self._width
+            self._ends = first_past(lambda x: math.floor(x / width), slot, (slot + 1) * width)
 
     def try_retry(self, outcome: Any) -> bool:
         """Withdraw one retry if the window's deposits and the reserve allow it."""
+        now = self._clock()  # read before the lock is taken
         with self._lock:
-            index = self._advance()
+            index = self._advance(now)
             if self._reserve + self._balance < self._UNIT:
                 return False
             self._slots[index] -= self._UNIT
@@ -489,20 +528,15 @@ class RetryQuota:
             return self._timeout
         return self._retry
 
-    def _add_refunds(self) -> None:
-        """Add the refunds of the calls that succeeded at once (lock held)."""
-        seen = self._successes()  # this call counts one more: not a success
-        added = seen - self._counted
-        self._counted = seen + 1
-        if added:
-            self._milli = min(self._capacity, self._milli + added * self._refund)
-
     @property
     def available(self) -> float:
         """What the quota can still pay for."""
-        with self._lock:
-            self._add_refunds()
-            return self._milli / 1000
+        with self._lock:  # the refunds counted so far added, as in try_retry
+            seen = self._successes()
+            milli = self._milli + (seen - self._counted) * self._refund
+            self._counted = seen + 1
+            self._milli = milli = milli if milli < self._capacity else self._capacity
+            return milli / 1000
 
     def _units(self, spent: float) -> int:
         """*spent* in thousandths, at most the capacity (never raises)."""
@@ -516,9 +550,12 @@ class RetryQuota:
         if first_attempt:
             self._successes()
         if spent > 0.0:  # NaN is not
-            with self._lock:
-                self._add_refunds()
-                self._milli = min(self._capacity, self._milli + self._units(spent))
+            units = self._units(spent)
+            with self._lock:  # the refunds added inline, as in try_retry
+                seen = self._successes()
+                milli = self._milli + (seen - self._counted) * self._refund + units
+                self._counted = seen + 1
+                self._milli = milli if milli < self._capacity else self._capacity
 
     def record_failure(self, first_attempt: bool) -> None:
         """A failure costs nothing until it is retried."""
@@ -526,12 +563,23 @@ class RetryQuota:
     def try_retry(self, outcome: Any, throttled: bool = False) -> float:
         """Take a retry's cost and return it, or return 0.0 if the quota cannot
         pay; *throttled*: the failure is a throttle (the drivers tell it)."""
-        cost = self._cost(outcome, throttled)
+        # _cost, and the refunds counted so far, inline: no Python call under the lock.
+        if throttled:
+            cost = self._throttle
+        elif self._timeout is not None and is_timeout(outcome):
+            cost = self._timeout
+        else:
+            cost = self._retry
         with self._lock:
-            self._add_refunds()
-            if self._milli < cost:
+            seen = self._successes()  # this call counts one more: not a success
+            milli = self._milli + (seen - self._counted) * self._refund
+            self._counted = seen + 1
+            if milli > self._capacity:
+                milli = self._capacity
+            if milli < cost:
+                self._milli = milli
                 return 0.0
-            self._milli -= cost
+            self._milli = milli - cost
         return cost / 1000
 
     def __repr__(self) -> str:

@@ -29,11 +29,37 @@ Maker = Callable[[], Iterator[float]]
 # -- the hand-written references: the fastest obvious inline generators ------
 
 
+def reference_constant(base: float, cap: float) -> Iterator[float]:
+    while True:
+        yield base
+
+
+def reference_linear(base: float, cap: float) -> Iterator[float]:
+    attempt = 0
+    while True:
+        delay = base + base * attempt
+        if delay >= cap:
+            break
+        yield delay
+        attempt += 1
+    while True:
+        yield cap
+
+
 def reference_exponential(base: float, cap: float) -> Iterator[float]:
     delay = base
     while delay < cap:
         yield delay
         delay *= 2
+    while True:
+        yield cap
+
+
+def reference_fibonacci(base: float, cap: float) -> Iterator[float]:
+    previous, delay = 0.0, base
+    while delay < cap:
+        yield delay
+        previous, delay = delay, previous + delay
     while True:
         yield cap
 
@@ -68,6 +94,23 @@ def reference_decorrelated(base: float, cap: float) -> Iterator[float]:
         if sleep > cap:
             sleep = cap
         yield sleep
+
+
+def reference_smooth_jitter(base: float, cap: float) -> Iterator[float]:
+    """Polly's decorrelated jitter V2, inline (no overflow care: the cap comes first)."""
+    draw, tanh, sqrt = random.random, math.tanh, math.sqrt
+    previous, attempt = 0.0, 0
+    while True:
+        t = attempt + draw()
+        current = 2.0**t * tanh(sqrt(4.0 * t))
+        delay = (current - previous) * base / 1.4
+        if delay >= cap:
+            break
+        yield delay
+        previous = current
+        attempt += 1
+    while True:
+        yield cap
 
 
 # -- the peers' equivalents ---------------------------------------------------
@@ -125,20 +168,34 @@ def peer_makers(cap: float) -> dict[str, dict[str, Maker]]:
 
 
 def our_makers(cap: float) -> dict[str, Maker]:
+    """Every strategy of the registry, base 0.1 s and *cap*, with its defaults."""
     return {
+        "constant": lambda: backoff_iter.constant(BASE),
+        "linear": lambda: backoff_iter.linear(BASE, cap=cap),
         "exponential": lambda: backoff_iter.exponential(BASE, cap=cap),
+        "fibonacci": lambda: backoff_iter.fibonacci(BASE, cap=cap),
         "full_jitter": lambda: backoff_iter.full_jitter(BASE, cap),
         "equal_jitter": lambda: backoff_iter.equal_jitter(BASE, cap),
         "decorrelated": lambda: backoff_iter.decorrelated(BASE, cap),
+        "smooth_jitter": lambda: backoff_iter.smooth_jitter(BASE, cap),
     }
 
 
 REFERENCES: dict[str, Callable[[float, float], Iterator[float]]] = {
+    "constant": reference_constant,
+    "linear": reference_linear,
     "exponential": reference_exponential,
+    "fibonacci": reference_fibonacci,
     "full_jitter": reference_full_jitter,
     "equal_jitter": reference_equal_jitter,
     "decorrelated": reference_decorrelated,
+    "smooth_jitter": reference_smooth_jitter,
 }
+
+
+def hand_makers(cap: float) -> dict[str, Maker]:
+    """The hand-written generator of each strategy, made as ours are."""
+    return {name: functools.partial(reference, BASE, cap) for name, reference in REFERENCES.items()}
 
 
 # -- measurements --------------------------------------------------------------
@@ -150,8 +207,6 @@ class Row:
     ours: float
     reference: float
     peers: dict[str, float] = field(default_factory=dict)
-    first_ten: float = 0.0  # ns to make the iterator and draw 10 values
-    reference_first_ten: float = 0.0
 
     @property
     def to_reference(self) -> float:
@@ -166,19 +221,15 @@ def per_value(values: int, repeats: int) -> list[Row]:
     """ns per value, capped schedules, for ours, the reference and each peer."""
     rows = []
     peers = peer_makers(CAP)
+    references = hand_makers(CAP)
     for strategy, ours in our_makers(CAP).items():
-        reference = REFERENCES[strategy]
         row = Row(
             strategy,
             ns_per_value(ours, values, repeats),
-            ns_per_value(lambda reference=reference: reference(BASE, CAP), values, repeats),
+            ns_per_value(references[strategy], values, repeats),
         )
-        for peer, make in peers[strategy].items():
+        for peer, make in peers.get(strategy, {}).items():
             row.peers[peer] = ns_per_value(make, values, repeats)
-        row.first_ten = ns_per_value(ours, 10, repeats * 200) * 10
-        row.reference_first_ten = (
-            ns_per_value(lambda reference=reference: reference(BASE, CAP), 10, repeats * 200) * 10
-        )
         rows.append(row)
     return rows
 

@@ -18,18 +18,13 @@ exchanges can cost.
 from __future__ import annotations
 
 import math
-import os
 import random
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.dirname(HERE)]  # these modules, then this checkout
 
 from timing import best_ns
 

@@ -30,13 +30,11 @@ import math
 import os
 import platform
 import selectors
-import sys
 from collections.abc import Coroutine
 from random import Random
 from typing import Any, TypeVar
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE)]  # this checkout's backoff_iter
 
 from backoff_iter import hedged
 

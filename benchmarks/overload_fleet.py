@@ -21,13 +21,11 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(HERE)]  # this checkout's backoff_iter
 
 from backoff_iter.overload import simulate_overload
 

@@ -72,6 +72,9 @@ def test_quick_benchmark_prints_every_row(tmp_path):
     for form in ("sync", "async"):
         for stream in ("bare generator", "@retry", "@retry(resume=)"):
             assert ("stream", f"{form} {stream}") in table
+    for path in ("module-level policy success", "breaker= success", "RetryBudget success"):
+        assert ("path", path) in table, path  # issue 28's targets: benchmarks/costs.py
+    assert ("path", "linear: make + 10 values") in table
     assert table[("study", "small study")][-1] == "— (full run)"  # its goal is the full study's
     assert "Machine:" in out and "Versions:" in out
     # What the run printed, from its first line: under CI's coverage a worker of the

@@ -1,0 +1,216 @@
+"""The parts' short ways on their hot paths decide as the plain ways: each budget against
+a copy of itself that always takes its lock, over the same seeded sequences of events."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from backoff_iter import RetryBudget, RetryQuota, TokenBucket
+from backoff_iter._sliding import first_past
+
+
+class PlainBucket(TokenBucket):
+    """TokenBucket as it was written before its short ways: every step through _add_successes."""
+
+    __slots__ = ()
+
+    def _add_successes(self):
+        seen = self._successes()  # this call counts one more: not a success
+        added = seen - self._counted
+        self._counted = seen + 1
+        if added:
+            self._milli = min(self._max, self._milli + added * self._ratio)
+
+    @property
+    def tokens(self):
+        with self._lock:
+            self._add_successes()
+            return self._milli / 1000
+
+    def record_failure(self, first_attempt):
+        with self._lock:
+            self._add_successes()
+            self._milli = max(0, self._milli - 1000)
+
+    def try_retry(self, outcome):
+        with self._lock:
+            self._add_successes()
+            return self._milli > self._threshold
+
+
+class PlainQuota(RetryQuota):
+    """RetryQuota through _cost and _add_refunds, under its lock."""
+
+    __slots__ = ()
+
+    def _add_refunds(self):
+        seen = self._successes()  # this call counts one more: not a success
+        added = seen - self._counted
+        self._counted = seen + 1
+        if added:
+            self._milli = min(self._capacity, self._milli + added * self._refund)
+
+    @property
+    def available(self):
+        with self._lock:
+            self._add_refunds()
+            return self._milli / 1000
+
+    def record_success(self, first_attempt, spent=0.0):
+        if first_attempt:
+            self._successes()
+        if spent > 0.0:
+            with self._lock:
+                self._add_refunds()
+                self._milli = min(self._capacity, self._milli + self._units(spent))
+
+    def try_retry(self, outcome, throttled=False):
+        cost = self._cost(outcome, throttled)
+        with self._lock:
+            self._add_refunds()
+            if self._milli < cost:
+                return 0.0
+            self._milli -= cost
+        return cost / 1000
+
+
+class PlainBudget(RetryBudget):
+    """RetryBudget with every call deposited under its lock, the clock read there."""
+
+    __slots__ = ()
+
+    def record_success(self, first_attempt, spent=0.0):
+        if first_attempt:
+            self._deposit_now()
+
+    def record_failure(self, first_attempt):
+        if first_attempt:
+            self._deposit_now()
+
+    def _deposit_now(self):
+        with self._lock:
+            index = self._advance()
+            self._slots[index] += self._deposit
+            self._balance += self._deposit
+
+    def try_retry(self, outcome):
+        with self._lock:
+            index = self._advance()
+            if self._reserve + self._balance < self._UNIT:
+                return False
+            self._slots[index] -= self._UNIT
+            self._balance -= self._UNIT
+            return True
+
+
+def replay(budget, events, now):
+    """What *budget* answers to *events*, the clock being now[0]."""
+    answers = []
+    for event, value in events:
+        if event == "tick":
+            now[0] = value if value != value or math.isinf(value) else now[0] + value
+        elif event == "success":
+            budget.record_success(value, 0.0 if value else 5.0)
+        elif event == "failure":
+            budget.record_failure(value)
+        else:
+            answers.append(budget.try_retry(value))
+    return answers
+
+
+# Clock steps: nothing, a little, exactly a slot (1 s, or a third of 2.5 s), back, NaN, inf.
+STEPS = st.sampled_from([0.0, 0.25, 1.0, 2.5 / 3, 2 * 2.5 / 3, 7.0, -0.5, math.nan, math.inf])
+EVENTS = st.lists(
+    st.one_of(
+        st.tuples(st.just("tick"), STEPS),
+        st.tuples(st.sampled_from(["success", "failure"]), st.booleans()),
+        st.tuples(st.just("retry"), st.sampled_from([None, TimeoutError(), OSError()])),
+    ),
+    max_size=120,
+)
+
+
+@given(EVENTS, st.sampled_from([1.0, 2.5, 10.0]), st.sampled_from([0.0, 0.5, 3.0]))
+def test_a_retry_budget_counting_calls_without_its_lock_decides_as_with_it(
+    events, window, min_per_second
+):
+    """Calls counted at C speed within the newest slot: the same answers, slot
+    boundaries, clocks going back, NaN and inf included."""
+    answers = []
+    for kind in (RetryBudget, PlainBudget):
+        now = [1000.0]
+        budget = kind(
+            ratio=0.5, min_per_second=min_per_second, window=window, clock=lambda now=now: now[0]
+        )
+        answers.append(replay(budget, events, now))
+    assert answers[0] == answers[1]
+
+
+@given(EVENTS)
+def test_a_token_bucket_adding_successes_inline_decides_as_before(events):
+    """record_failure and try_retry with the successes added inline: the same answers and tokens."""
+    found = []
+    for kind in (TokenBucket, PlainBucket):
+        bucket = kind(max_tokens=5, token_ratio=0.5)
+        found.append((replay(bucket, events, [0.0]), bucket.tokens))
+    assert found[0] == found[1]
+
+
+@given(EVENTS, st.sampled_from([None, 3]))
+def test_a_retry_quota_adding_refunds_inline_decides_as_before(events, timeout_cost):
+    """try_retry and record_success with the cost and the refunds inline: the same answers."""
+    found = []
+    for kind in (RetryQuota, PlainQuota):
+        quota = kind(capacity=40, retry_cost=14, success_refund=1, timeout_cost=timeout_cost)
+        found.append((replay(quota, events, [0.0]), quota.available))
+    assert found[0] == found[1]
+
+
+def test_the_end_of_a_slot_is_the_first_reading_past_it():
+    """first_past finds the least float in the next slot, where float division rounds the
+    guess a float late (slots of 2.5 / 3 s, slot 16) or early (3.3 / 4 s, slot 2)."""
+    for width in (2.5 / 3, 3.3 / 4, 1.0):
+        slot_of = lambda x, width=width: math.floor(x / width)
+        for slot in (*range(64), 10**6, 10**15):
+            end = first_past(slot_of, slot, (slot + 1) * width)
+            assert slot_of(end) > slot
+            assert slot_of(math.nextafter(end, -math.inf)) <= slot
+    assert first_past(lambda x: math.floor(x), 0, math.inf) == -math.inf  # beyond floats
+
+
+def test_a_call_on_the_first_reading_of_a_slot_is_counted_in_that_slot():
+    """A call at exactly 1.0 s (slots of 1 s) counts in slot 1: at 10.0 s, when slot 0 has
+    left the window, it still pays for one retry."""
+    now = [0.5]
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=10, clock=lambda: now[0])
+    budget.record_success(True)  # slot 0
+    now[0] = 1.0
+    budget.record_success(True)  # slot 1, by the short way
+    now[0] = 10.0
+    assert [budget.try_retry(None), budget.try_retry(None)] == [True, False]
+
+
+class Counting:
+    """A clock that counts its readings."""
+
+    def __init__(self):
+        self.now, self.readings = 5.0, 0
+
+    def __call__(self):
+        self.readings += 1
+        return self.now
+
+
+def test_a_retry_budget_reads_its_clock_once_per_call_and_per_decision():
+    """A deposit reads the clock once, the short way or not, and so does try_retry."""
+    clock = Counting()
+    budget = RetryBudget(clock=clock)
+    budget.record_success(True)  # the first: under the lock
+    budget.record_success(True)  # the short way
+    clock.now = 6.0
+    budget.record_failure(True)  # a new slot: under the lock
+    budget.try_retry(None)
+    assert clock.readings == 4
