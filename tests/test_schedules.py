@@ -8,6 +8,7 @@ from random import Random
 
 import pytest
 from checks import rejects
+from test_botocore import RETRY_BEHAVIOR_2_1
 from test_drivers import RUNNERS, FakeTime, Operation, each_driver
 
 from backoff_iter import exponential, per_failure, retrying
@@ -97,8 +98,11 @@ def aws_delays(kinds, attempts, base=0.05):
             self.attempt_number, self.http_response = number, None
 
     detector = Detector()
-    backoff = ExponentialBackoff(throttling_detector=detector, random=random.random)
-    if base != 0.05:
+    if not RETRY_BEHAVIOR_2_1:  # before 1.44: base 1 s for every failure, no detector
+        backoff = ExponentialBackoff(random=random.random)
+    else:
+        backoff = ExponentialBackoff(throttling_detector=detector, random=random.random)
+    if base == 0.025:
         backoff._service_name = "dynamodb"
     delays = []
     for number, throttle in zip(range(1, attempts + 1), kinds):
@@ -111,7 +115,8 @@ def aws_delays(kinds, attempts, base=0.05):
 def test_per_failure_with_full_jitter_is_botocores_backoff_draw_for_draw(seed):
     """Seeded failure kinds over 12 retries: the same delays as botocore's ExponentialBackoff, bit for bit."""
     kinds = [Random(seed).random() < 0.3 for _ in range(12)]
-    for base in (0.05, 0.025):
+    # botocore 1.44 (retry behavior 2.1): 0.05 s, DynamoDB 0.025 s; before: 1 s.
+    for base in (0.05, 0.025) if RETRY_BEHAVIOR_2_1 else (1.0,):
         random.seed(seed)
         expected = aws_delays(kinds, 12, base)
         random.seed(seed)
