@@ -85,15 +85,15 @@ def add(parser: argparse.ArgumentParser) -> None:
         default=default(storm, "clients"),
         metavar="N",
         help="clients (processes) the arrivals are split among, at random;"
-        " each has its own limiter, throttle and breaker"
+        " each has its own rate limiter"
         f" (%(default)s; at most {overload.MAX_CLIENTS:,})",
     )
     parser.add_argument(
         "--budget-scope",
         choices=overload.SCOPES,
         default=default(storm, "budget_scope"),
-        help="process: a budget per client; fleet: one budget the clients share,"
-        " as through a RedisStore (%(default)s)",
+        help="process: a budget, throttle and breaker per client; fleet: one of each"
+        " the clients share, as through a RedisStore (%(default)s)",
     )
     parser.add_argument(
         "--sync-interval",
