@@ -32,6 +32,10 @@ from backoff_iter.overload import simulate_overload
 SEED = 2026
 STRATEGY = "full_jitter"
 SERVERS = ("serve-all", "drop-expired")
+# Issue 25's goal for a fleet budget: its retries against one budget's (the same
+# storm at one client), by clients - at least this, and at most MOST.
+LEAST = {100: 0.7, 1000: 0.7, 10000: 0.5}
+MOST = 1.1
 # The table's rows: what the clients have, and whose budget they spend.
 ROWS = [
     ("none", "process"),
@@ -43,7 +47,9 @@ ROWS = [
     ("retry_quota", "fleet"),
     ("cubic", "process"),
     ("sre_throttle", "process"),
+    ("sre_throttle", "fleet"),
     ("breaker", "process"),
+    ("breaker", "fleet"),
     ("breaker+token_bucket", "process"),
     ("breaker+token_bucket", "fleet"),
 ]
@@ -80,6 +86,19 @@ def cell(figures: dict[str, Any]) -> str:
             "never" if recovery is None else f"{recovery:g} s",
         ]
     )
+
+
+def retries(figures: dict[str, Any]) -> int:
+    """The retries a run made: its attempts beyond one per request."""
+    return int(figures["attempts"] - figures["requests"])
+
+
+def share(results: dict[tuple[Any, ...], dict[str, Any]], budget: str, clients: int) -> str:
+    """A fleet budget's retries at *clients* over one budget's, and whether the goal is met."""
+    one = retries(results[budget, "fleet", 1, "serve-all"])
+    ratio = retries(results[budget, "fleet", clients, "serve-all"]) / one if one else 0.0
+    met = LEAST.get(clients, 0.0) <= ratio <= MOST
+    return f"{ratio:.2f} ({'met' if met else 'MISSED'})"
 
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -192,6 +211,21 @@ def main(argv: list[str] | None = None) -> None:
             for budget, scope in ROWS
         ]
         lines += ["", f"server: {server}", "", *table(header, rows)]
+    lines += [
+        "",
+        "Retries against one budget (serve-all: a fleet budget's retries at N clients over"
+        f" the same run's at one client; goal: at least {', '.join(f'{v:g} at {c:,}' for c, v in LEAST.items())},"
+        f" at most {MOST:g}):",
+        "",
+    ]
+    lines += table(
+        ["budget", *(f"{c:,} clients" for c in counts[1:])],
+        [
+            [budget, *(share(results, budget, clients) for clients in counts[1:])]
+            for budget, scope in ROWS
+            if scope == "fleet" and budget in ("token_bucket", "retry_budget", "retry_quota")
+        ],
+    )
     lines += ["", f"Longer runs ({horizon:g} s):", ""]
     lines += table(
         ["budget", "scope", "clients", "server", "figures"],

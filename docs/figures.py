@@ -259,6 +259,8 @@ def fleet(output: str) -> list[str]:
             lines += [f"On {machine}: {count} runs {runs}", ""]
         elif part.startswith("server: "):
             lines += [f"``--server {part[len('server: ') :]}``:", ""]
+        elif part.startswith("Retries against one budget ("):
+            lines += [part, ""]
         elif part.startswith("Longer runs ("):
             seconds = part[len("Longer runs (") :].split(")")[0]
             lines += [f"The runs of a row that never recovered, run for {seconds}:", ""]
