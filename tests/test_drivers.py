@@ -2690,6 +2690,20 @@ def test_retry_after_beyond_bounds_how_far_a_hint_raises_the_delay(run):
     rejects(lambda: retrying(retry_after_beyond=-1), ValueError, "retry_after_beyond")
 
 
+def test_a_clock_of_ints_gives_elapsed_times_as_floats():
+    """A clock returning ints (as time.monotonic_ns would): each attempt's elapsed is a float."""
+    now = [100]
+    elapsed = []
+    for attempt in retrying([0.0, 0.0], clock=lambda: now[0], sleep=lambda s: None, on=OSError):
+        with attempt:
+            elapsed.append(attempt.elapsed)
+            now[0] += 3
+            if attempt.number < 3:
+                raise OSError
+    assert elapsed == [0.0, 3.0, 6.0]
+    assert [type(seconds) for seconds in elapsed] == [float] * 3
+
+
 def test_a_clock_going_back_below_the_start_never_makes_elapsed_negative():
     """A clock reading 100, 101, then 50 for good: the third attempt's elapsed stays at 1.0
     (no time passed since 101), and every event's elapsed is never negative."""
