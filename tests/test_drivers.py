@@ -2257,6 +2257,21 @@ def test_a_stale_attempt_is_refused_in_async_with_too():
         asyncio.run(main())
 
 
+def test_an_earlier_attempt_is_refused_while_the_next_one_is_current():
+    """Attempt 1 kept and entered again once attempt 2 is handed out: RuntimeError as it is
+    entered - its block never runs in place of attempt 2's."""
+    loop = iter(retrying([0.0], on=OSError, sleep=lambda s: None))
+    first = next(loop)
+    with first:
+        raise OSError
+    next(loop)
+    ran = []
+    with pytest.raises(RuntimeError, match=r"<Attempt number=1 .*> is not the current attempt"):
+        with first:
+            ran.append(first.number)
+    assert ran == []
+
+
 @pytest.mark.parametrize("statement", ["with", "async with"])
 def test_an_attempt_left_twice_is_an_error(statement):
     """__exit__ called a second time (by hand, or a broken context stack) cannot settle the call again."""
@@ -2325,6 +2340,29 @@ def test_a_bad_hint_ends_the_loop_and_is_reported_as_an_error(form):
         error = asyncio.run(async_loop())
     assert error.parameter == "seconds"
     assert [(e.kind, e.number, e.outcome) for e in events] == [("error", 1, error)]
+
+
+@pytest.mark.parametrize("form", ["retrying", "aretrying"])
+def test_a_bad_hint_is_never_retried_even_when_on_matches_its_error(form):
+    """on=ValueError matches the ArgumentValueError of retry_after(-1), but a bad hint is the
+    caller's bug: it propagates from attempt 1, and no attempt 2 is made."""
+    time, numbers = FakeTime(), []
+
+    async def async_loop():
+        async for attempt in aretrying([0.0] * 3, on=ValueError, sleep=time.asleep):
+            async with attempt:
+                numbers.append(attempt.number)
+                attempt.retry_after(-1.0)
+
+    with pytest.raises(ArgumentValueError):
+        if form == "retrying":
+            for attempt in retrying([0.0] * 3, on=ValueError, sleep=time.sleep):
+                with attempt:
+                    numbers.append(attempt.number)
+                    attempt.retry_after(-1.0)
+        else:
+            asyncio.run(async_loop())
+    assert numbers == [1] and time.slept == []
 
 
 # -- clocks that misbehave, and how often the clock is read ------------------------------------
