@@ -2780,6 +2780,29 @@ def test_a_hint_raised_only_by_beyond_is_what_the_deadline_must_leave_room_for()
     assert (result, time_.slept) == ("ok", [5.5])
 
 
+def test_parts_hear_the_attempt_after_it_in_the_reverse_order():
+    """parts=[outer, inner]: before the attempt outer then inner, after it inner then outer,
+    as middleware unwinds."""
+    from backoff_iter.parts import Part
+
+    log = []
+
+    class Logs(Part):
+        def __init__(self, name):
+            self.name = name
+
+        def before_attempt(self, call):
+            log.append(("before", self.name))
+            return 0.0
+
+        def after_attempt(self, outcome, kind, number, spent):
+            log.append(("after", self.name))
+
+    parts = [Logs("outer"), Logs("inner")]
+    retry([0.0], on=OSError, parts=parts, sleep=lambda s: None)(Operation([]))()
+    assert log == [("before", "outer"), ("before", "inner"), ("after", "inner"), ("after", "outer")]
+
+
 def test_what_the_parts_allowed_is_summed_into_spent():
     """Two parts allow a retry taking 2.0 and 3.0: the success after it is told spent=5.0."""
     from backoff_iter.parts import Part
