@@ -2803,6 +2803,39 @@ def test_parts_hear_the_attempt_after_it_in_the_reverse_order():
     assert log == [("before", "outer"), ("before", "inner"), ("after", "inner"), ("after", "outer")]
 
 
+def test_observe_and_parts_given_as_none_mean_none():
+    """observe=None and parts=None, said explicitly: no hook and no part, not an error."""
+    time = FakeTime()
+    calls = retry([0.5], on=OSError, observe=None, parts=None, sleep=time.sleep)
+    assert calls(Operation([OSError()]))() == "ok"
+    assert time.slept == [0.5]
+
+
+def test_a_signalling_nan_delay_is_refused_as_any_nan_is():
+    """Decimal('sNaN'), which float() refuses with a ValueError of its own: an
+    ArgumentValueError naming the delays, as Decimal('NaN') gets - never a delay of 0."""
+    from decimal import Decimal
+
+    for nan in (Decimal("NaN"), Decimal("sNaN")):
+        time = FakeTime()
+        with pytest.raises(ArgumentValueError) as raised:
+            retry([nan], on=OSError, sleep=time.sleep)(Operation([OSError()]))()
+        assert raised.value.parameter == "delays" and time.slept == []
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="ExceptionGroup is new in Python 3.11")
+def test_a_cancellation_is_found_as_a_cause_and_among_a_groups_members():
+    """from_cancellation looks through causes, contexts and the members of groups."""
+    from backoff_iter._cancelling import from_cancellation
+
+    caused = RuntimeError("wrapped")
+    caused.__cause__ = asyncio.CancelledError()
+    group = BaseExceptionGroup  # noqa: F821 - 3.11+
+    assert from_cancellation(caused)
+    assert from_cancellation(group("attempts", [OSError(), asyncio.CancelledError()]))
+    assert not from_cancellation(group("attempts", [OSError(), ValueError()]))
+
+
 def test_what_the_parts_allowed_is_summed_into_spent():
     """Two parts allow a retry taking 2.0 and 3.0: the success after it is told spent=5.0."""
     from backoff_iter.parts import Part
