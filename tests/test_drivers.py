@@ -2836,6 +2836,34 @@ def test_a_cancellation_is_found_as_a_cause_and_among_a_groups_members():
     assert not from_cancellation(group("attempts", [OSError(), ValueError()]))
 
 
+def test_a_budget_hears_nothing_of_an_error_the_policy_does_not_retry():
+    """A ValueError under on=OSError ends the call: no failure the budget may pay for, so the
+    budget is told nothing."""
+    ledger = Ledger([])
+    with pytest.raises(ValueError):
+        retry([0.0], on=OSError, budget=ledger, sleep=lambda s: None)(Operation([ValueError()]))()
+    assert ledger.log == []
+
+
+def test_a_part_that_does_not_override_allow_retry_takes_nothing_from_spent():
+    """A part overriding only after_attempt: the retry took what the budget gave (1.5), not
+    also the True of Part's default allow_retry."""
+    from backoff_iter.parts import Part
+
+    class Hears(Part):
+        def __init__(self):
+            self.told = []
+
+        def after_attempt(self, outcome, kind, number, spent):
+            self.told.append((kind, spent))
+
+    hears, ledger = Hears(), Ledger([1.5])
+    calls = retry([0.0], on=OSError, budget=ledger, parts=[hears], sleep=lambda s: None)
+    assert calls(Operation([OSError()]))() == "ok"
+    assert hears.told == [("failure", 0.0), ("success", 1.5)]
+    assert ledger.log[-1] == ("success", False, 1.5)
+
+
 def test_what_the_parts_allowed_is_summed_into_spent():
     """Two parts allow a retry taking 2.0 and 3.0: the success after it is told spent=5.0."""
     from backoff_iter.parts import Part
