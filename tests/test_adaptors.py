@@ -44,6 +44,15 @@ def test_equal_jitter_adaptor_is_half_plus_uniform_half(delays, seed):
     assert list(jittered(delays, "equal", rng=Random(seed))) == expected
 
 
+def test_equal_jitter_of_an_infinite_delay_still_takes_its_draw():
+    """An infinite delay stays inf but takes its draw, as any delay does: the delay after it
+    gets the next draw, so a schedule's draws do not shift with the values of its delays."""
+    rng = Random(5)
+    first, second = rng.random(), rng.random()
+    assert first != second
+    assert list(jittered([math.inf, 2.0], "equal", rng=Random(5))) == [math.inf, 1.0 + second]
+
+
 @given(delays_lists, st.floats(min_value=1e-9, max_value=1.0), seeds)
 def test_fraction_jitter_is_uniform_within_plus_minus_fraction(delays, fraction, seed):
     """jittered(kind=f) is uniform(d·(1-f), d·(1+f)), inside that window."""

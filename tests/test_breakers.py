@@ -463,6 +463,25 @@ def test_a_failure_that_cannot_be_copied_leaves_the_refusal_without_a_cause():
     assert breaker.state == "open" and refused(breaker).__cause__ is None
 
 
+def test_a_result_that_opened_the_circuit_leaves_the_refusal_without_a_cause():
+    """record(False, result) with a retried result, not an exception: refused with no cause."""
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1, clock=Clock())
+    breaker.check()
+    breaker.record(False, {"status": 503})
+    assert breaker.state == "open" and refused(breaker).__cause__ is None
+
+
+def test_a_clock_with_no_good_reading_yet_counts_from_zero():
+    """A clock that reads NaN from the start: time stands at 0, so a 5 s break stays 5 s away."""
+    breaker = CircuitBreaker(
+        failure_ratio=0.5, minimum_throughput=1, break_duration=5, clock=lambda: math.nan
+    )
+    breaker.check()
+    breaker.record(False)
+    assert refused(breaker).retry_after == 5.0
+    assert breaker.state == "open"
+
+
 def test_every_use_of_the_counts_and_state_holds_the_lock():
     """record() and an open breaker's check() read and change the counts only with the lock
     held: two threads recording at once cannot both open the circuit, or lose a count."""

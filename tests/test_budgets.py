@@ -207,6 +207,25 @@ def test_a_total_outage_costs_at_most_one_plus_ratio_times_the_load():
     assert 100 < len(counter) <= 120
 
 
+def test_a_negative_clock_then_inf_keeps_the_window():
+    """A clock at -100 s (no rule says a clock starts above 0), then inf: no time passed, the
+    deposit made at -100 s still pays for a retry."""
+    clock = Readings(-100.0, math.inf)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=5, clock=clock)
+    budget.record_failure(True)
+    assert budget.try_retry(None)
+    assert not budget.try_retry(None)
+
+
+def test_only_a_call_that_succeeded_at_once_deposits():
+    """A success after retries is no new call: it deposits nothing, so pays for no retry."""
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=5, clock=Clock())
+    budget.record_success(False)
+    assert not budget.try_retry(None)
+    budget.record_success(True)
+    assert budget.try_retry(None)
+
+
 def test_the_reserve_lets_a_quiet_client_retry():
     """With no calls in the window, min_per_second x window retries are still allowed."""
     budget = RetryBudget(ratio=0.0, min_per_second=0.5, window=10, clock=Clock())
@@ -326,6 +345,15 @@ def test_sizes_in_whole_thousandths_are_kept_exactly(max_tokens, token_ratio, mi
 def test_a_ratio_that_fills_the_bucket_fills_it_with_one_success():
     """token_ratio=1e300 neither overflows nor drifts: one success refills a drained bucket."""
     bucket = TokenBucket(max_tokens=10, token_ratio=1e300)
+    for _ in range(10):
+        bucket.record_failure(True)
+    bucket.record_success(True)
+    assert bucket.tokens == 10.0
+
+
+def test_a_ratio_of_1000_or_more_need_not_be_whole_thousandths():
+    """token_ratio=2500.0005 fills any bucket with one success: no thousandths to count, no error."""
+    bucket = TokenBucket(max_tokens=10, token_ratio=2500.0005)
     for _ in range(10):
         bucket.record_failure(True)
     bucket.record_success(True)

@@ -2257,6 +2257,21 @@ def test_a_stale_attempt_is_refused_in_async_with_too():
         asyncio.run(main())
 
 
+def test_an_earlier_attempt_is_refused_while_the_next_one_is_current():
+    """Attempt 1 kept and entered again once attempt 2 is handed out: RuntimeError as it is
+    entered - its block never runs in place of attempt 2's."""
+    loop = iter(retrying([0.0], on=OSError, sleep=lambda s: None))
+    first = next(loop)
+    with first:
+        raise OSError
+    next(loop)
+    ran = []
+    with pytest.raises(RuntimeError, match=r"<Attempt number=1 .*> is not the current attempt"):
+        with first:
+            ran.append(first.number)
+    assert ran == []
+
+
 @pytest.mark.parametrize("statement", ["with", "async with"])
 def test_an_attempt_left_twice_is_an_error(statement):
     """__exit__ called a second time (by hand, or a broken context stack) cannot settle the call again."""
@@ -2325,6 +2340,29 @@ def test_a_bad_hint_ends_the_loop_and_is_reported_as_an_error(form):
         error = asyncio.run(async_loop())
     assert error.parameter == "seconds"
     assert [(e.kind, e.number, e.outcome) for e in events] == [("error", 1, error)]
+
+
+@pytest.mark.parametrize("form", ["retrying", "aretrying"])
+def test_a_bad_hint_is_never_retried_even_when_on_matches_its_error(form):
+    """on=ValueError matches the ArgumentValueError of retry_after(-1), but a bad hint is the
+    caller's bug: it propagates from attempt 1, and no attempt 2 is made."""
+    time, numbers = FakeTime(), []
+
+    async def async_loop():
+        async for attempt in aretrying([0.0] * 3, on=ValueError, sleep=time.asleep):
+            async with attempt:
+                numbers.append(attempt.number)
+                attempt.retry_after(-1.0)
+
+    with pytest.raises(ArgumentValueError):
+        if form == "retrying":
+            for attempt in retrying([0.0] * 3, on=ValueError, sleep=time.sleep):
+                with attempt:
+                    numbers.append(attempt.number)
+                    attempt.retry_after(-1.0)
+        else:
+            asyncio.run(async_loop())
+    assert numbers == [1] and time.slept == []
 
 
 # -- clocks that misbehave, and how often the clock is read ------------------------------------
@@ -2690,6 +2728,20 @@ def test_retry_after_beyond_bounds_how_far_a_hint_raises_the_delay(run):
     rejects(lambda: retrying(retry_after_beyond=-1), ValueError, "retry_after_beyond")
 
 
+def test_a_clock_of_ints_gives_elapsed_times_as_floats():
+    """A clock returning ints (as time.monotonic_ns would): each attempt's elapsed is a float."""
+    now = [100]
+    elapsed = []
+    for attempt in retrying([0.0, 0.0], clock=lambda: now[0], sleep=lambda s: None, on=OSError):
+        with attempt:
+            elapsed.append(attempt.elapsed)
+            now[0] += 3
+            if attempt.number < 3:
+                raise OSError
+    assert elapsed == [0.0, 3.0, 6.0]
+    assert [type(seconds) for seconds in elapsed] == [float] * 3
+
+
 def test_a_clock_going_back_below_the_start_never_makes_elapsed_negative():
     """A clock reading 100, 101, then 50 for good: the third attempt's elapsed stays at 1.0
     (no time passed since 101), and every event's elapsed is never negative."""
@@ -2726,6 +2778,90 @@ def test_a_hint_raised_only_by_beyond_is_what_the_deadline_must_leave_room_for()
         sleep=time_.sleep,
     )(operation)()
     assert (result, time_.slept) == ("ok", [5.5])
+
+
+def test_parts_hear_the_attempt_after_it_in_the_reverse_order():
+    """parts=[outer, inner]: before the attempt outer then inner, after it inner then outer,
+    as middleware unwinds."""
+    from backoff_iter.parts import Part
+
+    log = []
+
+    class Logs(Part):
+        def __init__(self, name):
+            self.name = name
+
+        def before_attempt(self, call):
+            log.append(("before", self.name))
+            return 0.0
+
+        def after_attempt(self, outcome, kind, number, spent):
+            log.append(("after", self.name))
+
+    parts = [Logs("outer"), Logs("inner")]
+    retry([0.0], on=OSError, parts=parts, sleep=lambda s: None)(Operation([]))()
+    assert log == [("before", "outer"), ("before", "inner"), ("after", "inner"), ("after", "outer")]
+
+
+def test_observe_and_parts_given_as_none_mean_none():
+    """observe=None and parts=None, said explicitly: no hook and no part, not an error."""
+    time = FakeTime()
+    calls = retry([0.5], on=OSError, observe=None, parts=None, sleep=time.sleep)
+    assert calls(Operation([OSError()]))() == "ok"
+    assert time.slept == [0.5]
+
+
+def test_a_signalling_nan_delay_is_refused_as_any_nan_is():
+    """Decimal('sNaN'), which float() refuses with a ValueError of its own: an
+    ArgumentValueError naming the delays, as Decimal('NaN') gets - never a delay of 0."""
+    from decimal import Decimal
+
+    for nan in (Decimal("NaN"), Decimal("sNaN")):
+        time = FakeTime()
+        with pytest.raises(ArgumentValueError) as raised:
+            retry([nan], on=OSError, sleep=time.sleep)(Operation([OSError()]))()
+        assert raised.value.parameter == "delays" and time.slept == []
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="ExceptionGroup is new in Python 3.11")
+def test_a_cancellation_is_found_as_a_cause_and_among_a_groups_members():
+    """from_cancellation looks through causes, contexts and the members of groups."""
+    from backoff_iter._cancelling import from_cancellation
+
+    caused = RuntimeError("wrapped")
+    caused.__cause__ = asyncio.CancelledError()
+    group = BaseExceptionGroup  # noqa: F821 - 3.11+
+    assert from_cancellation(caused)
+    assert from_cancellation(group("attempts", [OSError(), asyncio.CancelledError()]))
+    assert not from_cancellation(group("attempts", [OSError(), ValueError()]))
+
+
+def test_a_budget_hears_nothing_of_an_error_the_policy_does_not_retry():
+    """A ValueError under on=OSError ends the call: no failure the budget may pay for, so the
+    budget is told nothing."""
+    ledger = Ledger([])
+    with pytest.raises(ValueError):
+        retry([0.0], on=OSError, budget=ledger, sleep=lambda s: None)(Operation([ValueError()]))()
+    assert ledger.log == []
+
+
+def test_a_part_that_does_not_override_allow_retry_takes_nothing_from_spent():
+    """A part overriding only after_attempt: the retry took what the budget gave (1.5), not
+    also the True of Part's default allow_retry."""
+    from backoff_iter.parts import Part
+
+    class Hears(Part):
+        def __init__(self):
+            self.told = []
+
+        def after_attempt(self, outcome, kind, number, spent):
+            self.told.append((kind, spent))
+
+    hears, ledger = Hears(), Ledger([1.5])
+    calls = retry([0.0], on=OSError, budget=ledger, parts=[hears], sleep=lambda s: None)
+    assert calls(Operation([OSError()]))() == "ok"
+    assert hears.told == [("failure", 0.0), ("success", 1.5)]
+    assert ledger.log[-1] == ("success", False, 1.5)
 
 
 def test_what_the_parts_allowed_is_summed_into_spent():

@@ -207,6 +207,19 @@ def test_one_member_decides_exactly_as_the_in_process_budget(kind, interval, eve
             assert member.available == alone.available
 
 
+def test_a_member_quota_charges_a_throttled_retry_the_throttle_cost():
+    """A fleet member's quota (on a _SharedState, whose members exchange inline) takes
+    throttle_cost (5) for a retry after a throttle and retry_cost (14) for any other, as the
+    in-process quota does - and takes its arguments by keyword as that quota does."""
+    clock = Clock(1000.0)
+    alone, member = RetryQuota(), RetryQuota(store=_SharedState(0, clock=clock))
+    for quota in (alone, member):
+        assert quota.try_retry(ConnectionError(), throttled=True) == 5.0
+        assert quota.try_retry(ConnectionError()) == 14.0
+        quota.record_success(first_attempt=False, spent=5.0)
+    assert member.available == alone.available == 486.0
+
+
 # -- Many members in one process ----------------------------------------------
 
 

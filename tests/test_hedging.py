@@ -344,6 +344,56 @@ def test_an_attempt_cancelled_by_someone_else_propagates_as_cancellation():
     run(main())
 
 
+def test_the_hooks_hear_no_hedge_for_the_first_attempt():
+    """A call whose first attempt answers: the hooks hear its success, and no "hedge" (the
+    first attempt is no hedge)."""
+    events = []
+    assert run(hedged(Script(answer("first")), [3600], observe=events.append)) == "first"
+    assert [(event.kind, event.number) for event in events] == [("success", 1)]
+
+
+def test_the_last_failure_with_nothing_left_is_a_give_up_not_a_retry():
+    """No hedge left and no attempt running: the hooks hear the failure as the give-up only,
+    not also as a retry that will never come."""
+    events = []
+    with pytest.raises(ConnectionError):
+        run(hedged(Script(fail(ConnectionError("down"))), [], observe=events.append))
+    assert [(event.kind, event.number) for event in events] == [("give_up", 1)]
+
+
+def test_a_hint_too_long_to_sleep_sends_no_more_hedges():
+    """With no maximum, a hint of inf is too long to wait: no further hedge, the failure
+    stands at once (rather than a hedge due at the end of time)."""
+    script = Script(fail(ConnectionError("go away")), answer("never"))
+    with pytest.raises(ConnectionError, match="go away"):
+        run(hedged(script, [3600], retry_after=lambda _: math.inf, retry_after_max=math.inf))
+    assert len(script.started) == 1
+
+
+def test_the_hooks_hear_an_attempt_cancelled_by_someone_else_as_the_calls_error():
+    """An attempt's own cancellation ends the call as an error the hooks hear, once the
+    attempt still running is cancelled and told them as such."""
+
+    async def main():
+        victim = []
+
+        async def cancelled_from_outside():
+            victim.append(asyncio.current_task())
+            return await forever()
+
+        async def cancel_it():
+            await asyncio.sleep(0)  # attempt 1 has started
+            victim[0].cancel()
+            return await forever()
+
+        events = []
+        with pytest.raises(asyncio.CancelledError):
+            await hedged(Script(cancelled_from_outside, cancel_it), [0], observe=events.append)
+        return [(event.kind, event.number) for event in events]
+
+    assert run(main()) == [("hedge", 2), ("cancelled", 2), ("error", 1)]
+
+
 # --- Results ----------------------------------------------------------------
 
 

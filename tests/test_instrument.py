@@ -414,6 +414,27 @@ def test_enable_instruments_a_policy_made_before_it_until_disable(backend):
     assert backend.series("retries") == {labels(name="early", error_type="OSError"): 1}
 
 
+@each_backend
+def test_each_attempt_of_a_hedged_call_is_counted_once(backend):
+    """A hedged call whose first attempt fails at once and whose hedge answers: two attempts
+    counted, each when it ended - the "hedge" event that started the second is no third."""
+    from backoff_iter import hedged
+
+    backend = backend()
+    started = []
+
+    async def fetch():
+        started.append(len(started) + 1)
+        if len(started) == 1:
+            raise ConnectionError("replica down")
+        return "answer"
+
+    calling = hedged(fetch, [3600], on=ConnectionError, name="fetch", observe=backend.hook)
+    assert asyncio.run(asyncio.wait_for(calling, 10)) == "answer"
+    assert started == [1, 2]
+    assert backend.series("attempts") == {labels(name="fetch"): 2.0}
+
+
 def test_two_prometheus_hooks_on_one_registry_share_its_collectors():
     """prometheus(registry) twice: no "Duplicated timeseries", both hooks count into one series."""
     registry = CollectorRegistry()

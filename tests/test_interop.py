@@ -493,6 +493,24 @@ class Script:
 BUSY = (503, {}, b"busy")
 
 
+def test_a_schedule_draws_its_delays_only_holding_its_lock():
+    """One call's schedule, which threads of one request may ask at once: every delay is
+    drawn with the schedule's lock held, and the n-th retry always gets the n-th delay."""
+    from backoff_iter._schedule import Schedule
+
+    held, made = [], []
+
+    def delays():
+        for value in (0.1, 0.2, 0.3):
+            held.append(made[0]._lock.locked())
+            yield value
+
+    made.append(Schedule("delays", delays))
+    schedule = made[0]
+    assert [schedule.delay(n) for n in (2, 1, 3, 2, 4)] == [0.2, 0.1, 0.3, 0.2, None]
+    assert held == [True, True, True]
+
+
 def test_tenacity_schedule_plans_no_sleep_once_the_delays_run_out():
     """The wait tenacity asks before the stop ends the call is 0, never a sleep to come."""
     wait, stop = tenacity_schedule([0.25])

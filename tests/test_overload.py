@@ -282,6 +282,27 @@ def test_the_fleet_table_at_a_small_scale():
     assert dropping.recovery_seconds is not None
 
 
+def test_a_dropping_server_keeps_answering_some_requests_in_time_under_steady_overload():
+    """Twice its capacity, no retries: serving everyone, the queue outgrows the timeout and no
+    answer comes in time; dropping what waited a whole timeout, the queue stays within one."""
+    late = {
+        server: simulate_overload(
+            ["none"],
+            ["none"],
+            rate=100.0,
+            capacity=50.0,
+            spike=1.0,
+            error_rate=0.0,
+            seconds=30.0,
+            server=server,
+            seed=1,
+        )[0].goodput_last_20s
+        for server in ("serve-all", "drop-expired")
+    }
+    assert late["serve-all"] == 0.0
+    assert late["drop-expired"] > 0.05
+
+
 def test_a_dropping_server_lets_a_ratio_budget_recover_where_serving_all_does_not():
     """One ratio budget: the wasted work of gone clients keeps the storm going; drop it and
     it ends, but no server saves 50 clients each with its own reserve."""

@@ -470,6 +470,40 @@ class ZeroRandom:
         return 0.0
 
 
+class Draws:
+    """An rng whose draws are the given numbers, in turn."""
+
+    def __init__(self, *draws):
+        self.draws = list(draws)
+
+    def random(self):
+        return self.draws.pop(0)
+
+
+def test_decorrelated_at_an_infinite_sleep_and_a_draw_of_0_stays_at_the_cap():
+    """decorrelated(1e308): 3e308 is inf, so the first sleep is inf; then a draw of 0 makes
+    inf * 0 = NaN, which is not below the cap: the cap (inf), not NaN."""
+    delays = take(decorrelated(1e308, cap=INF, rng=Draws(0.5, 0.0)), 2)
+    assert delays == [INF, INF]
+
+
+def test_smooth_jitter_repeats_a_cap_that_a_delay_just_equals():
+    """Capped at exactly its fifth delay (8.952), smooth_jitter repeats the cap from there on,
+    though the sixth delay would be below it (6.286)."""
+    free = take(smooth_jitter(1, rng=Random(3)), 6)
+    assert free[5] < free[4]
+    assert take(smooth_jitter(1, cap=free[4], rng=Random(3)), 6) == free[:4] + [free[4]] * 2
+
+
+def test_fibonacci_multiplies_the_base_by_every_fibonacci_number_a_float_holds():
+    """Up to the last F(n) below inf, each value is base·F(n), rounded once: not the sum of the
+    two values before it, rounded at each step (with base 1e-300 the last ones would differ)."""
+    numbers = [1.0, 1.0]
+    while numbers[-1] + numbers[-2] < INF:
+        numbers.append(numbers[-1] + numbers[-2])
+    assert take(fibonacci(1e-300), len(numbers)) == [1e-300 * f for f in numbers]
+
+
 def test_no_strategy_or_adaptor_ever_yields_nan():
     """Infinite delays meet draws of 0 and fractions of 1: never inf * 0 = NaN."""
     from backoff_iter import jittered

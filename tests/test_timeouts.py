@@ -424,6 +424,23 @@ def test_an_infinite_attempt_timeout_never_cuts_an_async_attempt():
     assert asyncio.run(main()) == "done" and seen == [math.inf]
 
 
+def test_the_timer_of_pythons_without_asyncio_timeout_takes_only_its_own_cancellation():
+    """The 3.9/3.10 scope: a body that answers the expiry with a CancelledError of its own
+    (other arguments) ends in that cancellation, not in a timeout."""
+    from backoff_iter._timeouts import _LegacyAsyncioScope
+
+    async def main():
+        scope = _LegacyAsyncioScope(0.0)  # expires at the loop's next pass: no real wait
+        await scope.__aenter__()
+        try:
+            await asyncio.sleep(HANG)
+        except asyncio.CancelledError:
+            own = asyncio.CancelledError("the body's own")
+        return await scope.__aexit__(type(own), own, None), scope._expired
+
+    assert asyncio.run(main()) == (None, True)
+
+
 def test_the_timer_of_pythons_without_asyncio_timeout_nests_and_chains():
     """The 3.9/3.10 scope: an outer attempt's expiry is the outer's, not an inner one's; no timer for inf."""
     from backoff_iter._timeouts import _LegacyAsyncioScope

@@ -218,15 +218,15 @@ def inline(cls: type, before: tuple[str, ...], after: tuple[str, ...]) -> type:
     """*cls* exchanging inline: its methods *before* exchange first, *after* last."""
 
     def ticked_before(method: Callable[..., Any]) -> Callable[..., Any]:
-        def ticked(self: Any, *arguments: Any) -> Any:
+        def ticked(self: Any, *arguments: Any, **keywords: Any) -> Any:
             self._tick()
-            return method(self, *arguments)
+            return method(self, *arguments, **keywords)
 
         return ticked
 
     def ticked_after(method: Callable[..., Any]) -> Callable[..., Any]:
-        def ticked(self: Any, *arguments: Any) -> Any:
-            answer = method(self, *arguments)
+        def ticked(self: Any, *arguments: Any, **keywords: Any) -> Any:
+            answer = method(self, *arguments, **keywords)
             self._tick()
             return answer
 

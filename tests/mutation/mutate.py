@@ -18,12 +18,20 @@ killed, how many are equivalent and the score (killed of the non-equivalent);
 mutation record.  Run it from the repository root; one run per tree at a time
 (a lock file makes a second one wait), since each restores the files the
 other mutates.
+
+Each verdict of a run is also appended to a record,
+``tests/mutation/record.jsonl`` (``--record=FILE`` for another), so that lists can be run one by
+one (or a survivor run again once a test kills it) and counted together
+after: ``--recorded`` runs nothing and counts each mutant of the lists by its
+latest recorded verdict (mutants judged equivalent are checked as in a run;
+a mutant never recorded is said NOT RUN and left out of the counts).
 """
 
 from __future__ import annotations
 
 import collections
 import fcntl
+import json
 import pathlib
 import subprocess
 import sys
@@ -33,8 +41,18 @@ TIMEOUT = 600  # seconds: a mutant that hangs the tests counts as killed
 
 def main(argv: list[str]) -> int:
     table = "--table" in argv
-    lists = [name for name in argv if name != "--table"]
+    recorded = "--recorded" in argv
     root = pathlib.Path.cwd()
+    record = root / "tests" / "mutation" / "record.jsonl"
+    for name in argv:
+        if name.startswith("--record="):
+            record = pathlib.Path(name[len("--record=") :])
+    lists = [name for name in argv if not name.startswith("--")]
+    latest = {}
+    if recorded and record.exists():
+        for entry in map(json.loads, record.read_text().splitlines()):
+            latest[entry["path"], entry["old"], entry["new"]] = entry["killed"]
+    not_run = 0
     tally: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])  # tried, killed, eq
     bad = 0
     with open(root / ".mutate.lock", "w") as lock:
@@ -48,9 +66,23 @@ def main(argv: list[str]) -> int:
                 if args.startswith("EQUIVALENT"):
                     killed = None if (root / path).read_text().count(old) != 1 else False
                     verdict = "EQUIVAL "
+                elif recorded:
+                    if (root / path).read_text().count(old) != 1:
+                        killed = None
+                    elif (path, old, new) not in latest:
+                        not_run += 1
+                        print(f"NOT RUN  {path}: {old!r} -> {new!r}", flush=True)
+                        continue
+                    else:
+                        killed = latest[path, old, new]
+                    verdict = "KILLED  " if killed else "SURVIVED"
                 else:
                     killed = run(root / path, old, new, args.split())
                     verdict = "KILLED  " if killed else "SURVIVED"
+                    if killed is not None:
+                        entry = {"path": path, "old": old, "new": new, "killed": killed}
+                        with open(record, "a") as out:
+                            out.write(json.dumps(entry) + "\n")
                 if killed is None:
                     bad += 1
                     print(f"BAD      {path}: {old!r} is not found exactly once", flush=True)
@@ -66,8 +98,9 @@ def main(argv: list[str]) -> int:
     print(
         f"{tried} tried, {killed} killed, {equivalent} equivalent, {survivors} survived"
         + (f", {bad} bad" if bad else "")
+        + (f", {not_run} not run" if not_run else "")
     )
-    return 1 if survivors or bad else 0
+    return 1 if survivors or bad or not_run else 0
 
 
 def score(killed: int, judged: int) -> str:
