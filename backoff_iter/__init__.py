@@ -12,9 +12,9 @@ in seconds; shape it with ``itertools`` and the adaptors here, then loop:
 [0.1, 0.2, 0.4, 0.8]
 """
 
-__version__ = "0.2.0.dev0"
-
 import typing as _typing
+
+from ._version import __version__ as __version__
 
 if _typing.TYPE_CHECKING:
     from ._checks import ArgumentTypeError, ArgumentValueError

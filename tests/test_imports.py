@@ -104,27 +104,17 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-# Offenders this branch found in modules issue 24 restructures elsewhere (the
-# instrument package, the command line): listed so that the tests below fail on
-# any other one.  Each must still be there, so the list cannot outlive them:
-# empty it as they go.
-KNOWN_CIRCLES = [["backoff_iter.instrument", "backoff_iter.instrument.logs"]]
-KNOWN_UPWARD = ["backoff_iter.cli"]
-
-
 def test_no_module_of_the_package_imports_a_module_that_imports_it_back():
     """No import circle in backoff_iter/, lazy imports inside functions included."""
     found = circles(graph(Path(backoff_iter.__file__).parent))
-    assert [c for c in found if c not in KNOWN_CIRCLES] == [], f"import circles: {found}"
-    assert all(c in found for c in KNOWN_CIRCLES), "a known circle is gone: take it off the list"
+    assert found == [], f"import circles: {found}"
 
 
 def test_no_module_inside_the_package_imports_the_package_root():
     """No module of backoff_iter/ imports backoff_iter itself (from .. import x, import backoff_iter)."""
     edges = graph(Path(backoff_iter.__file__).parent)
     upward = sorted(name for name, targets in edges.items() if name != ROOT and ROOT in targets)
-    assert [m for m in upward if m not in KNOWN_UPWARD] == [], f"importing the root: {upward}"
-    assert all(m in upward for m in KNOWN_UPWARD), "a known offender is gone: take it off the list"
+    assert upward == [], f"importing the root: {upward}"
 
 
 def test_the_fleet_and_the_parts_it_serves_import_one_way():

@@ -16,7 +16,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from backoff_iter import __version__, _checks
+from backoff_iter import _checks
+from backoff_iter._version import __version__
 
 from . import _overload, _plan, _show, _simulate
 from ._common import (

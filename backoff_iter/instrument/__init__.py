@@ -202,12 +202,6 @@ def enabled() -> tuple[Hook, ...]:
     return every + failures
 
 
-def error_type(outcome: Any) -> str:
-    """The error type of an outcome, as logs and metrics name it: its
-    exception's class name, or ``"result"`` for a retried result."""
-    return type(outcome).__name__ if isinstance(outcome, BaseException) else "result"
-
-
 #: The sleep histograms' bucket bounds, in seconds: 1-2.5-5 per decade from
 #: 10 ms to 10 s, then 30 s, 1, 2 and 5 minutes.  The default schedule's
 #: 0.1-5 s, the usual caps (AWS SDKs' 20 s, Google clients' 60 s, gRPC's
@@ -237,7 +231,8 @@ def __getattr__(name: str) -> object:
     return value
 
 
-from . import logs  # noqa: E402 - it uses the names above
+from . import logs  # noqa: E402 - the default hook, below
 from .logs import RetryLogger, log_retries  # noqa: E402
+from .logs import error_type as error_type  # noqa: E402 - for the backends
 
 reset()  # retries are visible by default

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from backoff_iter import _checks, _sleeping
 
-from . import error_type
-
 if TYPE_CHECKING:
     import logging
 
@@ -18,6 +16,12 @@ if TYPE_CHECKING:
 WARNING, ERROR = 30, 40
 
 __all__ = ["RetryLogger", "log_retries"]
+
+
+def error_type(outcome: Any) -> str:
+    """The error type of an outcome, as logs and metrics name it: its
+    exception's class name, or ``"result"`` for a retried result."""
+    return type(outcome).__name__ if isinstance(outcome, BaseException) else "result"
 
 
 class RetryLogger:
