@@ -237,6 +237,17 @@ def test_a_large_fleet_on_a_small_budget_still_retries(kind):
     assert outage_call(clients[7]) >= 1  # its share alone (0.05 of a retry) would pay none
 
 
+def test_a_member_lent_room_it_no_longer_uses_hands_it_back_one_interval_later():
+    """A _SharedState member lent all the room for its failure, then not used: one interval later (its thread would have exchanged), the room is back for the others."""
+    clock = Clock(1000.0)
+    fleet = _SharedState(0.1, clock=clock)
+    a, b = (TokenBucket(max_tokens=10, token_ratio=1, store=fleet) for _ in "ab")
+    a.record_failure(True)  # alone: lent all the room, which it wanted
+    b.record_success(True)  # b joins: a holds it all
+    clock.now += 1.0  # a is not used again
+    assert outage_call(b, retries=5) == 3  # 2 of b's half of the room, then 1 on credit
+
+
 @pytest.mark.parametrize("kind", ["token_bucket", "retry_quota"])
 def test_an_estimate_never_reads_above_full_after_an_answer(kind):
     """A's successes while its exchange travels, B's refilling the fleet meanwhile: A's estimate stops at full."""
@@ -355,6 +366,27 @@ def test_a_process_that_heard_once_goes_on_with_its_last_lease_while_an_exchange
     assert [heard.try_retry(None), never.try_retry(None)] == [True, False]
 
 
+def test_a_process_that_heard_once_is_alone_as_soon_as_its_answer_lapses_mid_exchange():
+    """Its answer lapsed while an exchange begun just before is under way (not stale itself): a process that heard from the fleet is alone at once, and spends within its 1/n slice."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budgets = [
+        RetryBudget(ratio=0, min_per_second=4, window=10, clock=clock, store=store)
+        for _ in range(4)
+    ]
+    joined(store, *budgets)
+    wanting = budgets[0]
+    for _ in range(40):
+        wanting.record_failure(True)
+    joined(store, wanting)  # it alone wants room, 40 retries: all lent to it
+    clock.now += wanting._stale - 0.01
+    store.send(wanting)  # begun while its answer holds, then never answered
+    clock.now += 0.02  # its answer lapsed; the exchange is 0.02 s old
+    store.lapse(wanting)
+    assert wanting._alone
+    assert sum(wanting.try_retry(None) for _ in range(40)) == 10
+
+
 def test_no_lease_is_kept_for_a_process_whose_answer_is_stale():
     """keep, what a process may still spend while its answer travels, is 0 once its last answer is older than stale."""
     clock = Clock(1000.0)
@@ -467,6 +499,19 @@ def test_a_bucket_member_with_no_lease_takes_one_retry_on_credit_each_exchange_w
     for _ in range(5):
         b.record_failure(True)
     joined(store, b, a)  # the fleet: 4 of 10 tokens, as a now knows
+    assert not a.try_retry(None)
+
+
+def test_a_bucket_member_takes_no_retry_on_credit_at_exactly_half():
+    """The bucket as a member last heard it exactly at half, no lease, nothing of its own: no retry on credit."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (TokenBucket(max_tokens=10, token_ratio=1, store=store) for _ in "ab")
+    joined(store, b, a)
+    for _ in range(5):
+        b.record_failure(True)
+    joined(store, b, a)  # the fleet: 5 of 10 tokens, as a now knows
+    assert (a.tokens, a._lease) == (5.0, 0)
     assert not a.try_retry(None)
 
 
@@ -903,14 +948,13 @@ def test_a_store_that_cannot_reach_redis_does_not_try_to_leave_when_closed(caplo
 
     caplog.set_level(logging.WARNING, logger="backoff_iter.fleet")
     nobody = redis.Redis(host="127.0.0.1", port=free_port())
-    store = RedisStore(nobody, next(names), sync_interval=0.01)
+    store = RedisStore(nobody, next(names), sync_interval=60)  # one exchange, then a long wait
     bucket = TokenBucket(store=store)  # kept: the thread serves it while it lives
     watched = store._worker._script = Watched(store._worker._script)
-    RedisServer.wait_until(lambda: caplog.records and watched.ended, "the warning")
-    store._worker._stopping = True  # the thread ends its loop: no exchange but a last one
-    store._worker._thread.join(5)
+    RedisServer.wait_until(lambda: caplog.records and store._worker._failing, "the warning")
     begun = watched.begun
-    store.close()
+    store.close()  # wakes the thread, which ends its loop while failing: no exchange to leave
+    assert not store._worker._thread.is_alive()
     assert watched.begun == begun and bucket.tokens == 10.0
 
 
@@ -989,7 +1033,7 @@ def test_a_store_and_its_budget_collected_end_the_thread(client):
 
 
 def test_the_stores_connection_has_a_timeout_of_its_own(client, server):
-    """A client with no socket timeout: the store's own connection waits at most max(0.5, 5 x sync_interval)."""
+    """A client with no socket timeout, or a longer one: the store's own connection waits at most max(0.5, 5 x sync_interval)."""
     patient = server.client(socket_timeout=None, socket_connect_timeout=None)
     with RedisStore(patient, next(names), sync_interval=0.2) as store:
         TokenBucket(store=store)
@@ -999,6 +1043,11 @@ def test_the_stores_connection_has_a_timeout_of_its_own(client, server):
     with RedisStore(server.client(socket_timeout=0.3), next(names)) as store:
         TokenBucket(store=store)
         assert store._worker._client.connection_pool.connection_kwargs["socket_timeout"] == 0.3
+    slow = server.client(socket_timeout=30.0, socket_connect_timeout=30.0)
+    with RedisStore(slow, next(names), sync_interval=0.01) as store:  # longer: cut to 0.5 s
+        TokenBucket(store=store)
+        settings = store._worker._client.connection_pool.connection_kwargs
+        assert (settings["socket_timeout"], settings["socket_connect_timeout"]) == (0.5, 0.5)
 
 
 def test_a_process_that_cannot_reach_redis_spends_its_deposits_then_a_whole_budget_alone(caplog):

@@ -120,10 +120,15 @@ def test_one_member_at_a_time_sends_the_probe_after_the_break():
 
 
 def test_a_failed_probe_opens_the_fleet_again_for_the_next_break():
-    """The probe fails: every member refuses for the next break duration of the schedule (10 s after 5 s)."""
+    """The probe fails: every member refuses for the next break duration of the schedule (10 s after 5 s, not 20 s: the schedule moves on once an opening, however many answers say open)."""
     clock = Clock()
     breakers, _ = fleet_of(
-        CircuitBreaker, 2, clock, failure_ratio=0.5, minimum_throughput=20, break_duration=[5, 10]
+        CircuitBreaker,
+        2,
+        clock,
+        failure_ratio=0.5,
+        minimum_throughput=20,
+        break_duration=[5, 10, 20],
     )
     opened(breakers, clock)
     clock.now += 5.0
@@ -307,3 +312,18 @@ def test_one_sick_process_among_ten_healthy_does_not_open_the_fleets_circuit(fle
             alone.record(False)
     assert alone.state == "open"
     assert server.client().hget(f"backoff_iter:{{{name}}}:breaker:ledger", "state") == b"closed"
+
+
+def test_a_member_whose_probe_is_out_sends_no_second_one():
+    """An exchange while this member's probe is out (the fleet still says the probe is its): no second call goes as a probe, here or elsewhere."""
+    clock = Clock()
+    breakers, _ = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    opened(breakers, clock)
+    clock.now += 5.0  # the break is over
+    assert refuses(breakers[0])  # it asks for the probe
+    clock.now += 0.11
+    assert not refuses(breakers[0])  # the probe is its to send: out now
+    clock.now += 0.11  # an exchange while the probe is out
+    assert refuses(breakers[0]) and refuses(breakers[1])
+    breakers[0].record(True)
+    assert not refuses(breakers[0])

@@ -179,7 +179,8 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     seen = 0
 
     # The rarest branches, reached whatever the examples drawn: a deposit about
-    # to leave the window, counts rebuilt, a share too small for one retry.
+    # to leave the window, counts rebuilt, a share too small for one retry,
+    # counts rebuilt and then lowered.
     quiet = ("exchange", 0, 0, 400_000, 0, 0, "heard", "answer")
     leaving = [("exchange", 0, 5_000, 0, 0, 0, "heard", "answer"), quiet, quiet]
     leaving += [
@@ -188,11 +189,39 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     ]
     leaving += [("exchange", 0, -9_000, 0, 0, 0, "heard", "answer")]
     wanting = [("exchange", m, 0, 1, 0, 1, "heard", "answer") for m in range(5)]
+    lowered = [  # rebuilt from m0's view (8,000), then lowered by m1's (3,000)
+        ("exchange", 0, -2_000, 0, 0, 0, "heard", "answer"),
+        ("exchange", 1, -5_000, 1, 0, 0, "heard", "answer"),
+        ("poison", 0, "delete counts"),
+        ("exchange", 0, 0, 1, 0, 0, "heard", "answer"),
+        ("exchange", 1, 0, 1, 0, 0, "heard", "answer"),
+    ]
+    # And what tells each check of a number read from Redis from its model's:
+    # a fraction where a level was, a lease held beyond the leases counted, a
+    # withdrawal in a slot about to leave the window (still counted).
+    fraction = [
+        ("exchange", 0, -3_000, 0, 0, 0, "heard", "answer"),
+        ("poison", 0, ("counts", "level", "1.5")),
+        ("exchange", 0, 0, 1, 0, 0, "heard", "answer"),
+    ]
+    overdrawn = [
+        ("poison", 0, ("ledger", "l:@", "5")),
+        ("poison", 0, ("ledger", "leased", "0")),
+        ("exchange", 0, 0, 0, 0, 0, "heard", "answer"),
+    ]
+    owed = [  # NOW is half a slot in; 950 ms later its slot leaves within an interval
+        ("exchange", 0, -2_000, 0, 0, 0, "heard", "answer"),
+        ("exchange", 0, 0, 950_000, 0, 0, "heard", "answer"),
+    ]
 
     @settings(max_examples=120)
     @given(kind=st.sampled_from([LEVEL, WINDOW, QUOTA]), events=budget_events())
     @example(kind=WINDOW, events=leaving)
     @example(kind=LEVEL, events=[*wanting, ("poison", 0, "delete counts"), wanting[0]])
+    @example(kind=LEVEL, events=lowered)
+    @example(kind=LEVEL, events=fraction)
+    @example(kind=LEVEL, events=overdrawn)
+    @example(kind=WINDOW, events=owed)
     def run(kind, events):
         nonlocal seen
         twins = Twins(client, "BUDGET")
@@ -271,10 +300,17 @@ def test_the_count_scripts_and_their_model_answer_alike_and_reach_every_branch(c
         ("poison", 0, ("ledger", "state", "abc")),
         ("exchange", 0, 0, 0, 1, "", False, 0, 200_000, "answer"),
     ]
+    # Failures first, then successes that bring the calls to the minimum at a
+    # ratio of one half: no failure in that exchange, so the circuit stays closed.
+    late = [
+        ("exchange", 0, 0, 2, 0, "", False, 0, 200_000, "answer"),
+        ("exchange", 0, 2, 0, 1, "", False, 0, 200_000, "answer"),
+    ]
 
     @settings(max_examples=120)
     @given(events=count_events())
     @example(events=cycle)
+    @example(events=late)
     def run(events):
         nonlocal seen
         twins = Twins(client, script)
