@@ -49,6 +49,30 @@ def test_log_retries_writes_a_line_per_retry_and_one_on_giving_up(caplog):
     assert caplog.records[0].retry_delay == 0.25
 
 
+def test_a_quiet_logger_makes_no_message_for_the_retries_it_drops(caplog):
+    """Retries at WARNING to a logger at ERROR: nothing is logged, and the
+    failure is never turned into text (a quiet log costs no message); the
+    give-up, at ERROR, still is."""
+    caplog.set_level(logging.ERROR, logger="quiet")
+    texts = []
+
+    class Failure(ConnectionError):
+        def __str__(self):
+            texts.append(self.args)
+            return "reset"
+
+    def failing_call():
+        raise Failure(len(texts))
+
+    hook = log_retries(logging.getLogger("quiet"))
+    with no_sleep(), pytest.raises(Failure):
+        retry([0.25, 0.5], name="fetch", observe=hook)(failing_call)()
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("ERROR", "fetch: attempt 3 failed (Failure: reset); giving up (exhausted)")
+    ]
+    assert len(texts) == 1  # the give-up's message only
+
+
 def test_log_retries_names_a_retried_result(caplog):
     """A result retried by on_result is logged as such."""
     caplog.set_level(logging.WARNING, logger="backoff_iter")

@@ -85,10 +85,13 @@ class RetryLogger:
             level, action = self.give_up_level, f"giving up ({event.reason})"
         else:
             return
+        logger = self.logger
+        if not logger.isEnabledFor(level):  # a quiet logger: no message made for nobody
+            return
         outcome = event.outcome
         kind = error_type(outcome)
         message = str(outcome) if isinstance(outcome, BaseException) else repr(outcome)
-        self.logger.log(
+        logger.log(
             level,
             "%s: attempt %d failed (%s: %s); %s",
             event.name,
