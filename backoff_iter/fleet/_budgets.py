@@ -62,6 +62,13 @@ class BudgetMember(Member):
     _demanded: bool  # the last answer lent room this process wanted
     _asked: bool  # the store's thread was woken since the last exchange
     _credit: bool
+    _each: int  # a bucket's or a quota's: what one success gains, in thousandths
+
+    if TYPE_CHECKING:  # a bucket's and a quota's own
+        _successes: Callable[[], int]
+        _counted: int
+
+        def _gain(self, units: int) -> None: ...
 
     def _start(self, store: Store, parameters: tuple[Any, ...], value: int, window: float) -> None:
         self._acked = self._cum = self._own = self._own_sent = self._spendable = 0
@@ -76,6 +83,15 @@ class BudgetMember(Member):
 
     def _idle(self) -> bool:
         return self._cum == self._acked and not self._wants
+
+    def _add_successes(self) -> None:
+        """A bucket's or a quota's: take in the successes counted without the
+        lock since the last time, each gaining ``_each`` (lock held)."""
+        seen = self._successes()  # this call counts one more: not a success
+        added = seen - self._counted
+        self._counted = seen + 1
+        if added:
+            self._gain(added * self._each)
 
     def _forget(self) -> None:
         self._known = False
@@ -159,17 +175,11 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
     ) -> None:
         TokenBucket.__init__(self, max_tokens, token_ratio)
         self._full = self._max  # a full bucket's room above half, in halves
+        self._each = self._ratio
         # A retry needs the room above half to stay positive after its failure's token.
         self._start(store, ("level", 2001, self._max, self._max), self._max, 0.0)  # type: ignore[arg-type]
 
-    def _add_successes(self) -> None:
-        seen = self._successes()  # this call counts one more: not a success
-        added = seen - self._counted
-        self._counted = seen + 1
-        if added:
-            self._gain(added * self._ratio)
-
-    _fold = _add_successes
+    _fold = BudgetMember._add_successes
 
     def _gain(self, units: int) -> None:
         """Count *units* gained: what would take the bucket beyond full, as last heard, is not own."""
@@ -227,7 +237,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
     thousandths.  Its arithmetic is the in-process quota's, in two places:
     what a retry costs (the first line of :meth:`try_retry`, and the unit a
     lease must cover, in ``__init__``) and what comes back
-    (:meth:`_give_back`)."""
+    (:meth:`_gain`)."""
 
     __slots__ = _SLOTS
     KIND = "retry_quota"
@@ -246,11 +256,12 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
             self, capacity, retry_cost, throttle_cost, success_refund, timeout_cost=timeout_cost
         )
         self._full = 2 * self._capacity
+        self._each = self._refund
         # A lease that pays for any one retry.
         unit = 2 * max(self._retry, self._throttle, self._timeout or 0)
         self._start(store, ("level", unit, self._capacity, 0), self._capacity, 0.0)  # type: ignore[arg-type]
 
-    def _give_back(self, units: int) -> None:
+    def _gain(self, units: int) -> None:
         """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
         room = self._capacity - self._value - self._own
         self._cum += units
@@ -269,14 +280,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         super()._renew(member)
         self._spendable = self._room()
 
-    def _add_refunds(self) -> None:
-        seen = self._successes()  # this call counts one more: not a success
-        added = seen - self._counted
-        self._counted = seen + 1
-        if added:
-            self._give_back(added * self._refund)
-
-    _fold = _add_refunds
+    _fold = BudgetMember._add_successes
 
     def _settle(self, now: float) -> None:
         self._own = max(-self._value, min(self._capacity - self._value, self._own))
@@ -288,7 +292,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         """What the fleet's quota can still pay for, as this process last
         heard, with its own counts since."""
         with self._lock:
-            self._add_refunds()
+            self._add_successes()
             return (self._value + self._own) / 1000
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
@@ -297,8 +301,8 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
             self._successes()
         if spent > 0.0:
             with self._lock:
-                self._add_refunds()
-                self._give_back(self._units(spent))
+                self._add_successes()
+                self._gain(self._units(spent))
 
     def record_failure(self, first_attempt: bool) -> None:
         """A failure costs nothing until it is retried (the fleet hears of it)."""
@@ -312,7 +316,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         """Take a retry's cost from this process's lease and return it, or return 0.0."""
         cost = self._cost(outcome, throttled)  # in thousandths
         with self._lock:
-            self._add_refunds()
+            self._add_successes()
             if self._spendable < 2 * cost:
                 if not self._asked:
                     self._refused()
