@@ -41,6 +41,8 @@ __all__ = ["Call", "begin"]
 
 _END: float = cast(float, object())  # no next attempt (compared by identity)
 _INF = math.inf
+_LONGEST = _checks.LONGEST  # the longest delay a sleep takes
+_UNASKED = object()  # a call's failure hooks not yet asked what they want
 
 #: A schedule that has run this many retries, or given a delay this long,
 #: with no deadline, is taken for one with no end: its policy warns once.
@@ -84,6 +86,8 @@ class Call:
     _task: Any = None  # the asyncio task of an async call (3.11+) ...
     _cancelling: int = 0  # ... and its pending cancellations when the call began
     _id: int = 0  # for the hooks' events, given at the first one
+    _wanted: Any = _UNASKED  # instrument.gate of the failure hooks, made at the first retry
+    _retries_heard: bool = True  # False: no hook wanted the first retry, nor so the rest
     _stamp: bool = False  # attempts tell their elapsed time (0.0 when nobody reads it)
     quiet: bool = False  # a success is the end: no part or hook to tell
     policy: Policy
@@ -233,7 +237,7 @@ class Call:
             delay = self._fit(attempt, outcome, delay)
             if delay is None:
                 return False
-        if self._failure_hooks:
+        if self._failure_hooks and self._retries_heard:
             self.emit("retry", outcome, self.number - 1, delay)
         _sleeping.sleep(self.policy.sleep, delay)
         self.slept += delay
@@ -257,7 +261,7 @@ class Call:
             delay = self._fit(attempt, outcome, delay)
             if delay is None:
                 return False
-        if self._failure_hooks:
+        if self._failure_hooks and self._retries_heard:
             self.emit("retry", outcome, self.number - 1, delay)
         await _sleeping.asleep(self.policy.sleep, delay)
         self.slept += delay
@@ -335,6 +339,17 @@ class Call:
     ) -> None:
         """Tell the call's hooks what happened to attempt *number*: every hook
         of a success or an error, those of retries too of a retry or give-up."""
+        if kind == "retry" or kind == "give_up":
+            hooks = self._failure_hooks
+            wanted = self._wanted
+            if wanted is _UNASKED:
+                wanted = self._wanted = instrument.gate(hooks)
+            if wanted is not None and not wanted(kind):
+                if kind == "retry":  # a quiet logger: asked once per call, not per retry
+                    self._retries_heard = False
+                return  # no hook wants it (a quiet logger): no event made
+        else:
+            hooks = self._hooks
         if not self._id:
             self._id = instrument.new_call_id()
         event = instrument.event(
@@ -348,7 +363,7 @@ class Call:
             reason,
             self._id,
         )
-        for hook in self._failure_hooks if kind == "retry" or kind == "give_up" else self._hooks:
+        for hook in hooks:
             hook(event)
 
     def _give_up(self, attempt: Attempt | None, outcome: Any, reason: str) -> None:
@@ -373,8 +388,7 @@ class Call:
         The caller then raises the exception or returns the result.
         """
         policy = self.policy
-        self.state = _DONE  # unless a retry follows
-        self.last = None  # ... and keeps no failure, nor the frames of its traceback
+        self.state = _DONE  # unless a retry follows (``last`` is None: see _attempt)
         asked = False  # the parts' allow_retry was asked already
         if exc is not None:
             if not matches(policy.on, policy.only_exceptions, exc):
@@ -400,12 +414,12 @@ class Call:
         if self._task is not None:  # an async call (3.11+): is the task being cancelled?
             self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
         kind = FAILURE
-        if policy.throttled is not None and policy.throttled(outcome):
-            kind = THROTTLE
-        for after in policy.afters:
-            after(outcome, kind, self.number, self.spent)
-        if exc is not None:
-            self.last = exc
+        if policy.tells:  # a throttle, or parts to tell (else a plain failure)
+            if policy.throttled is not None and policy.throttled(outcome):
+                kind = THROTTLE
+            for after in policy.afters:
+                after(outcome, kind, self.number, self.spent)
+        self.last = exc  # the failure retried (None for a result)
         # The schedule is made at the first failure, then drawn one delay per retry.
         delays = self._delays
         if delays is None:
@@ -425,13 +439,17 @@ class Call:
                 else:
                     self.refused = delay
                     delay, reason = _END, "budget"
-        if delay.__class__ is not float or not 0.0 <= delay <= _checks.LONGEST:
+        if delay.__class__ is not float or not 0.0 <= delay <= _LONGEST:
             delay = _END if delay is _END else _checks.wait("delays", delay)
             if delay == _INF:
                 delay = _END  # an infinite wait is no next attempt
         if delay is not _END:
-            if policy.deadline is None and not policy.warned:
-                self._warn_if_endless(delay)
+            if (
+                (self.number > ENDLESS_RETRIES or delay > ENDLESS_DELAY)
+                and policy.deadline is None
+                and not policy.warned
+            ):
+                self._warn_endless(delay)
             if self.hint is not None or not policy.simple:
                 delay, reason = self._limit(delay, outcome, kind, asked)
         if delay is _END:
@@ -443,10 +461,8 @@ class Call:
         self.state = _NEXT
         return delay
 
-    def _warn_if_endless(self, delay: float) -> None:
+    def _warn_endless(self, delay: float) -> None:
         """Warn once per policy about a schedule that looks endless."""
-        if self.number <= ENDLESS_RETRIES and delay <= ENDLESS_DELAY:
-            return
         policy = self.policy
         policy.__dict__["warned"] = True
         seen = (

@@ -225,6 +225,12 @@ SETTERS: dict[str, Callable[[dict[str, Any], str, Any], None]] = {
 }
 
 
+#: The options a call reads as they are, which change nothing _derive works
+#: out: a policy given only these (``retrying(f, on=OSError, sleep=...)``, made
+#: for each loop) keeps the class's derived values.  Any other option derives.
+_READ_AS_GIVEN = frozenset({"on", "sleep", "name", "clock", "retry_after_max"})
+
+
 class Policy:
     """The checked options of a retry policy, shared by all its calls; frozen.
 
@@ -270,6 +276,7 @@ class Policy:
     fast: bool = True  # the first try may run bare: nothing judges, sees or guards it
     quiet: bool = True  # ... and a success is told to nobody
     simple: bool = True  # a retry is just the next delay: no hint, deadline or gate
+    tells: bool = False  # a failure is told to parts, or sorted by `throttled`
     timed: bool = False  # someone reads the call's start time
     observed: bool = False  # a hook wants to see the Attempt of the first try
     warned: bool = False  # the endless-schedule warning was given
@@ -293,7 +300,8 @@ class Policy:
                     f"{type(self).__name__}() got an unexpected keyword argument {name!r}",
                 )
             setter(into, name, value)
-        self._derive()
+        if not _READ_AS_GIVEN.issuperset(options):
+            self._derive()
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(
@@ -332,6 +340,7 @@ class Policy:
         into["guarded"] = guarded = bool(self.abefores)
         into["fast"] = fast = self.on_result is None and not self.observe and not guarded
         into["quiet"] = fast and not self.afters
+        into["tells"] = bool(self.afters) or self.throttled is not None
         into["simple"] = self.retry_after is None and self.deadline is None and not self.allows
         observed = self.before_sleep is not None or self.give_up is not None
         into["observed"] = observed

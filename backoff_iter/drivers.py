@@ -367,8 +367,9 @@ def _sync_wrapper(
                 if not call.settle(None, error, _NO_RESULT):
                     raise
             else:
-                for after in afters:  # all a success at once needs told
-                    after(result, SUCCESS, 1, 0.0)
+                if afters:  # all a success at once needs told
+                    for after in afters:
+                        after(result, SUCCESS, 1, 0.0)
                 return result
         else:
             call = begin(policy, shown=False)
@@ -399,8 +400,9 @@ def _async_wrapper(
                 if not await call.asettle(None, error, _NO_RESULT):
                     raise
             else:
-                for after in afters:  # all a success at once needs told
-                    after(result, SUCCESS, 1, 0.0)
+                if afters:  # all a success at once needs told
+                    for after in afters:
+                        after(result, SUCCESS, 1, 0.0)
                 return result
         else:
             call = begin(policy, in_async=True, shown=False)

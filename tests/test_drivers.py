@@ -1983,8 +1983,31 @@ def test_what_the_defaults_mean_is_what_derive_finds():
     policy = Policy()
     policy._derive()
     flags = ("befores", "abefores", "afters", "allows", "guarded", "timed", "observed")
-    flags += ("fast", "quiet", "simple")
+    flags += ("fast", "quiet", "simple", "tells")
     assert [getattr(policy, f) for f in flags] == [getattr(Policy, f) for f in flags]
+
+
+def test_options_read_as_given_derive_nothing():
+    """A policy given only options the call reads as they are skips _derive():
+    for each, deriving anyway finds the class's flags, so nothing was missed."""
+    from backoff_iter._options import _READ_AS_GIVEN, Policy
+
+    given = {
+        "on": OSError,
+        "sleep": lambda seconds: None,
+        "name": "fetch",
+        "clock": lambda: 0.0,
+        "retry_after_max": 9.0,
+    }
+    assert set(given) == _READ_AS_GIVEN
+    flags = ("befores", "abefores", "afters", "allows", "guarded", "timed", "observed")
+    flags += ("fast", "quiet", "simple", "tells")
+    for name, value in given.items():
+        policy = Policy(**{name: value})  # type: ignore[misc]
+        assert "fast" not in vars(policy), name  # _derive() did not run ...
+        policy._derive()
+        assert [getattr(policy, f) for f in flags] == [getattr(Policy, f) for f in flags], name
+    assert "fast" in vars(Policy(deadline=1.0))  # ... and does for any other option
 
 
 # -- every option counts, given alone; every bad one is named -----------------------------------

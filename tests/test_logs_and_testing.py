@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from backoff_iter import aretrying, attempts, log_retries, retry, retrying
+from backoff_iter import RetryLogger, aretrying, attempts, log_retries, retry, retrying
 from backoff_iter.testing import no_sleep
 
 
@@ -71,6 +71,80 @@ def test_a_quiet_logger_makes_no_message_for_the_retries_it_drops(caplog):
         ("ERROR", "fetch: attempt 3 failed (Failure: reset); giving up (exhausted)")
     ]
     assert len(texts) == 1  # the give-up's message only
+
+
+def test_an_event_no_hook_wants_is_not_made():
+    """Hooks with wants(kind) are asked before a retry or give-up event is
+    made: the first retry's answer holds for the call's retries (asked once),
+    a give-up is asked again; a hook without wants() hears everything."""
+    asked, heard = [], []
+
+    class Choosy:
+        def __init__(self, wanted):
+            self.wanted = wanted
+
+        def wants(self, kind):
+            asked.append(kind)
+            return kind in self.wanted
+
+        def __call__(self, event):  # called with every event made: keeps what it wants
+            if event.kind in self.wanted:
+                heard.append((event.kind, event.number))
+
+    def failing_call():
+        raise ConnectionError("reset")
+
+    def run(*hooks):
+        asked.clear()
+        heard.clear()
+        with no_sleep(), pytest.raises(ConnectionError):  # no_sleep: the default log is quiet
+            retry([0.0, 0.0, 0.0], observe=list(hooks))(failing_call)()
+
+    run(Choosy({"give_up"}))
+    assert asked == ["retry", "give_up"]  # the first retry only, then the give-up
+    assert heard == [("give_up", 4)]
+    run(Choosy({"retry"}))
+    assert asked == ["retry", "retry", "retry", "give_up"]
+    assert heard == [("retry", 1), ("retry", 2), ("retry", 3)]
+    plain = []
+    run(Choosy(()), plain.append)  # a plain hook wants every event: no one is asked
+    assert asked == [] and heard == []
+    assert [event.kind for event in plain] == ["retry"] * 3 + ["give_up"]
+    run(Choosy(()), Choosy({"retry"}))  # either one wanting it makes the event
+    assert heard == [("retry", 1), ("retry", 2), ("retry", 3)]
+
+
+def test_the_default_log_stays_quiet_in_tests_when_another_hook_makes_the_event(caplog):
+    """Under no_sleep() the default logger wants nothing, but a plain hook
+    makes every event: the logger, called with it, still logs nothing."""
+    caplog.set_level(logging.DEBUG, logger="backoff_iter")
+    seen = []
+    with no_sleep(), pytest.raises(ConnectionError):
+        retry([0.0], observe=seen.append)(failing(5))()
+    assert [event.kind for event in seen] == ["retry", "give_up"]
+    assert caplog.records == []
+
+
+def test_the_retry_logger_wants_what_it_would_log(caplog):
+    """RetryLogger.wants(kind): a retry or give-up at a level its logger
+    keeps, outside no_sleep() when quiet in tests; never other kinds."""
+    logger = logging.getLogger("choosy")
+    hook = RetryLogger(logger, level=logging.INFO, give_up_level=logging.ERROR)
+    caplog.set_level(logging.WARNING, logger="choosy")
+    assert [hook.wants(kind) for kind in ("retry", "give_up", "success", "error")] == [
+        False,
+        True,
+        False,
+        False,
+    ]
+    caplog.set_level(logging.INFO, logger="choosy")
+    assert hook.wants("retry")
+    assert not hook.wants("success") and not hook.wants("error")  # at any level
+    quiet = RetryLogger(logger, level=logging.INFO, quiet_in_tests=True)
+    assert quiet.wants("retry")
+    with no_sleep():
+        assert not quiet.wants("retry") and not quiet.wants("give_up")
+        assert hook.wants("retry")  # not quiet in tests: still logs
 
 
 def test_log_retries_names_a_retried_result(caplog):

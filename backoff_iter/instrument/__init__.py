@@ -32,6 +32,9 @@ call).  With no hook at all, the drivers make no event: the success path
 costs nothing more.  A hook that wants only some kinds of events says so
 with an ``events`` attribute (a set of kinds): one that lists neither
 ``"success"`` nor ``"error"`` costs a call that succeeds at once nothing.
+A hook may also have a ``wants(kind)`` method, asked before each retry or
+give-up event is made: when every hook of the call says no (the default
+logger does while its logger drops the level), no event is made at all.
 
 **Retries are logged by default.**  Every driver starts with one hook
 enabled for the whole process: :func:`~backoff_iter.log_retries`'s
@@ -54,7 +57,7 @@ from __future__ import annotations
 import _thread
 import itertools
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union, cast
 
 from backoff_iter import _checks
 
@@ -139,6 +142,25 @@ def event(
 def hooks(observe: Observe, name: str = "observe") -> tuple[Hook, ...]:
     """``observe=`` as a tuple of hooks, each checked to be callable."""
     return _checks.several(name, observe, callable, "a hook, a list of hooks or None")
+
+
+def gate(hooks: tuple[Hook, ...]) -> Callable[[str], bool] | None:
+    """What the drivers ask before they make an event of a kind for *hooks*:
+    None when one of them hears every event, else a function of the kind,
+    false when none of them wants that event now.
+
+    A hook says so with a ``wants(kind)`` method (the retry logger's is false
+    while its logger drops the level): an event nobody wants is not made.
+    """
+    asked = []
+    for hook in hooks:
+        wants = getattr(hook, "wants", None)
+        if not callable(wants):
+            return None
+        asked.append(wants)
+    if len(asked) == 1:
+        return cast("Callable[[str], bool]", asked[0])
+    return lambda kind: any(wants(kind) for wants in asked)
 
 
 def _wants_successes(hook: Hook) -> bool:

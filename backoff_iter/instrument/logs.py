@@ -74,6 +74,20 @@ class RetryLogger:
             self._logger = logging.getLogger("backoff_iter")
         return self._logger
 
+    def wants(self, kind: str) -> bool:
+        """Would an event of *kind* make a record now?  Only a retry or a
+        give-up, at a level the logger keeps, outside tests when quiet in them:
+        the drivers make no event that nobody wants."""
+        if kind == "retry":
+            level = self.level
+        elif kind == "give_up":
+            level = self.give_up_level
+        else:
+            return False
+        if self.quiet_in_tests and _sleeping.recorders:
+            return False
+        return (self._logger or self.logger).isEnabledFor(level)
+
     def __call__(self, event: RetryEvent) -> None:
         """Log a retry ("fetch: attempt 2 failed (OSError: reset); retrying in 0.40 s")
         or a give-up ("...; giving up (exhausted)"); other events are not logged."""
