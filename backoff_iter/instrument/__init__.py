@@ -32,9 +32,10 @@ call).  With no hook at all, the drivers make no event: the success path
 costs nothing more.  A hook that wants only some kinds of events says so
 with an ``events`` attribute (a set of kinds): one that lists neither
 ``"success"`` nor ``"error"`` costs a call that succeeds at once nothing.
-A hook may also have a ``wants(kind)`` method, asked before each retry or
-give-up event is made: when every hook of the call says no (the default
-logger does while its logger drops the level), no event is made at all.
+A hook may also have a ``wants(kind)`` method, asked before a retry or
+give-up event is made (for retries once, at a call's first): when every
+hook of the call says no (the default logger does while its logger drops
+the level), no event is made at all.
 
 **Retries are logged by default.**  Every driver starts with one hook
 enabled for the whole process: :func:`~backoff_iter.log_retries`'s
