@@ -90,12 +90,12 @@ class Call:
     _retries_heard: bool = True  # False: no hook wanted the first retry, nor so the rest
     _stamp: bool = False  # attempts tell their elapsed time (0.0 when nobody reads it)
     quiet: bool = False  # a success is the end: no part or hook to tell
+    state: int = _NEXT  # where the loop is (see _attempt.py)
+    _hooks: tuple[instrument.Hook, ...] = ()  # told of every event
+    _failure_hooks: tuple[instrument.Hook, ...] = ()  # told of retries and give-ups
     policy: Policy
     start: float  # the first steady reading of the clock (NOT_YET: none so far)
-    state: int
     _time: float  # the latest steady reading
-    _hooks: tuple[instrument.Hook, ...]  # told of every event
-    _failure_hooks: tuple[instrument.Hook, ...]  # told of retries and give-ups
 
     def __init__(
         self,
@@ -109,20 +109,29 @@ class Call:
         self.policy = policy
         # The first steady reading of the clock starts the call; None: nobody
         # read it when the first attempt began, so the first reading will.
-        self.start = self._time = NOT_YET if start is None else steady(start, NOT_YET)
-        self.state = _NEXT
+        if start is None:
+            self.start = self._time = NOT_YET
+        elif policy.steady_clock:
+            self.start = self._time = start
+        else:
+            self.start = self._time = steady(start, NOT_YET)
         if in_async:
             self.in_async = True
             self._task, self._cancelling = cancelling or cancellations()
         # The hooks that see this call's events: its policy's and the process's
-        # (none for a simulated client: process_hooks False).
-        every = instrument.every if process_hooks else ()
-        if every:
-            self._hooks = policy.observe + every
+        # (none for a simulated client: process_hooks False); those of the
+        # process that want only retries and give-ups hear only those.
+        if process_hooks:
+            every, failures = instrument.every, instrument.failures
         else:
-            self._hooks = policy.observe
+            every = failures = ()
+        hooks = policy.observe + every if every else policy.observe
+        if hooks:
+            self._hooks = hooks
+            self._failure_hooks = hooks + failures
+        else:  # nobody hears a success: quiet if the policy has nothing to tell either
             self.quiet = policy.quiet
-        self._failure_hooks = self._hooks + instrument.failures if process_hooks else self._hooks
+            self._failure_hooks = failures
         # Someone reads each attempt's elapsed time: the loop's body, a hook,
         # or the deadline shortening a timeout (else no clock is read for it).
         if shown or policy.observed or policy.deadline is not None:
@@ -213,7 +222,11 @@ class Call:
     def elapsed(self) -> float:
         """Seconds since the first attempt began, per the policy's clock.  A
         reading that goes back, or is not finite, counts as no time passed."""
-        self._time = now = steady(self.policy.clock(), self._time)
+        policy = self.policy
+        now = policy.clock()
+        if not policy.steady_clock:
+            now = steady(now, self._time)
+        self._time = now
         if self.start == NOT_YET:  # the first good reading: the call starts now
             self.start = now
         return now - self.start if now > NOT_YET else 0.0

@@ -187,6 +187,11 @@ def _function(name: str, value: object) -> object:
     return value
 
 
+def _clock(into: dict[str, Any], name: str, value: Any) -> None:
+    into[name] = _function(name, value)
+    into["steady_clock"] = value is time.monotonic
+
+
 def _attempt_timeout(into: dict[str, Any], name: str, value: Any) -> None:
     into[name] = value
     if value is not None:
@@ -212,7 +217,7 @@ SETTERS: dict[str, Callable[[dict[str, Any], str, Any], None]] = {
     "name": _set(_checks.text),
     "observe": _set(lambda name, value: instrument.hooks(value, name)),
     "deadline": _set(_optional_seconds),
-    "clock": _set(_function),
+    "clock": _clock,
     "sleep": _set(_checks.optional_function),
     "before_sleep": _set(_checks.optional_function),
     "give_up": _set(_checks.optional_function),
@@ -250,6 +255,7 @@ class Policy:
     observe: tuple[instrument.Hook, ...] = ()
     deadline: float | None = None
     clock: Callable[[], float] = time.monotonic  # a builtin: no method binding
+    steady_clock: bool = True  # the clock is time.monotonic: no reading of it needs a guard
     sleep: Callable[[float], Any] | None = None
     before_sleep: BeforeSleep | None = None
     give_up: GiveUp | None = None

@@ -229,6 +229,17 @@ def test_every_driver_logs_its_retries_and_its_give_up(run, caplog):
     assert (record.retry_name, record.retry_attempt, record.retry_delay) == ("fetch", 1, 0.5)
 
 
+@each_driver
+def test_the_default_log_hears_retries_beside_a_policys_own_hooks(run, caplog):
+    """observe= adds to the default log, never replaces it: both hear the retries."""
+    caplog.set_level(logging.DEBUG)
+    seen = []
+    with pytest.raises(OSError):
+        run([0.5], Operation([OSError("down")] * 2), FakeTime(), name="fetch", observe=seen.append)
+    assert [event.kind for event in seen] == ["retry", "give_up"]
+    assert [level for level, _ in records(caplog)] == ["WARNING", "WARNING"]
+
+
 def test_logging_levels_silence_it_and_disable_removes_it(caplog):
     """setLevel(ERROR) on the backoff_iter logger silences it; disable() removes the hook; reset() brings it back."""
     time = FakeTime()

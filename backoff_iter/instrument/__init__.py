@@ -152,16 +152,30 @@ def gate(hooks: tuple[Hook, ...]) -> Callable[[str], bool] | None:
 
     A hook says so with a ``wants(kind)`` method (the retry logger's is false
     while its logger drops the level): an event nobody wants is not made.
+    Most calls ask of the same hooks (the process's, alone): the last answer
+    is kept for them.
     """
+    global _last_gate
+    last_hooks, last = _last_gate
+    if hooks is last_hooks:
+        return last
     asked = []
     for hook in hooks:
         wants = getattr(hook, "wants", None)
         if not callable(wants):
-            return None
+            gate = None
+            break
         asked.append(wants)
-    if len(asked) == 1:
-        return cast("Callable[[str], bool]", asked[0])
-    return lambda kind: any(wants(kind) for wants in asked)
+    else:
+        if len(asked) == 1:
+            gate = cast("Callable[[str], bool]", asked[0])
+        else:
+            gate = lambda kind: any(wants(kind) for wants in asked)
+    _last_gate = hooks, gate
+    return gate
+
+
+_last_gate: tuple[tuple[Hook, ...], Callable[[str], bool] | None] = ((), None)
 
 
 def _wants_successes(hook: Hook) -> bool:
