@@ -12,6 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Real
+from types import FunctionType
 from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
@@ -170,6 +171,8 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     serves one (*one_shot*).  Anything else is a TypeError naming *name*.
     """
     kind = delays.__class__
+    if kind is FunctionType:  # the common case (a lambda, a def), at once: no iterator
+        return cast("Callable[[], Iterable[float]]", delays), False
     if kind is tuple and delays and isinstance(delays[0], type):  # type: ignore[index]
         exception_classes(name, delays)
     if kind is list or kind is tuple:
@@ -181,7 +184,7 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     if isinstance(delays, Iterator):  # an iterator that happens to be callable is still one-shot
         return delays.__iter__, True
     if callable(delays):
-        return cast(Callable[[], Iterable[float]], delays), False
+        return cast("Callable[[], Iterable[float]]", delays), False
     if isinstance(delays, Sequence) and not isinstance(delays, (str, bytes)):
         return delays.__iter__, False
     return iterable(name, delays).__iter__, True  # type: ignore[arg-type]

@@ -270,7 +270,7 @@ class Call:
         if hook is not None:
             returned = hook(cast(Attempt, attempt), outcome, delay)
             if returned is not None and hasattr(returned, "__await__"):
-                await cast(Awaitable[Any], returned)
+                await cast("Awaitable[Any]", returned)
             delay = self._fit(attempt, outcome, delay)
             if delay is None:
                 return False

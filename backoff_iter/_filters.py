@@ -153,7 +153,7 @@ def exception_filter(name: str, on: object) -> tuple[Filter, bool]:
     ):
         classes = on
     elif callable(on) and not isinstance(on, (type, tuple)):
-        return cast(Callable[[BaseException], object], on), False
+        return cast("Callable[[BaseException], object]", on), False
     else:
         raise _checks.ArgumentTypeError(
             name,

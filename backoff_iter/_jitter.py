@@ -36,7 +36,7 @@ def random_source(rng: Any) -> Callable[[], float]:
         return draw  # type: ignore[no-any-return]
     uniform = getattr(rng, "uniform", None)
     if callable(uniform):
-        return lambda: float(cast(Callable[[float, float], float], uniform)(0.0, 1.0))
+        return lambda: float(cast("Callable[[float, float], float]", uniform)(0.0, 1.0))
     raise _checks.ArgumentTypeError(
         "rng", f"rng must be None or have a random() or uniform(a, b) method, got {rng!r}"
     )

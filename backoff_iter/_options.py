@@ -291,7 +291,7 @@ class Policy:
         into = self.__dict__
         if delays is not None:
             if delays.__class__ is list:  # the common case, at once
-                into["factory"] = cast(list[float], delays).__iter__
+                into["factory"] = cast("list[float]", delays).__iter__
             else:
                 into["factory"], one_shot = _checks.delays_factory("delays", delays)
                 if one_shot:

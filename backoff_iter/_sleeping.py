@@ -67,7 +67,7 @@ def running_library() -> str | None:
 def default_async_sleep() -> Callable[[float], Any]:
     """The sleep of the event loop running now: ``asyncio.sleep`` or ``trio.sleep``."""
     if running_library() == "trio":
-        return cast(Callable[[float], Any], sys.modules["trio"].sleep)
+        return cast("Callable[[float], Any]", sys.modules["trio"].sleep)
     import asyncio  # already loaded by whoever runs this coroutine
 
     return asyncio.sleep

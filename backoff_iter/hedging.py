@@ -82,7 +82,7 @@ class _Hedging:
         self._factory: Callable[[], Iterable[object]] | None = None
         if delays.__class__ is list or delays.__class__ is tuple:
             self._checked = tuple(
-                _checks.wait("delays", delay) for delay in cast(Sequence[object], delays)
+                _checks.wait("delays", delay) for delay in cast("Sequence[object]", delays)
             )
         elif reusable:
             self._factory = _checks.reusable_delays("delays", delays)
