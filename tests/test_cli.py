@@ -298,6 +298,35 @@ def test_a_stdout_with_no_file_under_it_that_fails_is_an_output_error(monkeypatc
         write("row\n")
 
 
+def test_a_command_loads_its_own_module_only():
+    """plan imports the plan command's module, not show's, simulate's or
+    overload's (their pictures and simulators); --help lists them all."""
+    code = (
+        "import sys, backoff_iter.cli as cli\n"
+        "status = cli.main(['plan', '--base', '1', '--factor', '2', '--elapsed', '20'])\n"
+        "print(status, sorted(m for m in sys.modules if m.startswith('backoff_iter.cli._')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "0 ['backoff_iter.cli._common', 'backoff_iter.cli._plan']"
+    listed = subprocess.run(
+        [sys.executable, "-m", "backoff_iter", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    from backoff_iter.cli import COMMANDS
+
+    for name, module in COMMANDS.items():
+        command = __import__(f"backoff_iter.cli.{module}", fromlist=["NAME"])
+        assert name == command.NAME
+        assert command.SUMMARY.split()[0] in listed  # each command is listed with its summary
+
+
+def test_a_word_that_names_no_command_is_an_error_listing_them(cli):
+    """A mistyped command names the choices, whichever command modules were loaded."""
+    result = cli("plam")
+    assert result.status == 2
+    assert "invalid choice: 'plam'" in one_error_line(result.err)
+    assert "'show', 'plan', 'simulate', 'overload'" in result.err
+
+
 def test_help_asked_for_another_file_goes_there(capsys):
     """The parser's writer sends a help asked for elsewhere (print_help(file)) there."""
     from backoff_iter.cli import parser
@@ -834,20 +863,20 @@ STARTS = {
 
 @pytest.mark.parametrize("start", list(STARTS))
 @pytest.mark.parametrize(
-    "at",
+    ("at", "args"),
     [
-        "backoff_iter.cli",  # the first import run() guards
-        "argparse",
-        "backoff_iter.overload",
-        "backoff_iter.cli._show",
-        "backoff_iter.simulation",
-        "shutil",  # imported by argparse as main() builds the parser
+        ("backoff_iter.cli", ["show", "exponential"]),  # the first import run() guards
+        ("argparse", ["show", "exponential"]),
+        ("backoff_iter.overload", ["overload"]),  # imported by the command that runs only
+        ("backoff_iter.cli._show", ["show", "exponential"]),
+        ("backoff_iter.simulation", ["simulate"]),
+        ("shutil", ["show", "exponential"]),  # imported by argparse as main() builds the parser
     ],
 )
-def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130(interrupted, start, at):
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130(interrupted, start, at, args):
     """Ctrl-C while the command line's modules import, before main() runs or as it builds
     its parser: status 130 and one line, no KeyboardInterrupt traceback."""
-    result = finish(interrupted(["show", "exponential"], STARTS[start], at=at))
+    result = finish(interrupted(args, STARTS[start], at=at))
     assert (result.status, result.out) == (130, ""), result.err
     assert result.err == "python -m backoff_iter: interrupted\n"
 
@@ -880,9 +909,9 @@ def test_ctrl_c_at_any_moment_of_a_short_run_is_130_or_done_never_a_traceback(in
                 assert (status, err, out.count("\n")) == (0, "", 1 + 10_000), (after, err)
 
 
-def test_ctrl_c_while_the_package_imports_is_one_line_and_130(interrupted):
-    """Ctrl-C while `python -m backoff_iter` imports the package, before its __main__."""
-    result = finish(interrupted(["show", "exponential"], at="backoff_iter._core"))
+def test_ctrl_c_while_the_library_imports_is_one_line_and_130(interrupted):
+    """Ctrl-C while the command imports the library's modules (show: the strategies)."""
+    result = finish(interrupted(["show", "exponential"], at="backoff_iter.strategies"))
     assert (result.status, result.err) == (130, "python -m backoff_iter: interrupted\n")
 
 

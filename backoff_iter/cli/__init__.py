@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 
 from backoff_iter import _checks
 from backoff_iter._version import __version__
 
-from . import _overload, _plan, _show, _simulate
 from ._common import (
     PROG,
     OutputError,
@@ -34,7 +34,9 @@ from ._common import (
 
 __all__ = ["main"]
 
-COMMANDS = (_show, _plan, _simulate, _overload)
+#: Each command's module, by the command's name: imported when that command
+#: runs (all of them only for the list of commands in the top-level help).
+COMMANDS = {"show": "_show", "plan": "_plan", "simulate": "_simulate", "overload": "_overload"}
 
 DESCRIPTION = "Backoff schedules as iterables: show one, plan one, or simulate clients using them."
 EXIT_STATUS = (
@@ -43,18 +45,35 @@ EXIT_STATUS = (
 )
 
 
-def parser() -> Parser:
-    """The parser of every command; each command module adds its own options."""
+def parser(only: str | None = None) -> Parser:
+    """The parser of every command; each command module adds its own options.
+
+    *only*: the command that runs - the other commands are named (argparse
+    lists them in its errors) but their modules are not imported.
+    """
     top = Parser(prog=PROG, description=DESCRIPTION, epilog=EXIT_STATUS)
     top.add_argument("--version", action="version", version=f"backoff_iter {__version__}")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for command in COMMANDS:
+    for name, module in COMMANDS.items():
+        if only is not None and name != only:
+            commands.add_parser(name)  # not the one that runs
+            continue
+        command = import_module(f".{module}", __name__)
         sub = commands.add_parser(
-            command.NAME, help=command.SUMMARY, description=command.SUMMARY, epilog=EXIT_STATUS
+            name, help=command.SUMMARY, description=command.SUMMARY, epilog=EXIT_STATUS
         )
         sub.set_defaults(run=command.run, prints=command.prints, parser=sub)
         command.add(sub)
     return top
+
+
+def command_named(arguments: Sequence[str]) -> str | None:
+    """The command *arguments* name: their first word that is not an option
+    (the top level's options take no value); None if there is none."""
+    for argument in arguments:
+        if not argument.startswith("-"):
+            return argument
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -62,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     prog = PROG  # the command's own once parsed: "python -m backoff_iter show"
     try:
-        top = parser()
+        top = parser(command_named(arguments))
         args = top.parse_args(arguments)  # SystemExit for --help and --version
         if args.command is None:
             top.error("choose a command: show, plan, simulate or overload (see --help)")
