@@ -491,7 +491,7 @@ import backoff_iter.cli
 seconds = time.process_time() - start
 commands = ("_show", "_plan", "_simulate", "_overload")
 loaded = [c for c in commands if "backoff_iter.cli." + c in sys.modules]
-backoff_iter.cli.main(["plan", "exponential", "--base", "0.1", "--retries", "3"])
+backoff_iter.cli.main(["plan", "--base", "1", "--factor", "2", "--elapsed", "20"])
 ran = [c for c in commands if "backoff_iter.cli." + c in sys.modules]
 print(len(loaded) + len(ran) - 1, seconds)
 """
