@@ -91,6 +91,8 @@ def is_real(value: object) -> bool:
 
 def seconds(name: str, value: object, *, infinite: bool = False) -> float:
     """A duration: a number that is not negative, not NaN, finite unless *infinite*."""
+    if type(value) is float and value >= 0.0 and (value < math.inf or infinite):
+        return value + 0.0  # the common case, at once (-0.0 is 0.0)
     result = number(name, value)
     if not result >= 0.0:  # also catches NaN
         raise ArgumentValueError(name, f"{name} must be a non-negative number, got {value!r}")

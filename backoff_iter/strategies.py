@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable, Iterator
 from functools import cache, lru_cache, partial
 from itertools import chain, count, repeat, takewhile
-from operator import add, mul
+from operator import mul
 from typing import Any, Callable
 
 from . import _checks, _jitter
@@ -65,15 +65,6 @@ def _growth(
 
 
 # -- deterministic building blocks (no argument checks) ---------------------
-
-
-def _rising(values: Iterator[float], cap: float) -> Iterator[float]:
-    """``min(cap, v)`` for each *v* of a non-decreasing infinite iterator.
-
-    Once a value reaches the cap (or is NaN) *values* is dropped and the cap
-    repeats, so nothing more is computed.
-    """
-    return chain(takewhile(cap.__gt__, values), repeat(cap))
 
 
 def _power_fits(factor: float, exponent: int) -> bool:
@@ -190,7 +181,19 @@ def linear(base: float = 1.0, step: float | None = None, *, cap: float = _INF) -
     cap = _checks.seconds("cap", cap, infinite=True)
     if step == 0.0 or base >= cap:
         return repeat(min(base, cap))
-    return _rising(map(add, repeat(base), map(mul, repeat(step), count())), cap)
+    return _linear(base, step, cap)
+
+
+def _linear(base: float, step: float, cap: float) -> Iterator[float]:
+    """``base + step * attempt`` while below *cap*, then the cap: each from
+    its attempt number, so no rounding error adds up (an overflow is inf)."""
+    attempt, delay = 0, base
+    while delay < cap:
+        yield delay
+        attempt += 1
+        delay = base + step * attempt
+    while True:
+        yield cap
 
 
 def exponential(base: float = 1.0, factor: float = 2.0, *, cap: float = _INF) -> Iterator[float]:
@@ -216,13 +219,6 @@ def _fibonacci_floats() -> tuple[float, ...]:
     return tuple(numbers)
 
 
-def _adding(previous: float, last: float) -> Iterator[float]:
-    """The Fibonacci recurrence on values already scaled by the base."""
-    while True:
-        previous, last = last, previous + last
-        yield last
-
-
 # 1, 1, 2, 3, 5, ... as floats, every one a float holds (about 1,500 items).
 # Floats, so no giant integers; exact up to 2**53.
 _FIBONACCI = _fibonacci_floats()
@@ -239,11 +235,27 @@ def fibonacci(base: float = 1.0, *, cap: float = _INF) -> Iterator[float]:
     cap = _checks.seconds("cap", cap, infinite=True)
     if base == 0.0 or base >= cap:
         return repeat(min(base, cap))
-    # base * F(n) as the formula says while F(n) is a float; past that (only a
-    # tiny base gets there below the cap) the scaled values add up themselves.
-    scaled = map(mul, repeat(base), _FIBONACCI)
-    beyond = _adding(base * _FIBONACCI[-2], base * _FIBONACCI[-1])
-    return _rising(chain(scaled, beyond), cap)
+    return _fibonacci(base, cap)
+
+
+def _fibonacci(base: float, cap: float) -> Iterator[float]:
+    """``base * F(n)`` while below *cap*, as the formula says while F(n) is a
+    float (past that, only a tiny base gets there below the cap, the scaled
+    values add up themselves); then the cap."""
+    for number in _FIBONACCI:
+        delay = base * number
+        if not delay < cap:
+            break
+        yield delay
+    else:
+        previous, delay = base * _FIBONACCI[-2], base * _FIBONACCI[-1]
+        while True:
+            previous, delay = delay, previous + delay
+            if not delay < cap:
+                break
+            yield delay
+    while True:
+        yield cap
 
 
 # -- jittered strategies ----------------------------------------------------

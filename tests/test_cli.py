@@ -307,7 +307,9 @@ def test_a_command_loads_its_own_module_only():
         "print(status, sorted(m for m in sys.modules if m.startswith('backoff_iter.cli._')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.splitlines()[-1] == "0 ['backoff_iter.cli._common', 'backoff_iter.cli._plan']"
+    assert (
+        done.stdout.splitlines()[-1] == "0 ['backoff_iter.cli._common', 'backoff_iter.cli._plan']"
+    )
     listed = subprocess.run(
         [sys.executable, "-m", "backoff_iter", "--help"], capture_output=True, text=True, check=True
     ).stdout
