@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Union, cast
 from . import _checks, instrument
 from ._filters import ExceptionFilter, Filter, exception_filter, is_transient
 from .hints import RETRY_AFTER_MAX
-from .parts import Part, as_part, overrides, timeout_part, user_parts
+from .parts import Part, Stages, as_part, check_part, stages, timeout_part, user_parts
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -202,7 +202,7 @@ def _attempt_timeout(into: dict[str, Any], name: str, value: Any) -> None:
 
 def _part(name: str, value: object) -> object:
     if value is not None:
-        as_part(name, value)  # checked now; made into a part by _derive
+        check_part(name, value)  # checked now; made into a part by _derive
     return value
 
 
@@ -228,6 +228,39 @@ SETTERS: dict[str, Callable[[dict[str, Any], str, Any], None]] = {
     "throttled": _set(_checks.optional_function),
     "parts": _set(user_parts),
 }
+
+
+def _parts(given: tuple[Any, ...], every_failure: bool, timeout: Part | None = None) -> list[Part]:
+    """The parts of a policy given its budget, breaker, throttle, rate limiter
+    and own parts (*given*, None where absent), and its attempt timeout."""
+    named = zip(("budget", "breaker", "throttle", "rate_limiter"), given)
+    parts = [as_part(name, value, every_failure) for name, value in named if value is not None]
+    parts.extend(given[4:])
+    if timeout is not None:
+        parts.append(timeout)
+    return parts
+
+
+# The stages of the parts policies were given, by the parts' identities: a
+# program that makes a policy per call (``retrying(f, budget=shared)``) gives
+# the same few long-lived parts each time.  Each entry holds its parts, so no
+# id of theirs is reused while it is cached: the same ids are the same parts.
+# Bounded: the oldest goes first.
+_STAGES: dict[tuple[Any, ...], tuple[tuple[Any, ...], Stages]] = {}
+_STAGES_MAX = 64
+
+
+def _stages_of(given: tuple[Any, ...], every_failure: bool) -> Stages:
+    """:func:`~backoff_iter.parts.stages` of the parts *given* (see :func:`_parts`)."""
+    key = (every_failure, *map(id, given))
+    found = _STAGES.get(key)
+    if found is not None:
+        return found[1]
+    made = stages(_parts(given, every_failure))
+    if len(_STAGES) >= _STAGES_MAX:
+        _STAGES.pop(next(iter(_STAGES)), None)
+    _STAGES[key] = given, made
+    return made
 
 
 #: The options a call reads as they are, which change nothing _derive works
@@ -316,33 +349,13 @@ class Policy:
 
     def _derive(self) -> None:
         """What the options mean for a call, in one place."""
-        every_failure = self.throttled is None
-        parts: list[Part] = [
-            as_part(name, value, every_failure)
-            for name, value in (
-                ("budget", self.budget),
-                ("breaker", self.breaker),
-                ("throttle", self.throttle),
-                ("rate_limiter", self.rate_limiter),
-            )
-            if value is not None
-        ]
-        parts.extend(self.parts)
-        if self.timeout_part is not None:
-            parts.append(self.timeout_part)
+        given = (self.budget, self.breaker, self.throttle, self.rate_limiter, *self.parts)
         into = self.__dict__
-        into["befores"] = tuple(p.before_attempt for p in parts if overrides(p, "before_attempt"))
-        into["abefores"] = tuple(
-            (p.abefore_attempt, True)
-            if overrides(p, "abefore_attempt")
-            else (p.before_attempt, False)
-            for p in parts
-            if overrides(p, "before_attempt") or overrides(p, "abefore_attempt")
-        )
-        into["afters"] = tuple(
-            p.after_attempt for p in reversed(parts) if overrides(p, "after_attempt")
-        )
-        into["allows"] = tuple(p.allow_retry for p in parts if overrides(p, "allow_retry"))
+        if self.timeout_part is None:
+            made = _stages_of(given, self.throttled is None)
+        else:  # made for this policy: its stages are too
+            made = stages(_parts(given, self.throttled is None, self.timeout_part))
+        into["befores"], into["abefores"], into["afters"], into["allows"] = made
         into["guarded"] = guarded = bool(self.abefores)
         into["fast"] = fast = self.on_result is None and not self.observe and not guarded
         into["quiet"] = fast and not self.afters

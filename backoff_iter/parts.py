@@ -46,7 +46,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _checks
 from .breakers import CircuitBreaker
@@ -118,6 +118,33 @@ class Part:
 def overrides(part: object, method: str) -> bool:
     """Does *part* do something at *method*: a Part subclass overriding it?"""
     return getattr(type(part), method) is not getattr(Part, method)
+
+
+class Stages(NamedTuple):
+    """What a call asks of its parts, in the documented order: the methods
+    each part overrides (``before_attempt`` first to last, ``after_attempt``
+    last to first)."""
+
+    befores: tuple[Callable[[Any], float], ...]
+    abefores: tuple[tuple[Callable[[Any], Any], bool], ...]  # (method, awaited)
+    afters: tuple[Callable[[Any, str, int, float], None], ...]
+    allows: tuple[Callable[[Any, str], float], ...]
+
+
+def stages(parts: list[Part]) -> Stages:
+    """The :class:`Stages` of *parts*, in their order."""
+    return Stages(
+        tuple(p.before_attempt for p in parts if overrides(p, "before_attempt")),
+        tuple(
+            (p.abefore_attempt, True)
+            if overrides(p, "abefore_attempt")
+            else (p.before_attempt, False)
+            for p in parts
+            if overrides(p, "before_attempt") or overrides(p, "abefore_attempt")
+        ),
+        tuple(p.after_attempt for p in reversed(parts) if overrides(p, "after_attempt")),
+        tuple(p.allow_retry for p in parts if overrides(p, "allow_retry")),
+    )
 
 
 # -- the parts of the options: budget=, breaker=, throttle=, rate_limiter= -----------------
@@ -281,6 +308,26 @@ _PROTOCOLS = {
     "rate_limiter": ("acquire", "aacquire", "record"),
 }
 _CHECKED: set[type] = set()  # budget classes whose record_success takes `spent`
+_CONFORMING: set[tuple[str, type]] = set()  # (option, class) whose methods were checked
+
+
+def check_part(name: str, value: object) -> None:
+    """Refuse *value* for the option *name* unless it is a Part or has the
+    methods of that option's protocol (an argument error naming *name*).
+    A class once found to have them is not looked at again."""
+    kind = type(value)
+    if (name, kind) in _CONFORMING or isinstance(value, Part):
+        return
+    methods = _PROTOCOLS[name]
+    if not all(callable(getattr(value, method, None)) for method in methods):
+        wanted = ", ".join(f"{m}()" for m in methods)
+        raise _checks.ArgumentTypeError(
+            name, f"{name} must be a Part, or have {wanted} methods, got {value!r}"
+        )
+    if name == "budget":
+        _check_spent(value)
+    if all(callable(getattr(kind, method, None)) for method in methods):
+        _CONFORMING.add((name, kind))  # methods of the class, not of this one object
 
 
 def as_part(name: str, value: object, every_failure: bool = True) -> Part:
@@ -289,15 +336,9 @@ def as_part(name: str, value: object, every_failure: bool = True) -> Part:
     if it is neither."""
     if isinstance(value, Part):
         return value
-    methods = _PROTOCOLS[name]
-    if not all(callable(getattr(value, method, None)) for method in methods):
-        wanted = ", ".join(f"{m}()" for m in methods)
-        raise _checks.ArgumentTypeError(
-            name, f"{name} must be a Part, or have {wanted} methods, got {value!r}"
-        )
+    check_part(name, value)
     part: Any = value  # of the protocol: its methods were checked
     if name == "budget":
-        _check_spent(part)
         return BudgetPart(part)
     if name == "breaker":
         return BreakerPart(part)

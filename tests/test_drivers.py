@@ -1890,6 +1890,64 @@ def test_throttled_picks_the_failures_that_count_as_throttles(run):
 
 
 @each_driver
+def test_one_throttle_with_and_without_throttled_counts_each_policys_way(run):
+    """Policies made per call share their parts' stages (cached by the parts'
+    identities): the same throttle given with throttled= and without counts
+    each call's failures its own way."""
+    from backoff_iter import AdaptiveThrottle
+
+    clock = Clock()
+    throttle = AdaptiveThrottle(k=1.0, clock=clock, rng=Unlucky())
+    operation = [503, 429, 503]
+    run_with(
+        run,
+        clock,
+        Operation(operation),
+        [0.0] * 5,
+        on_result=lambda s: s != "ok",
+        throttle=throttle,
+    )
+    assert throttle.probability == (4 - 1) / 5  # every retried failure a throttle
+    run_with(
+        run,
+        clock,
+        Operation(operation),
+        [0.0] * 5,
+        on_result=lambda s: s != "ok",
+        throttled=lambda status: status == 429,
+        throttle=throttle,
+    )
+    # 8 requests, 1 + 3 accepted: the first call's success, the second's 503s and success
+    assert throttle.probability == (8 - 4) / 9
+
+
+def test_a_budget_whose_methods_are_its_own_is_checked_each_time():
+    """A budget class is remembered as having the protocol's methods only when
+    the class has them: an object given them one by one does not vouch for
+    another of its class."""
+
+    class Loose:
+        pass
+
+    made = Loose()
+    made.record_success = lambda first_attempt, spent: None
+    made.record_failure = lambda first_attempt: None
+    made.try_retry = lambda outcome: True
+    retrying([0.0], budget=made)
+    rejects(lambda: retrying([0.0], budget=Loose()), TypeError, "budget", "try_retry()")
+
+
+def test_the_stages_cached_for_policies_made_per_call_are_bounded():
+    """A program that makes a policy per call with a new budget each time keeps
+    at most the last 64 parts' stages (and so holds those budgets only)."""
+    from backoff_iter import TokenBucket, _options
+
+    for _ in range(3 * _options._STAGES_MAX):
+        retrying([0.0], budget=TokenBucket())
+    assert len(_options._STAGES) <= _options._STAGES_MAX
+
+
+@each_driver
 def test_throttled_tells_the_rate_limiter_only_of_throttles(run):
     """With throttled= picking 429s, 503s leave the limiter off; one 429 turns it on."""
     from backoff_iter import CubicRateLimiter
