@@ -355,10 +355,11 @@ def _sync_wrapper(
     policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
 ) -> Callable[P, R]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
+    listening = instrument.listening  # changed in place by instrument.enable()
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and not instrument.every:  # the first try runs bare
+        if fast and not listening:  # the first try runs bare
             start = clock() if timed else None
             try:
                 result = func(*args, **kwargs)
@@ -387,10 +388,11 @@ def _async_wrapper(
     policy: Policy, func: Callable[P, Awaitable[R]], timeout_arg: str | None = None
 ) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
+    listening = instrument.listening  # changed in place by instrument.enable()
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and not instrument.every:  # the first try runs bare
+        if fast and not listening:  # the first try runs bare
             start = clock() if timed else None
             cancelling = cancellations()
             try:

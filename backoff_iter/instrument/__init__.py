@@ -190,6 +190,9 @@ every: tuple[Hook, ...] = ()
 #: which a call that succeeds at once never pays for.  The drivers read both
 #: at each call; only :func:`enable` and :func:`disable` change them.
 failures: tuple[Hook, ...] = ()
+#: ``every`` as a list, changed in place with it: a decorated function keeps it
+#: in its closure and sees at once whether a process-wide hook hears successes.
+listening: list[Hook] = []
 #: Held while enable() or disable() replaces them: two threads enabling at
 #: once must not lose a hook (each reads the tuple, then stores a longer one).
 _lock = _thread.allocate_lock()
@@ -217,6 +220,7 @@ def enable(*new: Hook) -> None:
     with _lock:
         every += tuple(hook for hook in checked if _wants_successes(hook))
         failures += tuple(hook for hook in checked if not _wants_successes(hook))
+        listening[:] = every
 
 
 def disable() -> None:
@@ -225,6 +229,7 @@ def disable() -> None:
     global every, failures
     with _lock:
         every = failures = ()
+        listening.clear()
 
 
 def reset() -> None:
