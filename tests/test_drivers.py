@@ -1898,25 +1898,14 @@ def test_one_throttle_with_and_without_throttled_counts_each_policys_way(run):
 
     clock = Clock()
     throttle = AdaptiveThrottle(k=1.0, clock=clock, rng=Unlucky())
-    operation = [503, 429, 503]
-    run_with(
-        run,
-        clock,
-        Operation(operation),
-        [0.0] * 5,
-        on_result=lambda s: s != "ok",
-        throttle=throttle,
-    )
+
+    def call(**throttled):
+        failing = Operation([503, 429, 503])
+        run_with(run, clock, failing, [0.0] * 5, on_result=lambda s: s != "ok", **throttled)
+
+    call(throttle=throttle)
     assert throttle.probability == (4 - 1) / 5  # every retried failure a throttle
-    run_with(
-        run,
-        clock,
-        Operation(operation),
-        [0.0] * 5,
-        on_result=lambda s: s != "ok",
-        throttled=lambda status: status == 429,
-        throttle=throttle,
-    )
+    call(throttle=throttle, throttled=lambda status: status == 429)
     # 8 requests, 1 + 3 accepted: the first call's success, the second's 503s and success
     assert throttle.probability == (8 - 4) / 9
 
