@@ -360,6 +360,8 @@ class Call:
             if wanted is not None and not wanted(kind):
                 if kind == "retry":  # a quiet logger: asked once per call, not per retry
                     self._retries_heard = False
+                if self.start == NOT_YET:  # the clock read as the event would have
+                    self.elapsed()  # ... so that later events count from here
                 return  # no hook wants it (a quiet logger): no event made
         else:
             hooks = self._hooks
@@ -401,10 +403,11 @@ class Call:
         The caller then raises the exception or returns the result.
         """
         policy = self.policy
-        self.state = _DONE  # unless a retry follows (``last`` is None: see _attempt)
+        self.state = _DONE  # unless a retry follows
         asked = False  # the parts' allow_retry was asked already
         if exc is not None:
             if not matches(policy.on, policy.only_exceptions, exc):
+                self.last = None  # the call is over: it keeps no failure (nor its frames)
                 for after in policy.afters:
                     after(exc, ERROR, self.number, self.spent)
                 if self._hooks:
@@ -419,6 +422,7 @@ class Call:
         elif policy.on_result is not None and policy.on_result(result):
             outcome = result
         else:
+            self.last = None  # the call is over: it keeps no failure (nor its frames)
             for after in policy.afters:
                 after(result, SUCCESS, self.number, self.spent)
             if self._hooks:  # a loop body that returned handed over no result

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Union, cast
 from . import _checks, instrument
 from ._filters import ExceptionFilter, Filter, exception_filter, is_transient
 from .hints import RETRY_AFTER_MAX
-from .parts import Part, Stages, as_part, check_part, stages, timeout_part, user_parts
+from .parts import Part, check_part, stages, timeout_part, user_parts, wrap
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -189,7 +189,7 @@ def _function(name: str, value: object) -> object:
 
 def _clock(into: dict[str, Any], name: str, value: Any) -> None:
     into[name] = _function(name, value)
-    into["steady_clock"] = value is time.monotonic
+    into["steady_clock"] = value is _MONOTONIC
 
 
 def _attempt_timeout(into: dict[str, Any], name: str, value: Any) -> None:
@@ -230,38 +230,21 @@ SETTERS: dict[str, Callable[[dict[str, Any], str, Any], None]] = {
 }
 
 
-def _parts(given: tuple[Any, ...], every_failure: bool, timeout: Part | None = None) -> list[Part]:
+def _parts(given: tuple[Any, ...], every_failure: bool, timeout: Part | None) -> list[Part]:
     """The parts of a policy given its budget, breaker, throttle, rate limiter
-    and own parts (*given*, None where absent), and its attempt timeout."""
+    and own parts (*given*, None where absent; checked by the setters), and
+    its attempt timeout."""
     named = zip(("budget", "breaker", "throttle", "rate_limiter"), given)
-    parts = [as_part(name, value, every_failure) for name, value in named if value is not None]
+    parts = [wrap(name, value, every_failure) for name, value in named if value is not None]
     parts.extend(given[4:])
     if timeout is not None:
         parts.append(timeout)
     return parts
 
 
-# The stages of the parts policies were given, by the parts' identities: a
-# program that makes a policy per call (``retrying(f, budget=shared)``) gives
-# the same few long-lived parts each time.  Each entry holds its parts, so no
-# id of theirs is reused while it is cached: the same ids are the same parts.
-# Bounded: the oldest goes first.
-_STAGES: dict[tuple[Any, ...], tuple[tuple[Any, ...], Stages]] = {}
-_STAGES_MAX = 64
-
-
-def _stages_of(given: tuple[Any, ...], every_failure: bool) -> Stages:
-    """:func:`~backoff_iter.parts.stages` of the parts *given* (see :func:`_parts`)."""
-    key = (every_failure, *map(id, given))
-    found = _STAGES.get(key)
-    if found is not None:
-        return found[1]
-    made = stages(_parts(given, every_failure))
-    if len(_STAGES) >= _STAGES_MAX:
-        _STAGES.pop(next(iter(_STAGES)), None)
-    _STAGES[key] = given, made
-    return made
-
+#: time.monotonic as the library found it: the one clock whose readings need
+#: no guard (one patched in later, by a test's fake time, is guarded).
+_MONOTONIC = time.monotonic
 
 #: The options a call reads as they are, which change nothing _derive works
 #: out: a policy given only these (``retrying(f, on=OSError, sleep=...)``, made
@@ -287,7 +270,7 @@ class Policy:
     name: str = "call"
     observe: tuple[instrument.Hook, ...] = ()
     deadline: float | None = None
-    clock: Callable[[], float] = time.monotonic  # a builtin: no method binding
+    clock: Callable[[], float] = _MONOTONIC  # a builtin: no method binding
     steady_clock: bool = True  # the clock is time.monotonic: no reading of it needs a guard
     sleep: Callable[[float], Any] | None = None
     before_sleep: BeforeSleep | None = None
@@ -351,10 +334,7 @@ class Policy:
         """What the options mean for a call, in one place."""
         given = (self.budget, self.breaker, self.throttle, self.rate_limiter, *self.parts)
         into = self.__dict__
-        if self.timeout_part is None:
-            made = _stages_of(given, self.throttled is None)
-        else:  # made for this policy: its stages are too
-            made = stages(_parts(given, self.throttled is None, self.timeout_part))
+        made = stages(_parts(given, self.throttled is None, self.timeout_part))
         into["befores"], into["abefores"], into["afters"], into["allows"] = made
         into["guarded"] = guarded = bool(self.abefores)
         into["fast"] = fast = self.on_result is None and not self.observe and not guarded

@@ -115,11 +115,6 @@ class Part:
         return True
 
 
-def overrides(part: object, method: str) -> bool:
-    """Does *part* do something at *method*: a Part subclass overriding it?"""
-    return getattr(type(part), method) is not getattr(Part, method)
-
-
 class Stages(NamedTuple):
     """What a call asks of its parts, in the documented order: the methods
     each part overrides (``before_attempt`` first to last, ``after_attempt``
@@ -133,18 +128,44 @@ class Stages(NamedTuple):
 
 def stages(parts: list[Part]) -> Stages:
     """The :class:`Stages` of *parts*, in their order."""
-    return Stages(
-        tuple(p.before_attempt for p in parts if overrides(p, "before_attempt")),
-        tuple(
-            (p.abefore_attempt, True)
-            if overrides(p, "abefore_attempt")
-            else (p.before_attempt, False)
-            for p in parts
-            if overrides(p, "before_attempt") or overrides(p, "abefore_attempt")
-        ),
-        tuple(p.after_attempt for p in reversed(parts) if overrides(p, "after_attempt")),
-        tuple(p.allow_retry for p in parts if overrides(p, "allow_retry")),
-    )
+    befores: list[Callable[[Any], float]] = []
+    abefores: list[tuple[Callable[[Any], Any], bool]] = []
+    afters: list[Callable[[Any, str, int, float], None]] = []
+    allows: list[Callable[[Any, str], float]] = []
+    for part in parts:
+        before, abefore, after, allow = _overridden(type(part))
+        if before:
+            befores.append(part.before_attempt)
+        if abefore:
+            abefores.append((part.abefore_attempt, True))
+        elif before:
+            abefores.append((part.before_attempt, False))
+        if after:
+            afters.append(part.after_attempt)
+        if allow:
+            allows.append(part.allow_retry)
+    afters.reverse()
+    return Stages(tuple(befores), tuple(abefores), tuple(afters), tuple(allows))
+
+
+# Which of a Part class's stage methods it overrides, by class (bounded: a
+# program may make part classes on the fly).
+_OVERRIDDEN: dict[type, tuple[bool, bool, bool, bool]] = {}
+
+
+def _overridden(cls: type) -> tuple[bool, bool, bool, bool]:
+    """Which of before_attempt, abefore_attempt, after_attempt and
+    allow_retry the Part class *cls* overrides (read once per class)."""
+    found = _OVERRIDDEN.get(cls)
+    if found is None:
+        if len(_OVERRIDDEN) >= 256:
+            _OVERRIDDEN.clear()
+        before, abefore, after, allow = (
+            getattr(cls, method) is not getattr(Part, method)
+            for method in ("before_attempt", "abefore_attempt", "after_attempt", "allow_retry")
+        )
+        found = _OVERRIDDEN[cls] = before, abefore, after, allow
+    return found
 
 
 # -- the parts of the options: budget=, breaker=, throttle=, rate_limiter= -----------------
@@ -308,15 +329,12 @@ _PROTOCOLS = {
     "rate_limiter": ("acquire", "aacquire", "record"),
 }
 _CHECKED: set[type] = set()  # budget classes whose record_success takes `spent`
-_CONFORMING: set[tuple[str, type]] = set()  # (option, class) whose methods were checked
 
 
 def check_part(name: str, value: object) -> None:
     """Refuse *value* for the option *name* unless it is a Part or has the
-    methods of that option's protocol (an argument error naming *name*).
-    A class once found to have them is not looked at again."""
-    kind = type(value)
-    if (name, kind) in _CONFORMING or isinstance(value, Part):
+    methods of that option's protocol (an argument error naming *name*)."""
+    if isinstance(value, Part):
         return
     methods = _PROTOCOLS[name]
     if not all(callable(getattr(value, method, None)) for method in methods):
@@ -326,25 +344,19 @@ def check_part(name: str, value: object) -> None:
         )
     if name == "budget":
         _check_spent(value)
-    if all(callable(getattr(kind, method, None)) for method in methods):
-        _CONFORMING.add((name, kind))  # methods of the class, not of this one object
 
 
-def as_part(name: str, value: object, every_failure: bool = True) -> Part:
-    """The part that *value* - given as the option *name* - plays: a Part
-    itself, or the protocol object wrapped; an argument error naming *name*
-    if it is neither."""
+def wrap(name: str, value: Any, every_failure: bool = True) -> Part:
+    """*value*, checked for the option *name* (:func:`check_part`), as a part."""
     if isinstance(value, Part):
         return value
-    check_part(name, value)
-    part: Any = value  # of the protocol: its methods were checked
     if name == "budget":
-        return BudgetPart(part)
+        return BudgetPart(value)
     if name == "breaker":
-        return BreakerPart(part)
+        return BreakerPart(value)
     if name == "throttle":
-        return ThrottlePart(part, every_failure)
-    return RateLimiterPart(part, every_failure)
+        return ThrottlePart(value, every_failure)
+    return RateLimiterPart(value, every_failure)
 
 
 def _check_spent(budget: object) -> None:

@@ -541,7 +541,7 @@ def rows(quick: bool) -> list[Row]:
         found += import_rows(1 if quick else 5)
         for row in found:
             if not row.met and row.profile is not None:
-                row.where = where(row.profile)
+                row.where = where(row.profile, profiles=1 if quick else 3)
     return found
 
 

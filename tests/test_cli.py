@@ -321,6 +321,19 @@ def test_a_command_loads_its_own_module_only():
         assert command.SUMMARY.split()[0] in listed  # each command is listed with its summary
 
 
+def test_the_top_level_help_asked_before_a_command_lists_every_command(cli):
+    """--help first is the top-level help, whatever follows: every command and
+    its summary; after a command it is that command's help."""
+    from backoff_iter.cli import COMMANDS
+
+    listed = cli("--help", "show").out
+    for module in COMMANDS.values():
+        summary = __import__(f"backoff_iter.cli.{module}", fromlist=["SUMMARY"]).SUMMARY
+        assert summary.split()[0] in listed and summary.split()[-1] in listed
+    assert "--base" not in listed  # not show's own options
+    assert "--base" in cli("show", "--help").out
+
+
 def test_a_word_that_names_no_command_is_an_error_listing_them(cli):
     """A mistyped command names the choices, whichever command modules were loaded."""
     result = cli("plam")

@@ -1891,9 +1891,8 @@ def test_throttled_picks_the_failures_that_count_as_throttles(run):
 
 @each_driver
 def test_one_throttle_with_and_without_throttled_counts_each_policys_way(run):
-    """Policies made per call share their parts' stages (cached by the parts'
-    identities): the same throttle given with throttled= and without counts
-    each call's failures its own way."""
+    """The same throttle given to one policy with throttled= and to another
+    without it counts each call's failures that policy's way."""
     from backoff_iter import AdaptiveThrottle
 
     clock = Clock()
@@ -1910,10 +1909,40 @@ def test_one_throttle_with_and_without_throttled_counts_each_policys_way(run):
     assert throttle.probability == (8 - 4) / 9
 
 
+def test_time_monotonic_patched_in_later_is_guarded_as_any_clock(monkeypatch):
+    """Only the time.monotonic the library found reads unguarded: one patched in
+    later (a test's fake time) that goes back counts as no time passed."""
+    import time
+
+    now = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    later = iter([101.0, 50.0, math.nan, 40.0, 102.0])  # what it reads after each attempt
+    elapsed = []
+    for attempt in retrying([0.0] * 5, on=OSError, clock=time.monotonic, sleep=lambda s: None):
+        with attempt:
+            elapsed.append(attempt.elapsed)
+            now[0] = next(later, now[0])
+            if attempt.number < 6:
+                raise OSError("down")
+    assert elapsed == [0.0, 1.0, 1.0, 1.0, 1.0, 2.0]
+
+
+def test_a_call_that_ended_keeps_no_failure():
+    """After a retried failure the call's outcome stands: the call holds no
+    exception (nor its frames), however it was driven."""
+    from backoff_iter._core import begin
+
+    for outcome in ({"result": "ok"}, {"exc": KeyError("not retried")}):
+        call = begin(retrying([0.0, 0.0], on=OSError, sleep=lambda s: None))
+        assert call.decide(None, OSError("down"), None) == 0.0
+        assert call.last is not None
+        assert call.decide(None, outcome.get("exc"), outcome.get("result")) is None
+        assert call.last is None, outcome
+
+
 def test_a_budget_whose_methods_are_its_own_is_checked_each_time():
-    """A budget class is remembered as having the protocol's methods only when
-    the class has them: an object given them one by one does not vouch for
-    another of its class."""
+    """Each budget given is checked for the protocol's methods: an object
+    given them one by one does not vouch for another of its class."""
 
     class Loose:
         pass
@@ -1924,16 +1953,6 @@ def test_a_budget_whose_methods_are_its_own_is_checked_each_time():
     made.try_retry = lambda outcome: True
     retrying([0.0], budget=made)
     rejects(lambda: retrying([0.0], budget=Loose()), TypeError, "budget", "try_retry()")
-
-
-def test_the_stages_cached_for_policies_made_per_call_are_bounded():
-    """A program that makes a policy per call with a new budget each time keeps
-    at most the last 64 parts' stages (and so holds those budgets only)."""
-    from backoff_iter import TokenBucket, _options
-
-    for _ in range(3 * _options._STAGES_MAX):
-        retrying([0.0], budget=TokenBucket())
-    assert len(_options._STAGES) <= _options._STAGES_MAX
 
 
 @each_driver

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from backoff_iter import RetryLogger, aretrying, attempts, log_retries, retry, retrying
+from backoff_iter import RetryLogger, aretrying, attempts, instrument, log_retries, retry, retrying
 from backoff_iter.testing import no_sleep
 
 
@@ -112,6 +112,48 @@ def test_an_event_no_hook_wants_is_not_made():
     assert [event.kind for event in plain] == ["retry"] * 3 + ["give_up"]
     run(Choosy(()), Choosy({"retry"}))  # either one wanting it makes the event
     assert heard == [("retry", 1), ("retry", 2), ("retry", 3)]
+
+
+def test_a_give_up_counts_its_elapsed_time_from_the_first_failure_though_no_retry_was_wanted():
+    """The events no hook wants are not made, but the call still starts its
+    clock at the first failure: the give-up's elapsed is what it would be
+    had every retry been heard (the sleeps between, on a clock they move)."""
+    now = [100.0]
+
+    def sleep(seconds):
+        now[0] += seconds
+
+    class GiveUpsOnly:
+        events = frozenset({"retry", "give_up"})
+
+        def __init__(self):
+            self.heard = []
+
+        def wants(self, kind):
+            return kind == "give_up"
+
+        def __call__(self, event):
+            self.heard.append(event)
+
+    def failing_call():
+        raise ConnectionError("reset")
+
+    elapsed = []
+    try:
+        for choosy in (True, False):
+            hook = GiveUpsOnly()
+            instrument.disable()  # only this hook: the default log would want the retries
+            # For the whole process, wanting no success: each call's first try runs bare.
+            instrument.enable(hook if choosy else hook.heard.append)
+            with pytest.raises(ConnectionError):
+                retry([0.5, 1.0], clock=lambda: now[0], sleep=sleep)(failing_call)()
+            elapsed.append([(e.kind, e.elapsed) for e in hook.heard])
+    finally:
+        instrument.reset()
+    assert elapsed == [
+        [("give_up", 1.5)],
+        [("retry", 0.0), ("retry", 0.5), ("give_up", 1.5)],
+    ]
 
 
 def test_the_default_log_stays_quiet_in_tests_when_another_hook_makes_the_event(caplog):

@@ -69,8 +69,11 @@ def parser(only: str | None = None) -> Parser:
 
 def command_named(arguments: Sequence[str]) -> str | None:
     """The command *arguments* name: their first word that is not an option
-    (the top level's options take no value); None if there is none."""
+    (the top level's options take no value); None if there is none, or if
+    the top-level help is asked for first (it lists every command)."""
     for argument in arguments:
+        if argument in ("-h", "--help"):
+            return None
         if not argument.startswith("-"):
             return argument
     return None

@@ -77,7 +77,8 @@ class RetryLogger:
     def wants(self, kind: str) -> bool:
         """Would an event of *kind* make a record now?  Only a retry or a
         give-up, at a level the logger keeps, outside tests when quiet in them:
-        the drivers make no event that nobody wants."""
+        the drivers make no event that nobody wants (a subclass that logs
+        other events, or elsewhere, says so here too)."""
         if kind == "retry":
             level = self.level
         elif kind == "give_up":
