@@ -230,18 +230,6 @@ SETTERS: dict[str, Callable[[dict[str, Any], str, Any], None]] = {
 }
 
 
-def _parts(given: tuple[Any, ...], every_failure: bool, timeout: Part | None) -> list[Part]:
-    """The parts of a policy given its budget, breaker, throttle, rate limiter
-    and own parts (*given*, None where absent; checked by the setters), and
-    its attempt timeout."""
-    named = zip(("budget", "breaker", "throttle", "rate_limiter"), given)
-    parts = [wrap(name, value, every_failure) for name, value in named if value is not None]
-    parts.extend(given[4:])
-    if timeout is not None:
-        parts.append(timeout)
-    return parts
-
-
 #: time.monotonic as the library found it: the one clock whose readings need
 #: no guard (one patched in later, by a test's fake time, is guarded).
 _MONOTONIC = time.monotonic
@@ -332,10 +320,17 @@ class Policy:
 
     def _derive(self) -> None:
         """What the options mean for a call, in one place."""
-        given = (self.budget, self.breaker, self.throttle, self.rate_limiter, *self.parts)
+        every_failure = self.throttled is None
+        named = zip(
+            ("budget", "breaker", "throttle", "rate_limiter"),
+            (self.budget, self.breaker, self.throttle, self.rate_limiter),
+        )
+        parts = [wrap(name, value, every_failure) for name, value in named if value is not None]
+        parts.extend(self.parts)
+        if self.timeout_part is not None:
+            parts.append(self.timeout_part)
         into = self.__dict__
-        made = stages(_parts(given, self.throttled is None, self.timeout_part))
-        into["befores"], into["abefores"], into["afters"], into["allows"] = made
+        into["befores"], into["abefores"], into["afters"], into["allows"] = stages(parts)
         into["guarded"] = guarded = bool(self.abefores)
         into["fast"] = fast = self.on_result is None and not self.observe and not guarded
         into["quiet"] = fast and not self.afters

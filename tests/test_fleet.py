@@ -366,14 +366,19 @@ def test_a_process_that_heard_once_goes_on_with_its_last_lease_while_an_exchange
     assert [heard.try_retry(None), never.try_retry(None)] == [True, False]
 
 
+def four_reserves(clock, store):
+    """Four members of one RetryBudget that only a reserve of 4 a second pays."""
+    return [
+        RetryBudget(ratio=0, min_per_second=4, window=10, clock=clock, store=store)
+        for _ in range(4)
+    ]
+
+
 def test_a_process_that_heard_once_is_alone_as_soon_as_its_answer_lapses_mid_exchange():
     """Its answer lapsed while an exchange begun just before is under way (not stale itself): a process that heard from the fleet is alone at once, and spends within its 1/n slice."""
     clock = Clock(1000.0)
     store = Manual(clock)
-    budgets = [
-        RetryBudget(ratio=0, min_per_second=4, window=10, clock=clock, store=store)
-        for _ in range(4)
-    ]
+    budgets = four_reserves(clock, store)
     joined(store, *budgets)
     wanting = budgets[0]
     for _ in range(40):
@@ -404,10 +409,7 @@ def test_alone_a_retry_budget_spends_at_most_its_slice_of_the_reserve():
     """One of 4 members alone (its exchanges failing) spends at most 1/4 of the reserve, however large its last lease."""
     clock = Clock(1000.0)
     store = Manual(clock)
-    budgets = [
-        RetryBudget(ratio=0, min_per_second=4, window=10, clock=clock, store=store)
-        for _ in range(4)
-    ]
+    budgets = four_reserves(clock, store)
     joined(store, *budgets)  # the first alone took all the room; the others nothing
     wanting = budgets[0]
     for _ in range(40):

@@ -79,30 +79,31 @@ class RetryLogger:
         give-up, at a level the logger keeps, outside tests when quiet in them:
         the drivers make no event that nobody wants (a subclass that logs
         other events, or elsewhere, says so here too)."""
+        return self._level(kind) is not None
+
+    def _level(self, kind: str) -> int | None:
+        """The level of the record an event of *kind* makes now; None: none."""
         if kind == "retry":
             level = self.level
         elif kind == "give_up":
             level = self.give_up_level
         else:
-            return False
+            return None
         if self.quiet_in_tests and _sleeping.recorders:
-            return False
-        return (self._logger or self.logger).isEnabledFor(level)
+            return None
+        return level if (self._logger or self.logger).isEnabledFor(level) else None
 
     def __call__(self, event: RetryEvent) -> None:
         """Log a retry ("fetch: attempt 2 failed (OSError: reset); retrying in 0.40 s")
         or a give-up ("...; giving up (exhausted)"); other events are not logged."""
-        if self.quiet_in_tests and _sleeping.recorders:
+        level = self._level(event.kind)
+        if level is None:  # not logged, or a quiet logger: no message made for nobody
             return
         if event.kind == "retry":
-            level, action = self.level, f"retrying in {event.delay:.2f} s"
-        elif event.kind == "give_up":
-            level, action = self.give_up_level, f"giving up ({event.reason})"
+            action = f"retrying in {event.delay:.2f} s"
         else:
-            return
+            action = f"giving up ({event.reason})"
         logger = self.logger
-        if not logger.isEnabledFor(level):  # a quiet logger: no message made for nobody
-            return
         outcome = event.outcome
         kind = error_type(outcome)
         message = str(outcome) if isinstance(outcome, BaseException) else repr(outcome)
