@@ -587,6 +587,21 @@ def test_a_future_or_poisoned_slot_of_a_window_is_dropped():
         assert lease == 3_000 + value
 
 
+def test_a_dropped_slot_that_held_debt_is_lowered_to_what_the_member_heard():
+    """The current slot, 4,000 in debt, poisoned: its member heard -4,000 and the window comes back in that debt; one that heard credit gets none back."""
+    slot = NOW // 750_000
+    for heard, value in ((-4_000, -4_000), (2_000, 0)):
+        model = Ledger()
+        exchange(model, "a", -4_000, kind=WINDOW)
+        model.counts[slot] = "1e17"
+        mask, got, _, lease = exchange(
+            model, "a", -4_000, at=NOW + 1, acked=-4_000, heard=heard, kind=WINDOW
+        )
+        assert mask & REPAIRED and got == value, (heard, got)
+        assert bool(mask & _budget_script.LOWERED) == (heard < 0)
+        assert lease == max(0, 3_000 + value)
+
+
 def test_window_counts_leave_after_the_window_and_deposits_about_to_leave_are_not_lent():
     """2 slots of 0.75 s: a deposit lends nothing from the moment it leaves within one interval, and is gone a window later."""
     model = Ledger()

@@ -29,7 +29,7 @@ OLD = 1024  # a slot of the window that has left it was dropped
 LEAVING = 2048  # deposits about to leave the window were not lent
 TRIMMED = 4096  # the level was kept within [0, cap]
 NEED = 8192  # a member wanting room: one retry's worth for each of its failures
-LOWERED = 16384  # counts rebuilt lately: lowered to what this member heard
+LOWERED = 16384  # counts rebuilt lately, or a slot dropped: lowered to what this member heard
 
 BITS = {
     "REPAIRED": REPAIRED,
@@ -117,7 +117,10 @@ else
   end
   local stored = redis.call('HGET', counts, int(slot))
   local current = whole(stored, -most, most)
-  if stored and not current then flag(REPAIRED) end
+  -- a slot dropped (unreadable, or ahead of the clock) may have held debt:
+  -- the member's view stands in for it, as for counts rebuilt
+  local dropped = stored and not current
+  if dropped then flag(REPAIRED) end
   if current or delta ~= 0 then
     redis.call('HSET', counts, int(slot), int((current or 0) + delta))
   end
@@ -129,6 +132,7 @@ else
       -- when the counts began, and until when they are rebuilt: any value will do
     elseif not index or not amount or index > ahead then
       redis.call('HDEL', counts, fields[i])
+      dropped = true
       flag(REPAIRED)
     elseif index <= slot - slots then
       redis.call('HDEL', counts, fields[i])
@@ -138,7 +142,7 @@ else
       if index > leaving or amount < 0 then room = room + amount else flag(LEAVING) end
     end
   end
-  if heard and heard < value and rebuilding() then
+  if heard and heard < value and (dropped or rebuilding()) then
     redis.call('HINCRBY', counts, int(slot), int(heard - value))
     room, value = room + heard - value, heard
     flag(LOWERED)
@@ -289,7 +293,8 @@ class BudgetLedger(LedgerBase):
             counts["born"] = now
         stored = counts.get(slot)
         current = whole(stored, -most, most)
-        if stored is not None and current is None:
+        dropped = stored is not None and current is None
+        if dropped:
             self._mask |= REPAIRED
         if current is not None or delta:
             counts[slot] = (current or 0) + delta
@@ -300,6 +305,7 @@ class BudgetLedger(LedgerBase):
             index, amount = whole(field, -LIMIT, LIMIT), whole(counts[field], -most, most)
             if index is None or amount is None or index > ahead:
                 del counts[field]
+                dropped = True
                 self._mask |= REPAIRED
             elif index <= slot - slots:
                 del counts[field]
@@ -310,7 +316,7 @@ class BudgetLedger(LedgerBase):
                     room += amount
                 else:
                     self._mask |= LEAVING
-        if known is not None and known < value and self._rebuilding(now, horizon):
+        if known is not None and known < value and (dropped or self._rebuilding(now, horizon)):
             counts[slot] = counts.get(slot, 0) + known - value
             room, value = room + known - value, known
             self._mask |= LOWERED

@@ -15,7 +15,9 @@ simulations and the tests run beside Redis on the same sequences.
 Every value read from Redis is checked before it counts: a number must be a
 whole, finite one within what the part's parameters allow (a slot of a
 window not ahead of the server's clock by more than an interval), or it is
-dropped and rebuilt; a key of the wrong type is deleted.  The script says
+dropped and rebuilt (a budget's window dropping a slot is lowered to what the
+member last heard, so debt dropped with it comes back); a key of the wrong
+type is deleted.  The script says
 so in its answer's first number, a mask of the branches it took (bit 1:
 something was repaired, bit 2: the counts were rebuilt from the member's
 view), which the store logs once.
