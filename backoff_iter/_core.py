@@ -56,7 +56,12 @@ def begin(policy: Policy, in_async: bool = False, shown: bool = True) -> Call:
     ``@retry``'s are seen only by hooks."""
     if policy.one_shot:
         policy.claim()
-    return Call(policy, policy.clock(), in_async, shown=shown)
+    return Call(policy, policy.clock(), in_async, None, shown)
+
+
+def _no_room(outcome: Any, kind: str) -> Any:
+    """The draw once the deadline shortened a call's last sleep: no next attempt."""
+    return _PICKED_END
 
 
 class Call:
@@ -66,34 +71,61 @@ class Call:
     ``number``, ``last``, ``policy``, ``elapsed()``, and ``timeout``.
     """
 
-    # A call that succeeds at once only sets what __init__ sets: the rest
-    # starts from these class defaults.
-    number: int = 1  # of the current attempt, or the next one to run
-    delay: float = 0.0  # slept before the current attempt
-    slept: float = 0.0  # slept in all, so far
+    # What every attempt or retry reads is a slot, set by __init__: a slot
+    # needs no dict made for each call, and its reads are quick on every
+    # Python (a class default read through an instance is slow on 3.11, and
+    # one that the instance shadows on 3.12+).  What only some calls use
+    # starts from these class defaults, set (in the instance's dict) when used.
+    __slots__ = (
+        "policy",
+        "state",
+        "number",
+        "last",
+        "delay",
+        "slept",
+        "hint",
+        "timeout",
+        "in_async",
+        "quiet",
+        "_stamp",
+        "_task",
+        "_delays",
+        "_pick",
+        "_hooks",
+        "_failure_hooks",
+        "_retries_heard",
+        "_wanted",
+        "start",
+        "_time",
+        "__dict__",
+    )
     spent: float = 0.0  # what the parts' allow_retry took for this call's last retry
-    last: BaseException | None = None  # the latest failure retried
-    hint: float | None = None  # from attempt.retry_after()
-    timeout: float | None = None  # of the next attempt, set by a part
     timeouts: Iterator[Any] | None = None  # the attempt timeouts' schedule, for its part
     timeout_last: float = _INF  # ... and its latest value
-    in_async: bool = False  # an async loop
-    _delays: Iterator[float] | None = None  # made at the first failure
-    _pick: Callable[[Any, str], Any] | None = None  # ... its next_for, if per kind of failure
     reason: str | None = None  # why the call gave up, once it did ("exhausted", "budget"...)
     refused: Any = None  # a delay whose jitter a part's refusal left undrawn (per_failure)
     _final: bool = False  # the deadline shortened the last sleep
-    _task: Any = None  # the asyncio task of an async call (3.11+) ...
-    _cancelling: int = 0  # ... and its pending cancellations when the call began
+    _cancelling: int = 0  # the pending cancellations of an async call's task when it began
     _id: int = 0  # for the hooks' events, given at the first one
-    _wanted: Any = _UNASKED  # instrument.gate of the failure hooks, made at the first retry
-    _retries_heard: bool = True  # False: no hook wanted the first retry, nor so the rest
-    _stamp: bool = False  # attempts tell their elapsed time (0.0 when nobody reads it)
-    quiet: bool = False  # a success is the end: no part or hook to tell
-    state: int = _NEXT  # where the loop is (see _attempt.py)
-    _hooks: tuple[instrument.Hook, ...] = ()  # told of every event
-    _failure_hooks: tuple[instrument.Hook, ...] = ()  # told of retries and give-ups
+
     policy: Policy
+    state: int  # where the loop is (see _attempt.py)
+    number: int  # of the current attempt, or the next one to run
+    last: BaseException | None  # the latest failure retried
+    delay: float  # slept before the current attempt
+    slept: float  # slept in all, so far
+    hint: float | None  # from attempt.retry_after()
+    timeout: float | None  # of the next attempt, set by a part
+    in_async: bool  # an async loop
+    quiet: bool  # a success is the end: no part or hook to tell
+    _stamp: bool  # attempts tell their elapsed time (0.0 when nobody reads it)
+    _task: Any  # the asyncio task of an async call (3.11+), set for those only
+    _delays: Iterator[float] | None  # made at the first failure ...
+    _pick: Callable[[Any, str], Any] | None  # ... with its next_for, if per kind of failure
+    _hooks: tuple[instrument.Hook, ...]  # told of every event
+    _failure_hooks: tuple[instrument.Hook, ...]  # told of retries and give-ups
+    _retries_heard: bool  # False: no hook hears retries (none, or none wanted the first)
+    _wanted: Any  # instrument.gate of the failure hooks, made at the first retry
     start: float  # the first steady reading of the clock (NOT_YET: none so far)
     _time: float  # the latest steady reading
 
@@ -107,6 +139,12 @@ class Call:
         process_hooks: bool = True,
     ) -> None:
         self.policy = policy
+        self.state = _NEXT
+        self.number = 1
+        self.delay = self.slept = 0.0
+        self.hint = self.timeout = self.last = self._delays = self._pick = None
+        self._wanted = _UNASKED
+        self.in_async = in_async
         # The first steady reading of the clock starts the call; None: nobody
         # read it when the first attempt began, so the first reading will.
         if start is None:
@@ -116,7 +154,6 @@ class Call:
         else:
             self.start = self._time = steady(start, NOT_YET)
         if in_async:
-            self.in_async = True
             self._task, self._cancelling = cancelling or cancellations()
         # The hooks that see this call's events: its policy's and the process's
         # (none for a simulated client: process_hooks False); those of the
@@ -126,16 +163,18 @@ class Call:
         else:
             every = failures = ()
         hooks = policy.observe + every if every else policy.observe
+        self._hooks = hooks
         if hooks:
-            self._hooks = hooks
+            self.quiet = False
             self._failure_hooks = hooks + failures
+            self._retries_heard = True
         else:  # nobody hears a success: quiet if the policy has nothing to tell either
             self.quiet = policy.quiet
             self._failure_hooks = failures
+            self._retries_heard = bool(failures)
         # Someone reads each attempt's elapsed time: the loop's body, a hook,
         # or the deadline shortening a timeout (else no clock is read for it).
-        if shown or policy.observed or policy.deadline is not None:
-            self._stamp = True
+        self._stamp = shown or policy.observed or policy.deadline is not None
 
     # -- the loops: iterate the call, run each attempt in `with attempt:` -------
 
@@ -143,10 +182,16 @@ class Call:
         return self
 
     def __next__(self) -> Attempt:
+        """The attempt that may run now, handed out to be entered (the parts
+        asked first; an async loop asked them in :meth:`__anext__`)."""
         if self.state == _NEXT:
-            if self.policy.guarded:
+            if self.policy.guarded and not self.in_async:
                 self.admit()
-            return self._attempt()
+            self.state = _READY
+            self.last = None
+            number = self.number
+            elapsed = self.elapsed() if number > 1 and self._stamp else 0.0
+            return Attempt(self, number, self.delay, elapsed, self.timeout)
         raise self._over(StopIteration)
 
     def __aiter__(self) -> Call:
@@ -164,16 +209,8 @@ class Call:
                 except Exception as refused:
                     self._refused(refused)
                     raise
-            return self._attempt()
+            return self.__next__()
         raise self._over(StopAsyncIteration)
-
-    def _attempt(self) -> Attempt:
-        """The attempt that may run now, handed out to be entered."""
-        self.state = _READY
-        self.last = None  # the parts have seen it: hold no failure (nor its frames) any longer
-        number = self.number
-        elapsed = self.elapsed() if number > 1 and self._stamp else 0.0
-        return Attempt(self, number, self.delay, elapsed, self.timeout)
 
     def _over(self, end: type[Exception]) -> Exception:
         """The error ending a loop that asks for an attempt: *end* once the
@@ -227,9 +264,10 @@ class Call:
         if not policy.steady_clock:
             now = steady(now, self._time)
         self._time = now
-        if self.start == NOT_YET:  # the first good reading: the call starts now
-            self.start = now
-        return now - self.start if now > NOT_YET else 0.0
+        start = self.start
+        if start == NOT_YET:  # the first good reading: the call starts now
+            self.start = start = now
+        return now - start if now > NOT_YET else 0.0
 
     # -- after each attempt: decide, then wait ------------------------------------
 
@@ -241,17 +279,17 @@ class Call:
         delay = self.decide(attempt, exc, result)
         if delay is None:
             return False
-        outcome = result if exc is None else exc
         hook = self.policy.before_sleep
         if hook is not None:
+            outcome = result if exc is None else exc
             returned = hook(cast(Attempt, attempt), outcome, delay)
             if returned is not None:
                 _sleeping.refuse_awaitable(returned, hook, "before_sleep")
             delay = self._fit(attempt, outcome, delay)
             if delay is None:
                 return False
-        if self._failure_hooks and self._retries_heard:
-            self.emit("retry", outcome, self.number - 1, delay)
+        if self._retries_heard:
+            self.emit("retry", result if exc is None else exc, self.number - 1, delay)
         _sleeping.sleep(self.policy.sleep, delay)
         self.slept += delay
         return True
@@ -265,17 +303,17 @@ class Call:
         delay = self.decide(attempt, exc, result)
         if delay is None:
             return False
-        outcome = result if exc is None else exc
         hook = self.policy.before_sleep
         if hook is not None:
+            outcome = result if exc is None else exc
             returned = hook(cast(Attempt, attempt), outcome, delay)
             if returned is not None and hasattr(returned, "__await__"):
                 await cast("Awaitable[Any]", returned)
             delay = self._fit(attempt, outcome, delay)
             if delay is None:
                 return False
-        if self._failure_hooks and self._retries_heard:
-            self.emit("retry", outcome, self.number - 1, delay)
+        if self._retries_heard:
+            self.emit("retry", result if exc is None else exc, self.number - 1, delay)
         await _sleeping.asleep(self.policy.sleep, delay)
         self.slept += delay
         return True
@@ -406,7 +444,11 @@ class Call:
         self.state = _DONE  # unless a retry follows
         asked = False  # the parts' allow_retry was asked already
         if exc is not None:
-            if not matches(policy.on, policy.only_exceptions, exc):
+            if not (  # classes that are all Exceptions: one isinstance, here
+                isinstance(exc, policy.on)  # type: ignore[arg-type]
+                if policy.only_exceptions
+                else matches(policy.on, False, exc)
+            ):
                 self.last = None  # the call is over: it keeps no failure (nor its frames)
                 for after in policy.afters:
                     after(exc, ERROR, self.number, self.spent)
@@ -428,7 +470,7 @@ class Call:
             if self._hooks:  # a loop body that returned handed over no result
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
-        if self._task is not None:  # an async call (3.11+): is the task being cancelled?
+        if self.in_async and self._task is not None:  # (3.11+) is the task being cancelled?
             self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
         kind = FAILURE
         if policy.tells:  # a throttle, or parts to tell (else a plain failure)
@@ -441,13 +483,13 @@ class Call:
         delays = self._delays
         if delays is None:
             delays = self._delays = _checks.fresh_delays("delays", policy.factory)
-            self._pick = getattr(delays, "next_for", None)  # a schedule per kind of failure
-        if self._final:  # the deadline shortened the last sleep: no room for another
-            delay, reason = _END, "deadline"
-        elif self._pick is None:
+            # a schedule per kind of failure (after a deadline's last sleep: none)
+            self._pick = _no_room if self._final else getattr(delays, "next_for", None)
+        pick = self._pick
+        if pick is None:
             delay, reason = next(delays, _END), "exhausted"
-        else:
-            delay, reason = self._pick(outcome, kind), "exhausted"
+        else:  # a schedule per kind of failure, or _no_room once _final
+            delay, reason = pick(outcome, kind), "exhausted"
             if delay is _PICKED_END:
                 delay = _END
             elif delay.__class__ is Deferred:  # the parts first, then the jitter's draw
@@ -456,32 +498,43 @@ class Call:
                 else:
                     self.refused = delay
                     delay, reason = _END, "budget"
-        if delay.__class__ is not float or not 0.0 <= delay <= _LONGEST:
-            delay = _END if delay is _END else _checks.wait("delays", delay)
-            if delay == _INF:
-                delay = _END  # an infinite wait is no next attempt
-        if delay is not _END:
-            if (
-                (self.number > ENDLESS_RETRIES or delay > ENDLESS_DELAY)
-                and policy.deadline is None
-                and not policy.warned
-            ):
-                self._warn_endless(delay)
-            if self.hint is not None or not policy.simple:
-                delay, reason = self._limit(delay, outcome, kind, asked)
+        number = self.number
+        if delay.__class__ is not float or not 0.0 <= delay <= ENDLESS_DELAY:
+            if delay is not _END:  # checked: _END if infinite, a long one warned of
+                delay = self._unusual(delay, number)
+        elif number > ENDLESS_RETRIES and policy.deadline is None and not policy.warned:
+            self._warn_endless(delay)
+        if delay is not _END and (self.hint is not None or not policy.simple):
+            delay, reason = self._limit(delay, outcome, kind, asked)
         if delay is _END:
             self.last = None
-            self._give_up(attempt, outcome, reason)
+            self._give_up(attempt, outcome, "deadline" if self._final else reason)
             return None
-        self.number += 1
+        self.number = number + 1
         self.delay = delay
         self.state = _NEXT
+        return delay
+
+    def _unusual(self, given: Any, number: int) -> float:
+        """A delay that is not a float within [0, ENDLESS_DELAY] (nor _END):
+        _END if infinite, a valid delay (a long one warned of), or the error
+        naming it."""
+        delay = _checks.wait("delays", given)
+        if delay == _INF:
+            return _END  # an infinite wait is no next attempt
+        policy = self.policy
+        if (
+            (number > ENDLESS_RETRIES or delay > ENDLESS_DELAY)
+            and policy.deadline is None
+            and not policy.warned
+        ):
+            self._warn_endless(delay)
         return delay
 
     def _warn_endless(self, delay: float) -> None:
         """Warn once per policy about a schedule that looks endless."""
         policy = self.policy
-        policy.__dict__["warned"] = True
+        object.__setattr__(policy, "warned", True)  # frozen, but for this
         seen = (
             f"{self.number} retries" if self.number > ENDLESS_RETRIES else f"a delay of {delay:g} s"
         )
@@ -498,6 +551,7 @@ class Call:
         the parts (unless *asked* already); (_END, why) if they leave no room
         for a retry."""
         policy = self.policy
+        final = False
         hint, self.hint = self.hint, None
         if policy.retry_after is not None:
             wanted = policy.retry_after(outcome)
@@ -515,10 +569,11 @@ class Call:
             if remaining <= 0 or (hint is not None and hint > remaining):
                 return _END, "deadline"  # no room left, or not for the wait the server asked
             if delay > remaining:  # shortened to end at the deadline: the last try
-                delay = remaining
-                self._final = True
+                delay, final = remaining, True
         if not asked and not self._allowed(outcome, kind):
             return _END, "budget"
+        if final:  # no draw after this retry: the next decision gives up
+            self._final, self._pick = True, _no_room
         return delay, ""
 
     def _allowed(self, outcome: Any, kind: str) -> bool:

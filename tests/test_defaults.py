@@ -289,8 +289,12 @@ def test_a_call_that_succeeds_at_once_never_calls_the_default_hook(monkeypatch):
 
 
 def endless(retries, delay=0.0, **options):
-    """A policy of *retries* retries of *delay* whose calls always fail, run once with no sleep."""
-    policy = retry(lambda: islice(constant(delay), retries), sleep=lambda s: None, **options)
+    """A policy of *retries* retries of *delay* whose calls always fail, run once with no sleep
+    (*delay* an int: a list of it, as given, not a strategy's float)."""
+    delays = (
+        [delay] * retries if isinstance(delay, int) else lambda: islice(constant(delay), retries)
+    )
+    policy = retry(delays, sleep=lambda s: None, **options)
     with pytest.raises(OSError):
         policy(Operation([OSError()] * (retries + 1)))()
 
@@ -311,14 +315,19 @@ def test_past_a_hundred_retries_a_policy_warns_once_how_to_bound_it():
 
 @pytest.mark.usefixtures("no_process_hooks")
 def test_a_delay_past_an_hour_warns_and_an_hour_does_not():
-    """One delay of 3600.5 s with no deadline warns; 3600 s does not; a deadline silences it."""
+    """One delay of 3600.5 s with no deadline warns; 3600 s does not (nor the integer 3600,
+    which takes the checked path); a deadline silences it."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         endless(1, 3600.0)
+        endless(1, 3600)
         endless(1, 3600.5, deadline=1e9)
         assert caught == []
         endless(1, 3600.5)
-    assert len(caught) == 1 and "a delay of 3600.5 s" in str(caught[0].message)
+        endless(1, 3601)
+    assert len(caught) == 2
+    assert "a delay of 3600.5 s" in str(caught[0].message)
+    assert "a delay of 3601 s" in str(caught[1].message)
 
 
 @pytest.mark.usefixtures("no_process_hooks")

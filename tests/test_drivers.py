@@ -1670,6 +1670,9 @@ def test_each_kind_of_give_up_reports_its_reason(run):
     bucket = TokenBucket(max_tokens=2)
     summary, _, _ = events_of(run, [0.5] * 5, [OSError()] * 5, budget=bucket)
     assert summary == [("give_up", 1, None, 0.0, "budget")]
+    bucket = TokenBucket(max_tokens=2)  # the deadline would cut the sleep, the budget refuses it
+    summary, _, _ = events_of(run, [3.0] * 5, [OSError()] * 5, budget=bucket, deadline=2.0)
+    assert summary == [("give_up", 1, None, 0.0, "budget")]
     summary, _, result = events_of(run, [0.5], [KeyError("x")], on=OSError)
     assert summary == [("error", 1, None, 0.0, None)] and isinstance(result, KeyError)
 

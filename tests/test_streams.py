@@ -162,6 +162,28 @@ def test_a_stream_succeeds_when_it_ends_and_a_committed_failure_is_a_give_up():
     assert breaker.state == "open"
 
 
+def test_a_stream_resumed_after_the_deadlines_last_sleep_is_not_resumed_again():
+    """The deadline cut the first retry's sleep to its last (8 s to 6); the resumed source
+    delivers 3 and 4, then fails: no further attempt, though the clock (moved only by the
+    sources, 4 s a call) still shows time left - the last sleep was the last."""
+    now, calls = [0.0], []
+
+    def items(start=0):
+        now[0] += 4.0
+        calls.append(start)
+        yield from range(start, start + 3 if start == 0 else start + 2)
+        raise ConnectionError(f"cut after {start}")
+
+    stream = retry(
+        [8.0, 8.0, 8.0], deadline=10.0, clock=lambda: now[0], resume=lambda s: items(s.count)
+    )(items)
+    got = []
+    with no_sleep() as slept, pytest.raises(ConnectionError, match="cut after 3"):
+        for item in stream():
+            got.append(item)
+    assert got == [0, 1, 2, 3, 4] and calls == [0, 3] and slept == [6.0]
+
+
 def test_closing_the_stream_closes_the_source_and_starts_no_retry():
     """close() mid-stream: the source's finally runs, nothing is called again, no event."""
     events = []
