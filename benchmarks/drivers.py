@@ -79,12 +79,18 @@ def _factory() -> Iterator[float]:
     return islice(backoff_iter.constant(0.0), RETRIES)
 
 
-def contenders(operation: Callable[[], int]) -> dict[str, Callable[[], int]]:
-    """Each way of calling *operation* with up to RETRIES retries on OSError."""
-    policy = backoff_iter.retrying(_factory, on=OSError, sleep=_no_sleep)
+def forms(library: Any, operation: Callable[[], int]) -> dict[str, Callable[[], int]]:
+    """*operation* run by each sync form of *library* (``backoff_iter``, or an
+    earlier copy of it: benchmarks/before_after.py), the README pattern's
+    delays made per call from the library's own strategy."""
+
+    def delays() -> Iterator[float]:
+        return islice(library.constant(0.0), RETRIES)
+
+    policy = library.retrying(delays, on=OSError, sleep=_no_sleep)
 
     def loop() -> int:
-        for attempt in backoff_iter.retrying(_factory, on=OSError, sleep=_no_sleep):
+        for attempt in library.retrying(delays, on=OSError, sleep=_no_sleep):
             with attempt:
                 return operation()
         raise AssertionError
@@ -95,15 +101,25 @@ def contenders(operation: Callable[[], int]) -> dict[str, Callable[[], int]]:
                 return operation()
         raise AssertionError
 
+    return {
+        "@retry": library.retry(delays, on=OSError, sleep=_no_sleep)(operation),
+        "retrying() loop": loop,
+        "module-level policy": reused_policy,
+    }
+
+
+def contenders(operation: Callable[[], int]) -> dict[str, Callable[[], int]]:
+    """Each way of calling *operation* with up to RETRIES retries on OSError."""
+    ours = forms(backoff_iter, operation)
     calls: dict[str, Callable[[], int]] = {
         "bare call (no retry)": operation,
         "hand-written try/except loop": _hand_written(operation),
-        "backoff_iter @retry": backoff_iter.retry(_factory, on=OSError, sleep=_no_sleep)(operation),
+        "backoff_iter @retry": ours["@retry"],
         "backoff_iter @retry, TokenBucket": backoff_iter.retry(
             _factory, on=OSError, sleep=_no_sleep, budget=_NeverEmpty()
         )(operation),
-        "backoff_iter retrying() loop": loop,
-        "backoff_iter module-level policy": reused_policy,
+        "backoff_iter retrying() loop": ours["retrying() loop"],
+        "backoff_iter module-level policy": ours["module-level policy"],
     }
     try:
         import backoff
@@ -171,14 +187,30 @@ def overhead(calls: int, repeats: int) -> list[tuple[str, float, float]]:
     return rows
 
 
-async def _async_contenders(
-    operation: Callable[[], Coroutine[Any, Any, int]],
+def async_forms(
+    library: Any, operation: Callable[[], Coroutine[Any, Any, int]]
 ) -> dict[str, Callable[[], Coroutine[Any, Any, int]]]:
+    """:func:`forms` for the async forms."""
+
+    def delays() -> Iterator[float]:
+        return islice(library.constant(0.0), RETRIES)
+
     async def loop() -> int:
-        async for attempt in backoff_iter.aretrying(_factory, on=OSError, sleep=_no_sleep):
+        async for attempt in library.aretrying(delays, on=OSError, sleep=_no_sleep):
             async with attempt:
                 return await operation()
         raise AssertionError
+
+    return {
+        "async @retry": library.retry(delays, on=OSError, sleep=_no_sleep)(operation),
+        "aretrying() loop": loop,
+    }
+
+
+async def _async_contenders(
+    operation: Callable[[], Coroutine[Any, Any, int]],
+) -> dict[str, Callable[[], Coroutine[Any, Any, int]]]:
+    ours = async_forms(backoff_iter, operation)
 
     async def hand_written() -> int:
         for attempt in range(RETRIES + 1):
@@ -193,10 +225,8 @@ async def _async_contenders(
     return {
         "bare await (no retry)": operation,
         "hand-written async try/except loop": hand_written,
-        "backoff_iter async @retry": backoff_iter.retry(_factory, on=OSError, sleep=_no_sleep)(
-            operation
-        ),
-        "backoff_iter aretrying() loop": loop,
+        "backoff_iter async @retry": ours["async @retry"],
+        "backoff_iter aretrying() loop": ours["aretrying() loop"],
     }
 
 

@@ -82,6 +82,34 @@ def test_quick_benchmark_prints_every_row(tmp_path):
     assert rst.read_text() == out[out.index("Machine:") :]
 
 
+def test_before_and_after_times_every_form_of_both_commits():
+    """benchmarks/before_after.py takes issue 24's commit out of git and prints, for each
+    form, success and per retry, the ns then and now and their ratio (no timing asserted)."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "before_after.py"),
+            "--calls",
+            "2",
+            "--rounds",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("backoff_iter ") and " against 17c3e26, Python " in lines[0]
+    found = {}
+    for line in lines[2:]:
+        form, path, ratio = line[:22].strip(), line[23:33].strip(), line.split()[-1]
+        found[form, path] = float(ratio.rstrip("x"))
+    forms = ("@retry", "retrying() loop", "module-level policy", "async @retry", "aretrying() loop")
+    assert set(found) == {(f, p) for f in forms for p in ("success", "per retry")}
+    assert all(ratio > 0 for ratio in found.values())
+
+
 def test_the_row_reader_sees_rows_not_headers():
     """rows() finds a driver's row, and not a name that only appears in a header or prose."""
     text = "Versions: tenacity 9\n\n=====  ==\ndriver  ns\n=====  ==\nstamina  5\n=====  ==\n"
