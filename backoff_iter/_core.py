@@ -112,7 +112,7 @@ class Call:
     state: int  # where the loop is (see _attempt.py)
     number: int  # of the current attempt, or the next one to run
     last: BaseException | None  # the latest failure retried
-    delay: float  # slept before the current attempt
+    delay: float  # slept before the current attempt (set by the first retry)
     slept: float  # slept in all, so far
     hint: float | None  # from attempt.retry_after()
     timeout: float | None  # of the next attempt, set by a part
@@ -141,8 +141,8 @@ class Call:
         self.policy = policy
         self.state = _NEXT
         self.number = 1
-        self.delay = self.slept = 0.0
-        self.hint = self.timeout = self.last = self._delays = self._pick = None
+        self.slept = 0.0
+        self.hint = self.timeout = self.last = self._delays = None
         self._wanted = _UNASKED
         self.in_async = in_async
         # The first steady reading of the clock starts the call; None: nobody
@@ -188,9 +188,11 @@ class Call:
             if self.policy.guarded and not self.in_async:
                 self.admit()
             self.state = _READY
-            self.last = None
             number = self.number
-            elapsed = self.elapsed() if number > 1 and self._stamp else 0.0
+            if number == 1:
+                return Attempt(self, 1, 0.0, 0.0, self.timeout)
+            self.last = None  # the parts have seen it: hold no failure (nor its frames) any longer
+            elapsed = self.elapsed() if self._stamp else 0.0
             return Attempt(self, number, self.delay, elapsed, self.timeout)
         raise self._over(StopIteration)
 

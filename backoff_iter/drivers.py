@@ -83,8 +83,12 @@ class retrying(Policy, Iterable[Attempt]):
 
     __slots__ = ()
 
-    def __iter__(self) -> Iterator[Attempt]:
-        return begin(self)
+    if TYPE_CHECKING:
+
+        def __iter__(self) -> Iterator[Attempt]: ...
+
+    else:  # begin(policy) itself, as the method: a loop's first step calls no more
+        __iter__ = begin
 
 
 class aretrying(Policy, AsyncIterable[Attempt]):
