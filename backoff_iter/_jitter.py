@@ -47,7 +47,12 @@ def draws(rng: Any) -> Iterator[float]:
 
     (``more_itertools.repeatfunc`` says the same, but importing more-itertools
     would double the time ``import backoff_iter`` takes.)"""
-    return starmap(random_source(rng), repeat(()))
+    return starmap(random.random if rng is None else random_source(rng), _NO_ARGUMENTS)
+
+
+# What each draw is called with: shared by every stream of draws (it never
+# runs out, and holds nothing).
+_NO_ARGUMENTS = repeat(())
 
 
 def full_finite(delays: Iterable[float], draws: Iterator[float]) -> Iterator[float]:

@@ -231,8 +231,11 @@ def fibonacci(base: float = 1.0, *, cap: float = _INF) -> Iterator[float]:
     >>> list(islice(fibonacci(0.5, cap=3), 7))
     [0.5, 0.5, 1.0, 1.5, 2.5, 3.0, 3.0]
     """
-    base = _checks.seconds("base", base)
-    cap = _checks.seconds("cap", cap, infinite=True)
+    if base.__class__ is float and cap.__class__ is float and 0.0 <= base < _INF and cap > 0.0:
+        base += 0.0  # the common case, checked at once (-0.0 is 0.0)
+    else:
+        base = _checks.seconds("base", base)
+        cap = _checks.seconds("cap", cap, infinite=True)
     if base == 0.0 or base >= cap:
         return repeat(min(base, cap))
     return _fibonacci(base, cap)

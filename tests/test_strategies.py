@@ -532,6 +532,33 @@ def test_fibonacci_with_a_tiny_base_keeps_adding_past_the_last_float_fibonacci()
     assert all(1.61 < r < 1.62 for r in ratios)  # the golden ratio throughout
 
 
+def test_fibonacci_checks_plain_floats_at_once_as_the_full_checks_would():
+    """Every pair of awkward floats (zeros of either sign, inf, NaN, negatives, the
+    largest and smallest) gives the values or the error that the full checks give."""
+    from backoff_iter import _checks
+    from backoff_iter.strategies import _fibonacci
+
+    def checked(base, cap):  # the full checks, then what fibonacci makes of them
+        base = _checks.seconds("base", base)
+        cap = _checks.seconds("cap", cap, infinite=True)
+        return (
+            [min(base, cap)] * 5 if base == 0.0 or base >= cap else take(_fibonacci(base, cap), 5)
+        )
+
+    floats = [0.0, -0.0, 5e-324, 0.1, 30.0, 1.7e308, INF, -INF, math.nan, -1.0]
+    for base in floats:
+        for cap in floats:
+            try:
+                expected = checked(base, cap)
+            except ValueError as error:
+                with pytest.raises(type(error), match=str(error).split(",")[0]):
+                    fibonacci(base, cap=cap)
+                continue
+            got = take(fibonacci(base, cap=cap), 5)
+            assert got == expected, (base, cap)
+            assert [math.copysign(1, v) for v in got] == [1.0] * 5, (base, cap)  # never -0.0
+
+
 def test_smooth_jitter_with_a_tiny_base_grows_smoothly_past_two_to_the_1024():
     """smooth_jitter(1e-310) goes on doubling where 2**t overflows, not jumping to the largest float."""
     values = take(smooth_jitter(1e-310, rng=Random(2)), 1100)
