@@ -41,7 +41,6 @@ __all__ = ["Call", "begin"]
 
 _END: float = cast(float, object())  # no next attempt (compared by identity)
 _INF = math.inf
-_LONGEST = _checks.LONGEST  # the longest delay a sleep takes
 _UNASKED = object()  # a call's failure hooks not yet asked what they want
 
 #: A schedule that has run this many retries, or given a delay this long,
@@ -71,11 +70,13 @@ class Call:
     ``number``, ``last``, ``policy``, ``elapsed()``, and ``timeout``.
     """
 
-    # What every attempt or retry reads is a slot, set by __init__: a slot
-    # needs no dict made for each call, and its reads are quick on every
-    # Python (a class default read through an instance is slow on 3.11, and
-    # one that the instance shadows on 3.12+).  What only some calls use
-    # starts from these class defaults, set (in the instance's dict) when used.
+    # What every attempt or retry reads is a slot, set by __init__ (but
+    # _pick, set with _delays at the first failure, and _task, set for async
+    # calls only): a call that succeeds quietly makes no dict, and slot reads
+    # are quick on every Python (a class default read through an instance is
+    # slow on 3.11, and one that the instance shadows on 3.12+).  What only
+    # some calls use starts from these class defaults, set (in the instance's
+    # dict) when used.
     __slots__ = (
         "policy",
         "state",
@@ -98,6 +99,7 @@ class Call:
         "start",
         "_time",
         "__dict__",
+        "__weakref__",
     )
     spent: float = 0.0  # what the parts' allow_retry took for this call's last retry
     timeouts: Iterator[Any] | None = None  # the attempt timeouts' schedule, for its part
@@ -112,7 +114,7 @@ class Call:
     state: int  # where the loop is (see _attempt.py)
     number: int  # of the current attempt, or the next one to run
     last: BaseException | None  # the latest failure retried
-    delay: float  # slept before the current attempt (set by the first retry)
+    delay: float  # slept before the current attempt
     slept: float  # slept in all, so far
     hint: float | None  # from attempt.retry_after()
     timeout: float | None  # of the next attempt, set by a part
@@ -141,7 +143,7 @@ class Call:
         self.policy = policy
         self.state = _NEXT
         self.number = 1
-        self.slept = 0.0
+        self.delay = self.slept = 0.0
         self.hint = self.timeout = self.last = self._delays = None
         self._wanted = _UNASKED
         self.in_async = in_async

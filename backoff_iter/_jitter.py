@@ -42,17 +42,17 @@ def random_source(rng: Any) -> Callable[[], float]:
     )
 
 
+# What each draw is called with: shared by every stream of draws (an endless
+# repeat never changes, and holds nothing).
+_NO_ARGUMENTS = repeat(())
+
+
 def draws(rng: Any) -> Iterator[float]:
     """An endless stream of uniform draws from [0, 1), all in C.
 
     (``more_itertools.repeatfunc`` says the same, but importing more-itertools
     would double the time ``import backoff_iter`` takes.)"""
     return starmap(random.random if rng is None else random_source(rng), _NO_ARGUMENTS)
-
-
-# What each draw is called with: shared by every stream of draws (it never
-# runs out, and holds nothing).
-_NO_ARGUMENTS = repeat(())
 
 
 def full_finite(delays: Iterable[float], draws: Iterator[float]) -> Iterator[float]:

@@ -2956,6 +2956,42 @@ def test_a_part_that_does_not_override_allow_retry_takes_nothing_from_spent():
     assert ledger.log[-1] == ("success", False, 1.5)
 
 
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_part_reads_the_call_from_its_first_attempt_and_may_hold_it_weakly(form):
+    """before_attempt sees number, delay, last and timeout from the first attempt on (0.0
+    slept, no failure), the retried failure at the next; a part may key the call weakly."""
+    import weakref
+
+    from backoff_iter.parts import Part
+
+    class Peeks(Part):
+        def __init__(self):
+            self.seen, self.calls = [], weakref.WeakSet()
+
+        def before_attempt(self, call):
+            self.seen.append((call.number, call.delay, type(call.last).__name__, call.timeout))
+            self.calls.add(call)
+            return 0.0
+
+    peeks, failure = Peeks(), OSError("once")
+    if form == "sync":
+        retry([0.5], on=OSError, parts=[peeks], sleep=lambda s: None)(Operation([failure]))()
+    else:
+
+        attempts = [failure]
+
+        async def operation():
+            if attempts:
+                raise attempts.pop()
+            return "ok"
+
+        async def nap(seconds):
+            pass
+
+        assert asyncio.run(retry([0.5], on=OSError, parts=[peeks], sleep=nap)(operation)()) == "ok"
+    assert peeks.seen == [(1, 0.0, "NoneType", None), (2, 0.5, "OSError", None)]
+
+
 def test_what_the_parts_allowed_is_summed_into_spent():
     """Two parts allow a retry taking 2.0 and 3.0: the success after it is told spent=5.0."""
     from backoff_iter.parts import Part

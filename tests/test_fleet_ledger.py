@@ -602,6 +602,21 @@ def test_a_dropped_slot_that_held_debt_is_lowered_to_what_the_member_heard():
         assert lease == max(0, 3_000 + value)
 
 
+def test_a_dropped_slot_other_than_the_current_one_lowers_the_window_too():
+    """A slot ahead of the clock, or one whose count is a word, dropped: the member
+    heard the window 1,000 in debt, and that debt stands, the current slot lowered to it."""
+    slot = NOW // 750_000
+    for field, poison in ((slot + 3, 5_000), (slot - 1, "many")):
+        model = Ledger()
+        exchange(model, "a", 1_000, kind=WINDOW)
+        model.counts[field] = poison
+        mask, value, _, _ = exchange(
+            model, "a", 1_000, at=NOW + 1, acked=1_000, heard=-1_000, kind=WINDOW
+        )
+        assert mask & REPAIRED and mask & _budget_script.LOWERED, field
+        assert value == -1_000 and model.counts[slot] == -1_000, field
+
+
 def test_window_counts_leave_after_the_window_and_deposits_about_to_leave_are_not_lent():
     """2 slots of 0.75 s: a deposit lends nothing from the moment it leaves within one interval, and is gone a window later."""
     model = Ledger()
