@@ -475,7 +475,9 @@ class Call:
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
         if self.in_async and self._task is not None:  # (3.11+) is the task being cancelled?
-            self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
+            task = self._task
+            if task.cancelling() > self._cancelling:  # a request came: no retry, unless...
+                self._cancelling = no_retry_if_cancelled(task, self._cancelling, exc)
         kind = FAILURE
         if policy.tells:  # a throttle, or parts to tell (else a plain failure)
             if policy.throttled is not None and policy.throttled(outcome):
