@@ -2977,7 +2977,6 @@ def test_a_part_reads_the_call_from_its_first_attempt_and_may_hold_it_weakly(for
     if form == "sync":
         retry([0.5], on=OSError, parts=[peeks], sleep=lambda s: None)(Operation([failure]))()
     else:
-
         attempts = [failure]
 
         async def operation():
