@@ -325,7 +325,7 @@ class RetryBudget:
         self._calls = count().__next__
         self._counted = 0  # calls already added
         # The first reading past the newest slot, once a call was deposited (None
-        # before, and for a fleet's budget, which deposits its own way).
+        # before).
         self._ends: float | None = None
 
     def _advance(self, now: float | None = None) -> int:

@@ -598,6 +598,41 @@ def test_counts_a_window_old_are_not_sent_after_an_outage():
     assert cumulative - acked == 1_000
 
 
+class CountingLock:
+    """A lock that counts how often it was taken."""
+
+    def __init__(self):
+        self.lock, self.taken = threading.Lock(), 0
+
+    def __enter__(self):
+        self.taken += 1
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
+
+
+def test_a_retry_budgets_calls_within_a_slot_take_no_lock_and_all_reach_the_fleet():
+    """As in-process, a call in the newest slot of the window is only counted: 100 successes
+    and 50 failing first attempts take the lock once (the slot's first call); then a retry
+    is paid from those deposits (no lease, no reserve), and the next exchange sends them all
+    less the retry."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budget = RetryBudget(ratio=0.5, min_per_second=0, window=10, clock=clock, store=store)
+    joined(store, budget)  # no reserve: nothing to lend
+    budget._lock = lock = CountingLock()
+    for _ in range(100):
+        budget.record_success(True)
+    for _ in range(50):
+        budget.record_failure(True)
+    assert lock.taken == 1
+    assert budget.try_retry(ConnectionError())  # 75 retries' worth deposited: one spent
+    (acked, cumulative, _, _, _), _ = store.send(budget)
+    assert cumulative - acked == 150 * 500 - 1000  # 0.5 of a retry a call, in thousandths
+    assert budget._balance == 150 * 500 - 1000  # the window has them too
+
+
 @given(
     plan=st.lists(
         st.tuples(
