@@ -259,6 +259,7 @@ class RetryBudget:
         "_calls",
         "_counted",
         "_ends",
+        "_deposited",
     )
 
     ratio: float
@@ -327,6 +328,9 @@ class RetryBudget:
         # The first reading past the newest slot, once a call was deposited (None
         # before).
         self._ends: float | None = None
+        # What calls deposited, in all: a fleet's budget takes it in (what it
+        # sends and may spend) and starts it again from 0.
+        self._deposited = 0
 
     def _advance(self, now: float | None = None) -> int:
         """Add the calls counted since last time to the newest slot, then move the
@@ -344,6 +348,7 @@ class RetryBudget:
             deposit = (seen - self._counted) * self._deposit
             slots[self._slot % len(slots)] += deposit  # type: ignore[operator]
             self._balance += deposit
+            self._deposited += deposit
         self._counted = seen + 1
         if self._slot is None:
             self._slot = slot
@@ -387,6 +392,7 @@ class RetryBudget:
             index = self._advance(now)
             self._slots[index] += self._deposit
             self._balance += self._deposit
+            self._deposited += self._deposit
             slot, width = cast(int, self._slot), self._width
             self._ends = first_past(lambda x: math.floor(x / width), slot, (slot + 1) * width)
 

@@ -614,9 +614,9 @@ class CountingLock:
 
 def test_a_retry_budgets_calls_within_a_slot_take_no_lock_and_all_reach_the_fleet():
     """As in-process, a call in the newest slot of the window is only counted: 100 successes
-    and 50 failing first attempts take the lock once (the slot's first call); then a retry
-    is paid from those deposits (no lease, no reserve), and the next exchange sends them all
-    less the retry."""
+    and 50 failing first attempts take the lock once (the slot's first call); the next
+    exchange sends every deposit, a retry is paid from them (no lease, no reserve), and the
+    exchange after sends them less the retry, each deposit taken in once."""
     clock = Clock(1000.0)
     store = Manual(clock)
     budget = RetryBudget(ratio=0.5, min_per_second=0, window=10, clock=clock, store=store)
@@ -627,9 +627,11 @@ def test_a_retry_budgets_calls_within_a_slot_take_no_lock_and_all_reach_the_flee
     for _ in range(50):
         budget.record_failure(True)
     assert lock.taken == 1
+    (acked, cumulative, _, _, _), _ = store.send(budget)
+    assert cumulative - acked == 150 * 500  # 0.5 of a retry a call, in thousandths
     assert budget.try_retry(ConnectionError())  # 75 retries' worth deposited: one spent
     (acked, cumulative, _, _, _), _ = store.send(budget)
-    assert cumulative - acked == 150 * 500 - 1000  # 0.5 of a retry a call, in thousandths
+    assert cumulative - acked == 150 * 500 - 1000
     assert budget._balance == 150 * 500 - 1000  # the window has them too
 
 

@@ -18,10 +18,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from backoff_iter import _checks
-from backoff_iter._sliding import first_past
 from backoff_iter.budgets import RetryBudget, RetryQuota, TokenBucket
 
 from ._ledger import LIMIT
@@ -378,38 +377,22 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
         if first_attempt:
             self._record_call()
 
-    # A call deposits as in the in-process budget - counted without the lock
-    # within the newest slot, added under it - and each deposit is also this
-    # process's, to send and to spend: _fold adds the calls counted to both,
-    # before anything reads them (an exchange) or the window moves.
-
-    def _fold(self) -> None:
-        seen = self._calls()  # this read counts one more: not a call
-        if seen > self._counted:  # only counted once there is a newest slot
-            deposit = (seen - self._counted) * self._deposit
-            self._slots[self._slot % len(self._slots)] += deposit  # type: ignore[operator]
-            self._balance += deposit
-            self._cum += deposit
-            self._own += deposit
-        self._counted = seen + 1
+    # A call deposits as in the in-process budget (counted without the lock
+    # within the newest slot of the window); what the calls deposited is also
+    # this process's, to send and to spend, taken in each time the window is
+    # read or moved - before an exchange and every decision.
 
     def _advance(self, now: float | None = None) -> int:
-        self._fold()
-        return RetryBudget._advance(self, now)
+        index = RetryBudget._advance(self, now)
+        deposited = self._deposited
+        if deposited:
+            self._deposited = 0
+            self._cum += deposited
+            self._own += deposited
+        return index
 
-    def _call_at(self, now: float) -> None:
-        ends = self._ends
-        if ends is not None and now < ends:  # the newest slot: counted, folded later
-            self._calls()
-            return
-        with self._lock:
-            index = self._advance(now)
-            self._slots[index] += self._deposit
-            self._balance += self._deposit
-            self._cum += self._deposit
-            self._own += self._deposit
-            slot, width = cast(int, self._slot), self._width
-            self._ends = first_past(lambda x: math.floor(x / width), slot, (slot + 1) * width)
+    def _fold(self) -> None:
+        self._advance()
 
     def _room(self) -> int:
         room = self._lease + self._own
