@@ -74,19 +74,24 @@ def _hand_written(operation: Callable[[], int]) -> Callable[[], int]:
     return call
 
 
-def _factory() -> Iterator[float]:
-    """The README pattern's delays: a strategy, built per call, only after a failure."""
-    return islice(backoff_iter.constant(0.0), RETRIES)
+def _delays_of(library: Any) -> Callable[[], Iterator[float]]:
+    """The README pattern's delays, from *library*'s own strategy: built per
+    call, only after a failure."""
+
+    def delays() -> Iterator[float]:
+        return islice(library.constant(0.0), RETRIES)
+
+    return delays
+
+
+_factory = _delays_of(backoff_iter)
 
 
 def forms(library: Any, operation: Callable[[], int]) -> dict[str, Callable[[], int]]:
     """*operation* run by each sync form of *library* (``backoff_iter``, or an
     earlier copy of it: benchmarks/before_after.py), the README pattern's
     delays made per call from the library's own strategy."""
-
-    def delays() -> Iterator[float]:
-        return islice(library.constant(0.0), RETRIES)
-
+    delays = _delays_of(library)
     policy = library.retrying(delays, on=OSError, sleep=_no_sleep)
 
     def loop() -> int:
@@ -191,9 +196,7 @@ def async_forms(
     library: Any, operation: Callable[[], Coroutine[Any, Any, int]]
 ) -> dict[str, Callable[[], Coroutine[Any, Any, int]]]:
     """:func:`forms` for the async forms."""
-
-    def delays() -> Iterator[float]:
-        return islice(library.constant(0.0), RETRIES)
+    delays = _delays_of(library)
 
     async def loop() -> int:
         async for attempt in library.aretrying(delays, on=OSError, sleep=_no_sleep):
