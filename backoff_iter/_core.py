@@ -475,9 +475,7 @@ class Call:
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
         if self.in_async and self._task is not None:  # (3.11+) is the task being cancelled?
-            task = self._task
-            if task.cancelling() > self._cancelling:  # a request came: no retry, unless...
-                self._cancelling = no_retry_if_cancelled(task, self._cancelling, exc)
+            self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
         kind = FAILURE
         if policy.tells:  # a throttle, or parts to tell (else a plain failure)
             if policy.throttled is not None and policy.throttled(outcome):
@@ -540,7 +538,7 @@ class Call:
     def _warn_endless(self, delay: float) -> None:
         """Warn once per policy about a schedule that looks endless."""
         policy = self.policy
-        object.__setattr__(policy, "warned", True)  # frozen, but for this
+        policy.mark_warned()
         seen = (
             f"{self.number} retries" if self.number > ENDLESS_RETRIES else f"a delay of {delay:g} s"
         )

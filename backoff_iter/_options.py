@@ -369,3 +369,7 @@ class Policy:
                 " reuse the policy"
             )
         _store(self, "used", True)
+
+    def mark_warned(self) -> None:
+        """The endless-schedule warning was given: never again for this policy."""
+        _store(self, "warned", True)
