@@ -464,6 +464,29 @@ def test_own_refunds_pay_only_up_to_a_members_share_of_the_headroom(lapsed):
     assert member.try_retry(None) == 0.0
 
 
+def test_a_quota_members_refunds_pay_for_its_next_decision_without_an_exchange():
+    """2 members of a quota at half: a member with no lease pays for a retry
+    (cost 5) from its own refunds (1 each) as soon as its decision comes, the
+    refunds counted without the lock and taken in by the decision itself."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    quotas = [
+        RetryQuota(capacity=20, retry_cost=5, success_refund=1, store=store) for _ in range(2)
+    ]
+    joined(store, *quotas)
+    assert quotas[0].try_retry(None) and quotas[0].try_retry(None)
+    joined(store, *quotas)  # the fleet's quota: 10 of 20
+    member = quotas[1]
+    member._lease = 0
+    assert member._head == 10_000  # half the headroom, in halves: one retry's worth
+    for _ in range(4):
+        member.record_success(True)
+    assert member.try_retry(None) == 0.0  # 4 refunds: short of one retry
+    member.record_success(True)
+    assert member.try_retry(None) == 5.0
+    assert member.try_retry(None) == 0.0
+
+
 @pytest.mark.parametrize("lapsed", [False, True])
 def test_own_successes_add_no_room_beyond_a_members_share_of_the_headroom(lapsed):
     """3 members of a bucket one thousandth below full: its share of the headroom rounds to nothing, so a member's own success adds no room."""

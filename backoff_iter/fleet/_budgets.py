@@ -203,11 +203,14 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
     def record_failure(self, first_attempt: bool) -> None:
         """A failed attempt takes one token."""
         with self._lock:
-            self._add_successes()
+            seen = self._successes()  # _add_successes() inline, as in try_retry
+            if seen != self._counted:
+                self._gain((seen - self._counted) * self._each)
+            self._counted = seen + 1
             self._wants += 1
             self._cum -= 1000
             left = self._value + self._own  # not below empty, as last heard
-            self._own -= 1000 if left >= 1000 else max(0, left)
+            self._own -= 1000 if left >= 1000 else left  # left >= 0: _settle keeps it so
 
     def _room(self) -> int:
         return self._lease + min(2 * self._own, self._head)
@@ -215,7 +218,12 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
         with self._lock:
-            self._add_successes()
+            # _add_successes() inline: a failure's path calls no Python function
+            # under the lock but the store's own, as the in-process bucket's.
+            seen = self._successes()
+            if seen != self._counted:
+                self._gain((seen - self._counted) * self._each)
+            self._counted = seen + 1
             own = 2 * self._own
             head = self._head  # its share of the room up to full: its own successes lift no more
             if self._lease + (own if own < head else head) > 0:  # _room()
@@ -316,14 +324,17 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         """Take a retry's cost from this process's lease and return it, or return 0.0."""
         cost = self._cost(outcome, throttled)  # in thousandths
         with self._lock:
-            self._add_successes()
+            seen = self._successes()  # _add_successes() inline, as the bucket's try_retry
+            if seen != self._counted:
+                self._gain((seen - self._counted) * self._each)
+            self._counted = seen + 1
             if self._spendable < 2 * cost:
                 if not self._asked:
                     self._refused()
                 return 0.0
             self._cum -= cost
             left = self._value + self._own  # not below empty, as last heard
-            self._own -= cost if left >= cost else max(0, left)
+            self._own -= cost if left >= cost else left  # left >= 0: _settle keeps it so
             self._spendable = self._room()
         return cost / 1000
 
@@ -402,9 +413,13 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
 
     def try_retry(self, outcome: Any) -> bool:
         """Withdraw one retry if this process's lease and its own deposits allow it."""
+        now = self._clock()  # read before the lock is taken
         with self._lock:
-            index = self._advance()
-            room = self._lease + self._own  # _room()
+            # The in-process budget's _advance, without this class's: the calls'
+            # deposits are taken into _cum and _own at the next exchange, and
+            # until then counted here from where they are.
+            index = RetryBudget._advance(self, now)
+            room = self._lease + self._own + self._deposited  # _room()
             if self._alone:
                 room = min(room, self._slice + self._balance)
             if room < self._UNIT:
