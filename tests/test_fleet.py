@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from checks import rejects
 from fleet_workers import BUDGETS, Fleet, make_budget, wait_for_first_exchange
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from redis_server import RedisServer, free_port, require_binary
 
@@ -176,6 +176,10 @@ def make(kind, clock, store=None):
         ),
         max_size=80,
     ),
+)
+# Failures beyond an empty bucket are not owed: it refills from 0 as one bucket does.
+@example(
+    kind="token_bucket", interval=0, events=[("call fails", 0.0)] * 6 + [("clean success", 0.0)]
 )
 def test_one_member_decides_exactly_as_the_in_process_budget(kind, interval, events):
     """A fleet of one (a _SharedState, any sync interval) answers every event as the same budget with store=None."""
@@ -485,6 +489,96 @@ def test_a_quota_members_refunds_pay_for_its_next_decision_without_an_exchange()
     member.record_success(True)
     assert member.try_retry(None) == 5.0
     assert member.try_retry(None) == 0.0
+
+
+def test_a_quota_too_small_to_lend_pays_quiet_members_on_credit_and_the_fleet_owes_the_excess():
+    """Ten members of a quota with room for 2 retries (shares of a fifth of
+    one): none is lent a retry's worth, but 2 in every 10 quiet answers carry
+    one retry on credit.  A member that failed is lent one at its next
+    exchange; the three retries spend beyond the quota, and the fleet owes
+    the excess until refunds pay it back: no lease or credit meanwhile."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    quotas = [
+        RetryQuota(capacity=10, retry_cost=5, success_refund=1, store=store) for _ in range(10)
+    ]
+    joined(store, *quotas)  # the first, alone, holds the room while the others join
+    joined(store, *quotas)  # and while its next exchange travels (keep)
+    assert not any(quota._credit for quota in quotas)
+    joined(store, *quotas)
+    credited = [quota for quota in quotas if quota._credit]
+    assert len(credited) == 2 and not any(quota._lease for quota in quotas)
+    failing = next(quota for quota in quotas if not quota._credit)
+    failing.record_failure(True)
+    assert failing.try_retry(None) == 0.0  # nothing lent, no credit
+    joined(store, failing)  # it wants room: a retry's worth, the room being free
+    assert failing.try_retry(None) == 5.0
+    for quota in credited:
+        quota.record_failure(True)
+        assert quota.try_retry(None) == 5.0
+        quota.record_failure(False)
+        assert quota.try_retry(None) == 0.0  # one credit an answer
+    joined(store, *quotas, *quotas)  # all spent, then all heard
+    assert store.model.counts["level"] == -5_000  # 15 spent of 10: 5 owed
+    assert all(quota.available == 0.0 and not quota._credit for quota in quotas)
+    payer = quotas[0]
+    for _ in range(5):
+        payer.record_success(True)
+    payer.record_failure(True)
+    assert payer.try_retry(None) == 0.0  # its refunds pay the debt, not a retry
+    assert payer.available == 0.0
+    joined(store, payer)
+    assert store.model.counts["level"] == 0 and payer.available == 0.0
+    payer.record_success(True)
+    joined(store, payer)
+    assert payer.available == 1.0
+
+
+def test_while_the_fleet_owes_a_members_own_refunds_pay_the_debt_not_its_retries():
+    """Two members of a quota with one retry left (shares of half a retry):
+    one on credit and one lent a retry's worth spend two; the fleet owes one,
+    and a member's 5 refunds, enough for a retry of its headroom's share
+    otherwise, pay the debt first."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (RetryQuota(capacity=10, retry_cost=5, success_refund=1, store=store) for _ in "ab")
+    joined(store, a, b)
+    a.record_failure(True)
+    assert a.try_retry(None) == 5.0  # 5 of 10 left
+    for _ in range(3):
+        clock.now += 0.2  # past its failure's interval: a wants no room
+        joined(store, a, b)
+    assert (a._credit, b._credit, a._lease, b._lease) == (True, False, 0, 0)
+    b.record_failure(True)
+    joined(store, b)  # lent the last retry's worth
+    assert b.try_retry(None) == 5.0
+    a.record_failure(True)
+    assert a.try_retry(None) == 5.0  # on credit
+    joined(store, a, b, a, b)
+    assert store.model.counts["level"] == -5_000
+    for _ in range(5):
+        a.record_success(True)
+    a.record_failure(True)
+    assert a.try_retry(None) == 0.0
+    clock.now += 0.2
+    joined(store, a, b, a, b)
+    assert store.model.counts["level"] == 0
+
+
+def test_a_forked_child_has_no_credit_of_its_parents():
+    """A child process (a member renewed after fork) starts with no retry on
+    credit: its parent's answer gave it to the parent only."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    quotas = [
+        RetryQuota(capacity=10, retry_cost=5, success_refund=1, store=store) for _ in range(10)
+    ]
+    for _ in range(3):
+        joined(store, *quotas)
+    child = next(quota for quota in quotas if quota._credit)
+    child._renew("child")
+    child.record_failure(True)
+    assert child.try_retry(None) == 0.0
 
 
 @pytest.mark.parametrize("lapsed", [False, True])

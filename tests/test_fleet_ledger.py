@@ -12,15 +12,16 @@ from hypothesis import strategies as st
 from redis_server import RedisServer, require_binary
 
 from backoff_iter.fleet import _budget_script, _count_script
+from backoff_iter.fleet._budget_script import CREDIT, OWED, TRIMMED
 from backoff_iter.fleet._ledger import GONE, LEFT, REPAIRED, Scores, lua_number, whole
 from backoff_iter.fleet._shared import Ledger
 
 names = (f"ledger-{i}" for i in count())
 NOW = 1_700_000_000_000_000  # microseconds
 TIMING = (100_000, 300_000, 1_200_000, 10**9)  # interval, stale, horizon; ttl (ms): never
-LEVEL = ("level", 2_001, 10_000, 10_000)  # a TokenBucket of 10 tokens
+LEVEL = ("level", 2_001, 10_000, 10_000, 0)  # a TokenBucket of 10 tokens
 WINDOW = ("window", 1_000, 750_000, 2, 3_000, 10**11)  # RetryBudget(window=1.5), reserve 3
-QUOTA = ("level", 20_000, 50_000, 0)  # RetryQuota(capacity=50)
+QUOTA = ("level", 20_000, 50_000, 0, 1)  # RetryQuota(capacity=50): owes
 THROTTLE = (500_000, 4, 10**12)  # a throttle's window: 4 slots of 0.5 s
 BREAKER = (0.5, 4, 500_000, 4, 10**12)  # failure ratio, minimum throughput, the window
 
@@ -166,7 +167,7 @@ def budget_events():
             st.tuples(
                 st.just("poison"),
                 st.integers(0, 4),
-                poison(["level", "born", "junk", "leased", "a:@", "l:@"]),
+                poison(["level", "born", "junk", "leased", "a:@", "l:@", "turn"]),
             ),
         ),
         min_size=8,
@@ -209,6 +210,18 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
         ("poison", 0, ("ledger", "leased", "0")),
         ("exchange", 0, 0, 0, 0, 0, "heard", "answer"),
     ]
+    # A quota spent to 2 retries' worth among 5 members: shares too small to
+    # lend, so retries on credit, 2 in each 5 quiet exchanges; and spent
+    # beyond empty: owed.
+    credit = [("exchange", 0, -30_000, 0, 0, 0, "heard", "answer")]
+    credit += [("exchange", m, 0, 1, 0, 0, "heard", "answer") for m in (1, 2, 3, 4, 0, 1, 2)]
+    beyond = [("exchange", 0, -7_000, 1, 0, 0, "heard", "lost")] * 8
+    # Room for 3 retries, held by m0 when m1 fails (so m1 waits unlent): then
+    # 2 credits in every 4 quiet exchanges, the turn reaching 4 exactly.
+    wanting_credit = [("exchange", 0, -20_000, 0, 0, 0, "heard", "answer")]
+    wanting_credit += [("exchange", m, 0, 0, 0, 0, "heard", "answer") for m in (1, 2, 3, 4)]
+    wanting_credit += [("exchange", 1, 0, 1, 0, 1, "heard", "answer")]
+    wanting_credit += [("exchange", m, 0, 1, 0, 0, "heard", "answer") for m in (0, 2, 3, 4)] * 2
     owed = [  # NOW is half a slot in; 950 ms later its slot leaves within an interval
         ("exchange", 0, -2_000, 0, 0, 0, "heard", "answer"),
         ("exchange", 0, 0, 950_000, 0, 0, "heard", "answer"),
@@ -222,6 +235,9 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     @example(kind=LEVEL, events=fraction)
     @example(kind=LEVEL, events=overdrawn)
     @example(kind=WINDOW, events=owed)
+    @example(kind=QUOTA, events=credit)
+    @example(kind=QUOTA, events=beyond)
+    @example(kind=QUOTA, events=wanting_credit)
     def run(kind, events):
         nonlocal seen
         twins = Twins(client, "BUDGET")
@@ -525,6 +541,79 @@ def test_the_level_stays_between_zero_and_its_cap():
     mask, value, _, _ = exchange(model, "a", -50_000)
     assert value == 0 and mask & _budget_script.TRIMMED
     assert exchange(model, "a", 90_000, at=NOW + 1, acked=-50_000)[1] == 10_000
+
+
+def test_a_quota_spent_beyond_empty_owes_it_until_refunds_pay_it_back():
+    """A quota (owes=1) goes below 0 by what was spent beyond it, down to
+    minus its capacity, and answers 0 meanwhile: refunds pay the debt first.
+    A bucket's level stops at 0 (above)."""
+    model = Ledger()
+    mask, value, _, lease = exchange(model, "a", -60_000, kind=QUOTA)
+    assert (value, lease, model.counts["level"]) == (0, 0, -10_000) and mask & OWED
+    assert not mask & TRIMMED
+    mask, value, _, _ = exchange(model, "a", -55_000, at=NOW + 1, acked=-60_000, kind=QUOTA)
+    assert (value, model.counts["level"]) == (0, -5_000) and mask & OWED
+    mask, value, _, lease = exchange(model, "a", -45_000, at=NOW + 2, acked=-55_000, kind=QUOTA)
+    assert (value, lease) == (5_000, 10_000) and not mask & OWED  # alone: all the room
+    mask, value, _, _ = exchange(model, "a", -200_000, at=NOW + 3, acked=-45_000, kind=QUOTA)
+    assert model.counts["level"] == -50_000 and mask & TRIMMED  # never owes more than a quota
+
+
+def test_a_quota_too_small_to_lend_gives_quiet_members_a_retry_on_credit_in_turn():
+    """Room for 2 retries among 5 quiet members (shares of 0.4 of one): 2 of
+    every 5 quiet exchanges carry a retry on credit, none a lease; a bucket,
+    which does not owe, gives no credit."""
+    for kind, credits in ((QUOTA, [2, 2, 2]), (("level", 20_000, 50_000, 50_000, 0), [0, 0, 0])):
+        model = Ledger()
+        exchange(model, "m0", -30_000, kind=kind)  # alone: lent all the room
+        leases(model, ["m1", "m2", "m3", "m4"], NOW, kind=kind)  # m0 holds it all: no credit
+        for round_ in range(3):
+            answers = [
+                exchange(model, f"m{i}", at=NOW + 1 + round_, kind=kind, **spent)
+                for i, spent in enumerate([{"acked": -30_000, "cumulative": -30_000}] + [{}] * 4)
+            ]
+            assert not any(lease for *_, lease in answers)
+            assert sum(bool(mask & CREDIT) for mask, *_ in answers) == credits[round_]
+
+
+def credits_given(model, rounds, members, spent):
+    """How many quiet exchanges of *members* (``m0`` having spent *spent*), in
+    *rounds*, carry a retry on credit; none may carry a lease."""
+    given = 0
+    for round_ in range(rounds):
+        for member in members:
+            counts = {"acked": spent, "cumulative": spent} if member == "m0" else {}
+            mask, _, _, lease = exchange(model, member, at=NOW + 2 + round_, kind=QUOTA, **counts)
+            assert lease == 0  # shares too small to lend
+            given += bool(mask & CREDIT)
+    return given
+
+
+@pytest.mark.parametrize(
+    ("m1", "given"),
+    [
+        ({"keep": QUOTA[1]}, 8),  # holds a retry's worth while its answer travels: 2 of 5
+        ({"want": 1}, 8),  # failed, and lent a retry's worth: 2 of the 4 quiet ones
+    ],
+)
+def test_credit_comes_only_from_room_that_neither_leases_nor_wanting_members_hold(m1, given):
+    """Room for 3 retries among 5 members: one holding a retry's worth (while
+    its answer travels, or lent it for a failure) leaves credit for 2 in
+    every 5 (or 4, the quiet ones) quiet exchanges; with room for 1 retry
+    that a member which failed waits for (held elsewhere meanwhile), none."""
+    model = Ledger()
+    exchange(model, "m0", -20_000, kind=QUOTA)
+    leases(model, ["m1", "m2", "m3", "m4"], NOW, kind=QUOTA)
+    exchange(model, "m0", -20_000, acked=-20_000, at=NOW + 1, kind=QUOTA)
+    assert exchange(model, "m1", at=NOW + 1, kind=QUOTA, **m1)[3] == m1.get("want", 0) * QUOTA[1]
+    rounds = 5 if "keep" in m1 else 4
+    assert credits_given(model, rounds, ["m0", "m2", "m3", "m4"], -20_000) == given
+
+    model = Ledger()
+    exchange(model, "m0", -40_000, kind=QUOTA)  # room for one retry, m0 alone holds it
+    leases(model, ["m1", "m2", "m3"], NOW, kind=QUOTA)
+    assert exchange(model, "m1", at=NOW + 1, want=1, kind=QUOTA)[3] == 0  # held by m0
+    assert credits_given(model, 4, ["m0", "m2", "m3"], -40_000) == 0
 
 
 def test_lost_counts_are_rebuilt_from_what_the_member_heard_never_from_full():

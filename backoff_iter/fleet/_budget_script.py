@@ -27,9 +27,11 @@ STANDBY = 256  # a member wanting nothing: a share of what the wanting leave
 HELD = 512  # what the member may still spend while its answer travels is held
 OLD = 1024  # a slot of the window that has left it was dropped
 LEAVING = 2048  # deposits about to leave the window were not lent
-TRIMMED = 4096  # the level was kept within [0, cap]
+TRIMMED = 4096  # the level was kept within [0, cap] ([-cap, cap] if it owes)
 NEED = 8192  # a member wanting room: one retry's worth for each of its failures
 LOWERED = 16384  # counts rebuilt lately, or a slot dropped: lowered to what this member heard
+CREDIT = 32768  # a quiet member of a level that owes: one retry on credit, in turn
+OWED = 65536  # the level is below 0: spent beyond it, owed until refunds pay it back
 
 BITS = {
     "REPAIRED": REPAIRED,
@@ -47,6 +49,8 @@ BITS = {
     "TRIMMED": TRIMMED,
     "NEED": NEED,
     "LOWERED": LOWERED,
+    "CREDIT": CREDIT,
+    "OWED": OWED,
 }
 
 # A budget's exchange.  ARGV, after the prelude's 1-7: 8 acked, 9 cumulative, 10 keep: what the member may
@@ -54,7 +58,9 @@ BITS = {
 # failures since its last exchange (0: it wants no room), 12 heard: the fleet's value
 # it last heard ('' if none), 13 kind: 'level' or 'window', 14 unit: the
 # least lease that pays for one retry; then for 'level': 15 cap, 16 the
-# room's zero, doubled; for 'window': 15 slot width in us, 16 slots,
+# room's zero, doubled, 17 owes: 1 if what is spent beyond empty is owed (a
+# quota's level goes down to -cap, and answers 0 meanwhile), 0 if the level
+# stops at 0 (a bucket's); for 'window': 15 slot width in us, 16 slots,
 # 17 reserve, 18 the most a slot may hold either way.
 # Answer: {mask, value, n, lease}.
 BUDGET = (
@@ -65,6 +71,7 @@ local delta = since('a', tonumber(ARGV[8]), tonumber(ARGV[9]))
 local keep, kind, unit = tonumber(ARGV[10]), ARGV[13], tonumber(ARGV[14])
 local want = leave and 0 or tonumber(ARGV[11])
 local value, room
+local owes = false
 -- Counts gone (expired or deleted) are rebuilt from what the member heard,
 -- never from full; for a horizon after, each member's view can only lower them.
 local function rebuilding()
@@ -72,8 +79,10 @@ local function rebuilding()
 end
 if kind == 'level' then
   local cap, zero = tonumber(ARGV[15]), tonumber(ARGV[16])
+  owes = ARGV[17] == '1'
+  local floor = owes and -cap or 0
   local stored = redis.call('HGET', counts, 'level')
-  local level, heard = whole(stored, 0, cap), whole(ARGV[12], 0, cap)
+  local level, heard = whole(stored, floor, cap), whole(ARGV[12], 0, cap)
   if not level then
     if stored then flag(REPAIRED) end
     if heard then
@@ -89,11 +98,15 @@ if kind == 'level' then
     flag(LOWERED)
   end
   value = level + delta
-  if value < 0 or value > cap then
-    value = math.max(0, math.min(cap, value))
+  if value < floor or value > cap then
+    value = math.max(floor, math.min(cap, value))
     flag(TRIMMED)
   end
   redis.call('HSET', counts, 'level', int(value))
+  if value < 0 then
+    value = 0
+    flag(OWED)
+  end
   room = 2 * value - zero
 else
   local width, slots, reserve = tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17])
@@ -154,7 +167,8 @@ end
 -- room among the members wanting it now, and at least one retry's worth;
 -- one that wants none gets a share of what one retry's worth for each
 -- wanting member leaves, if that pays for a retry, else nothing (it hands
--- its lease back).  Alone, a member gets all the room.  Never more than
+-- its lease back), or, for a level that owes (a quota), a retry on credit
+-- in turn.  Alone, a member gets all the room.  Never more than
 -- other members' leases leave free; held for the member until its next
 -- exchange, with what it may still spend while this one is in flight.
 redis.call('ZREMRANGEBYSCORE', demand, '-inf', '(' .. int(now))
@@ -187,6 +201,21 @@ if room > 0 and not leave then
     if share >= unit then
       lease = math.min(share, free)
       flag(STANDBY)
+    elseif owes then
+      -- shares too small to lend: a retry on credit instead, in turn, to
+      -- about as many quiet members as the room neither lent nor waited for
+      -- pays for (a turn unreadable starts again from 0: it only says whose
+      -- turn it is)
+      local credits = math.floor((room - math.max(leased, wanting * unit)) / unit)
+      if credits > 0 then
+        local quiet = math.max(1, n - wanting)
+        local turn = (whole(redis.call('HGET', ledger, 'turn'), 0, quiet) or 0) + credits
+        if turn >= quiet then
+          turn = turn - quiet
+          flag(CREDIT)
+        end
+        redis.call('HSET', ledger, 'turn', int(math.min(turn, quiet)))
+      end
     end
   end
 end
@@ -233,10 +262,13 @@ class BudgetLedger(LedgerBase):
         leased, n = self._start(member, now, horizon, ttl, leave)
         delta = self._since("a", member, acked, cumulative, leave)
         counts = self.counts
+        owes = False
         if kind == "level":
-            cap, zero = parameters
+            cap, zero, owing = parameters
+            owes = owing == 1
+            floor = -cap if owes else 0
             stored = counts.get("level")
-            level, known = whole(stored, 0, cap), whole(heard, 0, cap)
+            level, known = whole(stored, floor, cap), whole(heard, 0, cap)
             if level is None:
                 if stored is not None:
                     self._mask |= REPAIRED
@@ -251,15 +283,30 @@ class BudgetLedger(LedgerBase):
                 level = known
                 self._mask |= LOWERED
             value = level + delta
-            if not 0 <= value <= cap:
-                value = max(0, min(cap, value))
+            if not floor <= value <= cap:
+                value = max(floor, min(cap, value))
                 self._mask |= TRIMMED
             counts["level"] = value
+            if value < 0:
+                value = 0
+                self._mask |= OWED
             room = 2 * value - zero
         else:
             value, room = self._slots_window(now, interval, horizon, delta, heard, *parameters)
-        lease = self._lend(member, now, stale, room, n, leased, keep, want, unit, leave)
+        lease = self._lend(member, now, stale, room, n, leased, keep, want, unit, leave, owes)
         return self._mask, value, n, lease
+
+    def _on_credit(self, room: int, n: int, leased: int, wanting: int, unit: int) -> None:
+        """A quiet member of a level that owes, its share too small to lend: a
+        retry on credit, in turn (see the script)."""
+        credits = (room - max(leased, wanting * unit)) // unit
+        if credits > 0:
+            quiet = max(1, n - wanting)
+            turn = (whole(self.ledger.get("turn"), 0, quiet) or 0) + credits
+            if turn >= quiet:
+                turn -= quiet
+                self._mask |= CREDIT
+            self.ledger["turn"] = min(turn, quiet)
 
     def _rebuilding(self, now: int, horizon: int) -> bool:
         return (whole(self.counts.get("rebuilt"), 0, now + horizon) or 0) > now
@@ -334,6 +381,7 @@ class BudgetLedger(LedgerBase):
         want: int,
         unit: int,
         leave: int,
+        owes: bool,
     ) -> int:
         """The member's lease, held for it with what it may still spend (see the script)."""
         demand = self.demand
@@ -367,6 +415,8 @@ class BudgetLedger(LedgerBase):
                 if share >= unit:
                     lease = min(share, free)
                     self._mask |= STANDBY
+                elif owes:
+                    self._on_credit(room, n, leased, wanting, unit)
         held = lease
         if keep > lease:
             held = max(lease, min(keep, free))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from backoff_iter import _checks
 from backoff_iter.budgets import RetryBudget, RetryQuota, TokenBucket
 
+from ._budget_script import CREDIT, OWED
 from ._ledger import LIMIT
 from ._member import Member, state
 
@@ -61,7 +62,10 @@ class BudgetMember(Member):
     _wanted_at: float  # that exchange
     _demanded: bool  # the last answer lent room this process wanted
     _asked: bool  # the store's thread was woken since the last exchange
-    _credit: bool
+    _credit: (
+        bool  # one retry on credit until the next answer (a bucket's: each; a quota's: in turn)
+    )
+    _owed: bool  # a quota's: the fleet spent beyond it, and its refunds pay that back first
     _each: int  # a bucket's or a quota's: what one success gains, in thousandths
 
     if TYPE_CHECKING:  # a bucket's and a quota's own
@@ -76,7 +80,7 @@ class BudgetMember(Member):
         self._slice = self._full
         self._n = 1
         self._value = value
-        self._known = self._asked = self._demanded = self._credit = False
+        self._known = self._asked = self._demanded = self._credit = self._owed = False
         self._wants = self._wanted = 0
         self._wanted_at = -math.inf
         self._join(store, parameters, window)
@@ -100,6 +104,7 @@ class BudgetMember(Member):
         super()._renew(member)
         self._acked = self._cum = self._lease = self._own = self._own_sent = 0
         self._wants = 0
+        self._credit = False
 
     def _wait(self) -> None:
         self._lease = self._head = 0
@@ -145,9 +150,13 @@ class BudgetMember(Member):
         self._lease = lease
         self._slice = self._full // self._n
         self._known = True
-        self._credit = True
+        self._credit = True  # a bucket's: one retry an answer on credit (see its try_retry)
         self._demanded = sent[3] > 0
+        self._heard(answer[0])
         self._settle(sent_at)
+
+    def _heard(self, mask: int) -> None:
+        """Take in what the answer's bits say beyond its numbers (lock held)."""
 
     def _holding(self) -> bool:
         return self._demanded and self._lease > 0
@@ -177,7 +186,7 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
         self._full = self._max  # a full bucket's room above half, in halves
         self._each = self._ratio
         # A retry needs the room above half to stay positive after its failure's token.
-        self._start(store, ("level", 2001, self._max, self._max), self._max, 0.0)  # type: ignore[arg-type]
+        self._start(store, ("level", 2001, self._max, self._max, 0), self._max, 0.0)  # type: ignore[arg-type]
 
     _fold = BudgetMember._add_successes
 
@@ -267,7 +276,8 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         self._each = self._refund
         # A lease that pays for any one retry.
         unit = 2 * max(self._retry, self._throttle, self._timeout or 0)
-        self._start(store, ("level", unit, self._capacity, 0), self._capacity, 0.0)  # type: ignore[arg-type]
+        # What is spent beyond empty (on credit) is owed: the level goes below 0.
+        self._start(store, ("level", unit, self._capacity, 0, 1), self._capacity, 0.0)  # type: ignore[arg-type]
 
     def _gain(self, units: int) -> None:
         """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
@@ -279,6 +289,15 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
     def _wait(self) -> None:
         super()._wait()
         self._spendable = self._room()
+
+    def _heard(self, mask: int) -> None:
+        """The script gives a quiet member one retry on credit, in turn, when
+        its share of the room pays for no retry: about as many at a time as
+        the room neither lent nor waited for pays for.  What the fleet spends
+        beyond its quota is owed (it reads 0), and refunds pay that back
+        first: this process's own refunds pay for no retry meanwhile."""
+        self._credit = bool(mask & CREDIT)
+        self._owed = bool(mask & OWED)
 
     def _go_alone(self, heard: bool) -> None:
         super()._go_alone(heard)
@@ -292,16 +311,16 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
 
     def _settle(self, now: float) -> None:
         self._own = max(-self._value, min(self._capacity - self._value, self._own))
-        self._head = 2 * (self._capacity - self._value) // self._n
+        self._head = 0 if self._owed else 2 * (self._capacity - self._value) // self._n
         self._spendable = self._room()
 
     @property
     def available(self) -> float:
         """What the fleet's quota can still pay for, as this process last
-        heard, with its own counts since."""
+        heard, with its own counts since (0 while the fleet owes)."""
         with self._lock:
             self._add_successes()
-            return (self._value + self._own) / 1000
+            return 0.0 if self._owed else (self._value + self._own) / 1000
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
         """Give back *success_refund* for a call that succeeded at once, and *spent*."""
@@ -321,7 +340,8 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         return self._lease + min(2 * self._own, self._head)
 
     def try_retry(self, outcome: Any, throttled: bool = False) -> float:
-        """Take a retry's cost from this process's lease and return it, or return 0.0."""
+        """Take a retry's cost from this process's lease (or, given one, its
+        retry on credit) and return it, or return 0.0."""
         cost = self._cost(outcome, throttled)  # in thousandths
         with self._lock:
             seen = self._successes()  # _add_successes() inline, as the bucket's try_retry
@@ -329,9 +349,13 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
                 self._gain((seen - self._counted) * self._each)
             self._counted = seen + 1
             if self._spendable < 2 * cost:
-                if not self._asked:
-                    self._refused()
-                return 0.0
+                # A quiet process of a fleet too large to lend it a retry's worth
+                # may have one on credit, in turn (see _heard).
+                if not self._credit:
+                    if not self._asked:
+                        self._refused()
+                    return 0.0
+                self._credit = False
             self._cum -= cost
             left = self._value + self._own  # not below empty, as last heard
             self._own -= cost if left >= cost else left  # left >= 0: _settle keeps it so
