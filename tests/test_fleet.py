@@ -492,15 +492,16 @@ def test_a_quota_members_refunds_pay_for_its_next_decision_without_an_exchange()
 
 
 def test_a_quota_too_small_to_lend_pays_quiet_members_on_credit_and_the_fleet_owes_the_excess():
-    """Ten members of a quota with room for 2 retries (shares of a fifth of
+    """Ten members of a quota with room for 1 retry (shares of a tenth of
     one): none is lent a retry's worth, but 2 in every 10 quiet answers carry
-    one retry on credit.  A member that failed is lent one at its next
-    exchange; the three retries spend beyond the quota, and the fleet owes
-    the excess until refunds pay it back: no lease or credit meanwhile."""
+    one retry on credit.  A member that failed is lent the retry's worth at
+    its next exchange; the three retries spend beyond the quota, and the
+    fleet owes the excess until refunds pay it back: no lease or credit, and
+    no retry from a member's own refunds, meanwhile."""
     clock = Clock(1000.0)
     store = Manual(clock)
     quotas = [
-        RetryQuota(capacity=10, retry_cost=5, success_refund=1, store=store) for _ in range(10)
+        RetryQuota(capacity=5, retry_cost=5, success_refund=1, store=store) for _ in range(10)
     ]
     joined(store, *quotas)  # the first, alone, holds the room while the others join
     joined(store, *quotas)  # and while its next exchange travels (keep)
@@ -519,10 +520,10 @@ def test_a_quota_too_small_to_lend_pays_quiet_members_on_credit_and_the_fleet_ow
         quota.record_failure(False)
         assert quota.try_retry(None) == 0.0  # one credit an answer
     joined(store, *quotas, *quotas)  # all spent, then all heard
-    assert store.model.counts["level"] == -5_000  # 15 spent of 10: 5 owed
+    assert store.model.counts["level"] == -10_000  # 15 spent of 5: 10 owed
     assert all(quota.available == 0.0 and not quota._credit for quota in quotas)
     payer = quotas[0]
-    for _ in range(5):
+    for _ in range(10):
         payer.record_success(True)
     payer.record_failure(True)
     assert payer.try_retry(None) == 0.0  # its refunds pay the debt, not a retry
@@ -535,9 +536,9 @@ def test_a_quota_too_small_to_lend_pays_quiet_members_on_credit_and_the_fleet_ow
 
 
 def test_while_the_fleet_owes_a_members_own_refunds_pay_the_debt_not_its_retries():
-    """Two members of a quota with one retry left (shares of half a retry):
-    one on credit and one lent a retry's worth spend two; the fleet owes one,
-    and a member's 5 refunds, enough for a retry of its headroom's share
+    """Two members of a quota with one retry left (shares of half a retry),
+    both given a retry on credit: they spend two, and the fleet owes one; a
+    member's 5 refunds, enough for a retry of its share of the headroom
     otherwise, pay the debt first."""
     clock = Clock(1000.0)
     store = Manual(clock)
@@ -548,12 +549,10 @@ def test_while_the_fleet_owes_a_members_own_refunds_pay_the_debt_not_its_retries
     for _ in range(3):
         clock.now += 0.2  # past its failure's interval: a wants no room
         joined(store, a, b)
-    assert (a._credit, b._credit, a._lease, b._lease) == (True, False, 0, 0)
-    b.record_failure(True)
-    joined(store, b)  # lent the last retry's worth
-    assert b.try_retry(None) == 5.0
-    a.record_failure(True)
-    assert a.try_retry(None) == 5.0  # on credit
+    assert (a._credit, b._credit, a._lease, b._lease) == (True, True, 0, 0)
+    for quota in (a, b):
+        quota.record_failure(True)
+        assert quota.try_retry(None) == 5.0  # on credit
     joined(store, a, b, a, b)
     assert store.model.counts["level"] == -5_000
     for _ in range(5):
@@ -563,6 +562,29 @@ def test_while_the_fleet_owes_a_members_own_refunds_pay_the_debt_not_its_retries
     clock.now += 0.2
     joined(store, a, b, a, b)
     assert store.model.counts["level"] == 0
+
+
+def test_an_outage_striking_a_hundred_quiet_processes_at_once_pays_what_the_docs_say():
+    """100 processes of a quota paying 35 retries (500 of 14), all quiet, all
+    failing at once: the retries on credit (about twice the 35 nobody holds)
+    and the room lent as the failures are heard pay at most 3 x 35; all of
+    it beyond the quota is owed, and no retry follows until it is paid."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    quotas = [RetryQuota(store=store) for _ in range(100)]
+    for _ in range(3):
+        clock.now += 0.2
+        joined(store, *quotas)
+    assert 60 <= sum(quota._credit for quota in quotas) <= 72
+    paid = 0
+    for _ in range(4):
+        for quota in quotas:
+            quota.record_failure(True)
+            paid += quota.try_retry(None) > 0.0
+        joined(store, *quotas)
+    assert 35 < paid <= 3 * 35
+    assert store.model.counts["level"] == 500_000 - paid * 14_000  # owed, to the last retry
+    assert all(quota.available == 0.0 for quota in quotas)
 
 
 def test_a_forked_child_has_no_credit_of_its_parents():

@@ -215,10 +215,10 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     # beyond empty: owed.
     credit = [("exchange", 0, -30_000, 0, 0, 0, "heard", "answer")]
     credit += [("exchange", m, 0, 1, 0, 0, "heard", "answer") for m in (1, 2, 3, 4, 0, 1, 2)]
-    beyond = [("exchange", 0, -7_000, 1, 0, 0, "heard", "lost")] * 8
-    # Room for 3 retries, held by m0 when m1 fails (so m1 waits unlent): then
+    beyond = [("exchange", 0, -7_000, 1, 0, 0, "heard", "lost")] * 22  # owes, then 2 quotas
+    # Room for 2 retries, held by m0 when m1 fails (so m1 waits unlent): then
     # 2 credits in every 4 quiet exchanges, the turn reaching 4 exactly.
-    wanting_credit = [("exchange", 0, -20_000, 0, 0, 0, "heard", "answer")]
+    wanting_credit = [("exchange", 0, -30_000, 0, 0, 0, "heard", "answer")]
     wanting_credit += [("exchange", m, 0, 0, 0, 0, "heard", "answer") for m in (1, 2, 3, 4)]
     wanting_credit += [("exchange", 1, 0, 1, 0, 1, "heard", "answer")]
     wanting_credit += [("exchange", m, 0, 1, 0, 0, "heard", "answer") for m in (0, 2, 3, 4)] * 2
@@ -545,8 +545,8 @@ def test_the_level_stays_between_zero_and_its_cap():
 
 def test_a_quota_spent_beyond_empty_owes_it_until_refunds_pay_it_back():
     """A quota (owes=1) goes below 0 by what was spent beyond it, down to
-    minus its capacity, and answers 0 meanwhile: refunds pay the debt first.
-    A bucket's level stops at 0 (above)."""
+    minus twice its capacity, and answers 0 meanwhile: refunds pay the debt
+    first.  A bucket's level stops at 0 (above)."""
     model = Ledger()
     mask, value, _, lease = exchange(model, "a", -60_000, kind=QUOTA)
     assert (value, lease, model.counts["level"]) == (0, 0, -10_000) and mask & OWED
@@ -556,21 +556,22 @@ def test_a_quota_spent_beyond_empty_owes_it_until_refunds_pay_it_back():
     mask, value, _, lease = exchange(model, "a", -45_000, at=NOW + 2, acked=-55_000, kind=QUOTA)
     assert (value, lease) == (5_000, 10_000) and not mask & OWED  # alone: all the room
     mask, value, _, _ = exchange(model, "a", -200_000, at=NOW + 3, acked=-45_000, kind=QUOTA)
-    assert model.counts["level"] == -50_000 and mask & TRIMMED  # never owes more than a quota
+    assert model.counts["level"] == -100_000 and mask & TRIMMED  # never owes more than 2 quotas
 
 
 def test_a_quota_too_small_to_lend_gives_quiet_members_a_retry_on_credit_in_turn():
-    """Room for 2 retries among 5 quiet members (shares of 0.4 of one): 2 of
-    every 5 quiet exchanges carry a retry on credit, none a lease; a bucket,
-    which does not owe, gives no credit."""
+    """Room for 1 retry among 5 quiet members (shares of a fifth of one): 2
+    of every 5 quiet exchanges carry a retry on credit (twice the retries
+    the room pays for), none a lease; a bucket, which does not owe, gives
+    no credit."""
     for kind, credits in ((QUOTA, [2, 2, 2]), (("level", 20_000, 50_000, 50_000, 0), [0, 0, 0])):
         model = Ledger()
-        exchange(model, "m0", -30_000, kind=kind)  # alone: lent all the room
+        exchange(model, "m0", -40_000, kind=kind)  # alone: lent all the room
         leases(model, ["m1", "m2", "m3", "m4"], NOW, kind=kind)  # m0 holds it all: no credit
         for round_ in range(3):
             answers = [
                 exchange(model, f"m{i}", at=NOW + 1 + round_, kind=kind, **spent)
-                for i, spent in enumerate([{"acked": -30_000, "cumulative": -30_000}] + [{}] * 4)
+                for i, spent in enumerate([{"acked": -40_000, "cumulative": -40_000}] + [{}] * 4)
             ]
             assert not any(lease for *_, lease in answers)
             assert sum(bool(mask & CREDIT) for mask, *_ in answers) == credits[round_]
@@ -593,21 +594,24 @@ def credits_given(model, rounds, members, spent):
     ("m1", "given"),
     [
         ({"keep": QUOTA[1]}, 8),  # holds a retry's worth while its answer travels: 2 of 5
-        ({"want": 1}, 8),  # failed, and lent a retry's worth: 2 of the 4 quiet ones
+        # failed, and lent a retry's worth: 2 of every 4 quiet ones, and one
+        # more for the turn m0's exchange left (4 of 5, before m1 failed)
+        ({"want": 1}, 9),
     ],
 )
 def test_credit_comes_only_from_room_that_neither_leases_nor_wanting_members_hold(m1, given):
-    """Room for 3 retries among 5 members: one holding a retry's worth (while
+    """Room for 2 retries among 5 members: one holding a retry's worth (while
     its answer travels, or lent it for a failure) leaves credit for 2 in
-    every 5 (or 4, the quiet ones) quiet exchanges; with room for 1 retry
-    that a member which failed waits for (held elsewhere meanwhile), none."""
+    every 5 (or 4, the quiet ones) quiet exchanges, twice the one retry
+    left; with room for 1 retry that a member which failed waits for (held
+    elsewhere meanwhile), none."""
     model = Ledger()
-    exchange(model, "m0", -20_000, kind=QUOTA)
+    exchange(model, "m0", -30_000, kind=QUOTA)
     leases(model, ["m1", "m2", "m3", "m4"], NOW, kind=QUOTA)
-    exchange(model, "m0", -20_000, acked=-20_000, at=NOW + 1, kind=QUOTA)
+    exchange(model, "m0", -30_000, acked=-30_000, at=NOW + 1, kind=QUOTA)
     assert exchange(model, "m1", at=NOW + 1, kind=QUOTA, **m1)[3] == m1.get("want", 0) * QUOTA[1]
     rounds = 5 if "keep" in m1 else 4
-    assert credits_given(model, rounds, ["m0", "m2", "m3", "m4"], -20_000) == given
+    assert credits_given(model, rounds, ["m0", "m2", "m3", "m4"], -30_000) == given
 
     model = Ledger()
     exchange(model, "m0", -40_000, kind=QUOTA)  # room for one retry, m0 alone holds it

@@ -27,7 +27,7 @@ STANDBY = 256  # a member wanting nothing: a share of what the wanting leave
 HELD = 512  # what the member may still spend while its answer travels is held
 OLD = 1024  # a slot of the window that has left it was dropped
 LEAVING = 2048  # deposits about to leave the window were not lent
-TRIMMED = 4096  # the level was kept within [0, cap] ([-cap, cap] if it owes)
+TRIMMED = 4096  # the level was kept within [0, cap] ([-2 cap, cap] if it owes)
 NEED = 8192  # a member wanting room: one retry's worth for each of its failures
 LOWERED = 16384  # counts rebuilt lately, or a slot dropped: lowered to what this member heard
 CREDIT = 32768  # a quiet member of a level that owes: one retry on credit, in turn
@@ -59,7 +59,7 @@ BITS = {
 # it last heard ('' if none), 13 kind: 'level' or 'window', 14 unit: the
 # least lease that pays for one retry; then for 'level': 15 cap, 16 the
 # room's zero, doubled, 17 owes: 1 if what is spent beyond empty is owed (a
-# quota's level goes down to -cap, and answers 0 meanwhile), 0 if the level
+# quota's level goes down to -2 cap, and answers 0 meanwhile), 0 if the level
 # stops at 0 (a bucket's); for 'window': 15 slot width in us, 16 slots,
 # 17 reserve, 18 the most a slot may hold either way.
 # Answer: {mask, value, n, lease}.
@@ -80,7 +80,7 @@ end
 if kind == 'level' then
   local cap, zero = tonumber(ARGV[15]), tonumber(ARGV[16])
   owes = ARGV[17] == '1'
-  local floor = owes and -cap or 0
+  local floor = owes and -2 * cap or 0
   local stored = redis.call('HGET', counts, 'level')
   local level, heard = whole(stored, floor, cap), whole(ARGV[12], 0, cap)
   if not level then
@@ -203,10 +203,10 @@ if room > 0 and not leave then
       flag(STANDBY)
     elseif owes then
       -- shares too small to lend: a retry on credit instead, in turn, to
-      -- about as many quiet members as the room neither lent nor waited for
-      -- pays for (a turn unreadable starts again from 0: it only says whose
-      -- turn it is)
-      local credits = math.floor((room - math.max(leased, wanting * unit)) / unit)
+      -- about twice as many quiet members as the room neither lent nor
+      -- waited for pays for - few fail before their next exchange (a turn
+      -- unreadable starts again from 0: it only says whose turn it is)
+      local credits = math.floor(2 * (room - math.max(leased, wanting * unit)) / unit)
       if credits > 0 then
         local quiet = math.max(1, n - wanting)
         local turn = (whole(redis.call('HGET', ledger, 'turn'), 0, quiet) or 0) + credits
@@ -266,7 +266,7 @@ class BudgetLedger(LedgerBase):
         if kind == "level":
             cap, zero, owing = parameters
             owes = owing == 1
-            floor = -cap if owes else 0
+            floor = -2 * cap if owes else 0
             stored = counts.get("level")
             level, known = whole(stored, floor, cap), whole(heard, 0, cap)
             if level is None:
@@ -299,7 +299,7 @@ class BudgetLedger(LedgerBase):
     def _on_credit(self, room: int, n: int, leased: int, wanting: int, unit: int) -> None:
         """A quiet member of a level that owes, its share too small to lend: a
         retry on credit, in turn (see the script)."""
-        credits = (room - max(leased, wanting * unit)) // unit
+        credits = 2 * (room - max(leased, wanting * unit)) // unit
         if credits > 0:
             quiet = max(1, n - wanting)
             turn = (whole(self.ledger.get("turn"), 0, quiet) or 0) + credits

@@ -292,8 +292,8 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
 
     def _heard(self, mask: int) -> None:
         """The script gives a quiet member one retry on credit, in turn, when
-        its share of the room pays for no retry: about as many at a time as
-        the room neither lent nor waited for pays for.  What the fleet spends
+        its share of the room pays for no retry: about twice as many at a
+        time as the room neither lent nor waited for pays for.  What the fleet spends
         beyond its quota is owed (it reads 0), and refunds pay that back
         first: this process's own refunds pay for no retry meanwhile."""
         self._credit = bool(mask & CREDIT)
