@@ -578,10 +578,12 @@ class RetryQuota:
             cost = self._retry
         with self._lock:
             seen = self._successes()  # this call counts one more: not a success
-            milli = self._milli + (seen - self._counted) * self._refund
+            milli = self._milli
+            if seen != self._counted:
+                milli += (seen - self._counted) * self._refund
+                if milli > self._capacity:
+                    milli = self._capacity
             self._counted = seen + 1
-            if milli > self._capacity:
-                milli = self._capacity
             if milli < cost:
                 self._milli = milli
                 return 0.0

@@ -342,7 +342,11 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
     def try_retry(self, outcome: Any, throttled: bool = False) -> float:
         """Take a retry's cost from this process's lease (or, given one, its
         retry on credit) and return it, or return 0.0."""
-        cost = self._cost(outcome, throttled)  # in thousandths
+        # In thousandths; a retry's cost without a call in the common case.
+        if throttled or self._timeout is not None:
+            cost = self._cost(outcome, throttled)
+        else:
+            cost = self._retry
         with self._lock:
             seen = self._successes()  # _add_successes() inline, as the bucket's try_retry
             if seen != self._counted:
