@@ -294,7 +294,8 @@ class Policy:
     afters: tuple[Callable[[Any, str, int, float], None], ...] = ()  # ... after each one
     allows: tuple[Callable[[Any, str], float], ...] = ()  # ... before each retry
     guarded: bool = False  # something to do before each attempt
-    fast: bool = True  # the first try may run bare: nothing judges, sees or guards it
+    checks: tuple[Callable[[], object], ...] = ()  # ... and on a bare first try, all of it
+    fast: bool = True  # the first try may run bare: nothing judges or sees it, checks guard it
     quiet: bool = True  # ... and a success is told to nobody
     simple: bool = True  # a retry is just the next delay: no hint, deadline or gate
     tells: bool = False  # a failure is told to parts, or sorted by `throttled`
@@ -340,9 +341,11 @@ class Policy:
         parts.extend(self.parts)
         if self.timeout_part is not None:
             parts.append(self.timeout_part)
-        befores, abefores, afters, allows = stages(parts)
+        befores, abefores, afters, allows, checks = stages(parts)
         guarded = bool(abefores)
-        fast = self.on_result is None and not self.observe and not guarded
+        # The first try may run bare when nothing judges or sees it, and what
+        # guards it is a check of no argument (a breaker's, a throttle's).
+        fast = self.on_result is None and not self.observe and checks is not None
         observed = self.before_sleep is not None or self.give_up is not None
         for name, value in (
             ("befores", befores),
@@ -350,6 +353,7 @@ class Policy:
             ("afters", afters),
             ("allows", allows),
             ("guarded", guarded),
+            ("checks", checks or ()),
             ("fast", fast),
             ("quiet", fast and not afters),
             ("tells", bool(afters) or self.throttled is not None),

@@ -89,7 +89,7 @@ class SlidingCounts:
     from :class:`Readings` (finite, never backwards).
     """
 
-    __slots__ = ("_span", "_first", "_second", "_totals", "_index", "_origin", "_passed")
+    __slots__ = ("_span", "_first", "_second", "_totals", "_index", "_origin", "_passed", "_ends")
 
     def __init__(self, span: float, buckets: int) -> None:
         self._span = span
@@ -99,48 +99,60 @@ class SlidingCounts:
         self._index = 0  # of the newest bucket in the lists
         self._origin: float | None = None  # when the first bucket began
         self._passed = 0  # the newest bucket's number, from 0 at the origin
+        # The first reading past the newest bucket: below it, nothing moves
+        # (-inf before the first reading).
+        self._ends = -math.inf
 
     def _advance(self, now: float) -> None:
         """Move the window to *now*, emptying the buckets that left it."""
         origin = self._origin
+        size, span = len(self._first), self._span
         if origin is None:
-            self._origin = now
-            return
-        size = len(self._first)
-        # Bucket k spans [origin + k x span / size, origin + (k + 1) x span / size):
-        # multiplying before dividing keeps round numbers exact (12 s in 120
-        # buckets: 13.0 s is bucket 130, not 129.99...).
-        position = (now - origin) * size / self._span
-        if position >= self._passed + size:  # everything left the window: afresh from now
-            self.clear()
-            self._origin = now
-            return
-        steps = int(position) - self._passed
-        if steps <= 0:
-            return
-        first, second, totals = self._first, self._second, self._totals
-        index = self._index
-        for _ in range(steps):
-            index = (index + 1) % size
-            totals[0] -= first[index]
-            totals[1] -= second[index]
-            first[index] = second[index] = 0
-        self._index = index
-        self._passed += steps
+            self._origin = origin = now
+        else:
+            # Bucket k spans [origin + k x span / size, origin + (k + 1) x span / size):
+            # multiplying before dividing keeps round numbers exact (12 s in 120
+            # buckets: 13.0 s is bucket 130, not 129.99...).
+            position = (now - origin) * size / span
+            if position >= self._passed + size:  # everything left the window: afresh from now
+                self.clear()
+                self._origin = origin = now
+            else:
+                steps = int(position) - self._passed
+                if steps <= 0:
+                    return
+                first, second, totals = self._first, self._second, self._totals
+                index = self._index
+                for _ in range(steps):
+                    index = (index + 1) % size
+                    totals[0] -= first[index]
+                    totals[1] -= second[index]
+                    first[index] = second[index] = 0
+                self._index = index
+                self._passed += steps
+        passed = self._passed
+        self._ends = first_past(
+            lambda x: int((x - origin) * size / span), passed, origin + (passed + 1) * span / size
+        )
+
+    # Each reading within the newest bucket is one comparison: no call.
 
     def add_first(self, now: float) -> None:
-        self._advance(now)
+        if now >= self._ends:
+            self._advance(now)
         self._first[self._index] += 1
         self._totals[0] += 1
 
     def add_second(self, now: float) -> None:
-        self._advance(now)
+        if now >= self._ends:
+            self._advance(now)
         self._second[self._index] += 1
         self._totals[1] += 1
 
     def totals(self, now: float) -> tuple[int, int]:
         """The two counts over the window ending at *now*."""
-        self._advance(now)
+        if now >= self._ends:
+            self._advance(now)
         return self._totals[0], self._totals[1]
 
     def clear(self) -> None:
@@ -152,3 +164,4 @@ class SlidingCounts:
         self._index = 0
         self._origin = None
         self._passed = 0
+        self._ends = -math.inf

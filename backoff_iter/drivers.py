@@ -359,12 +359,15 @@ def _sync_wrapper(
     policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
 ) -> Callable[P, R]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
+    checks = policy.checks
     listening = instrument.listening  # changed in place by instrument.enable()
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if fast and not listening:  # the first try runs bare
             start = clock() if timed else None
+            for check in checks:  # a refusal ends the call, the try never made
+                check()
             try:
                 result = func(*args, **kwargs)
             except Exception as error:
@@ -392,12 +395,15 @@ def _async_wrapper(
     policy: Policy, func: Callable[P, Awaitable[R]], timeout_arg: str | None = None
 ) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
+    checks = policy.checks
     listening = instrument.listening  # changed in place by instrument.enable()
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if fast and not listening:  # the first try runs bare
             start = clock() if timed else None
+            for check in checks:  # a refusal ends the call, the try never made
+                check()
             cancelling = cancellations()
             try:
                 result = await func(*args, **kwargs)

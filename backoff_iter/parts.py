@@ -124,6 +124,10 @@ class Stages(NamedTuple):
     abefores: tuple[tuple[Callable[[Any], Any], bool], ...]  # (method, awaited)
     afters: tuple[Callable[[Any, str, int, float], None], ...]
     allows: tuple[Callable[[Any, str], float], ...]
+    #: The befores as calls of no argument (a breaker's and a throttle's
+    #: check), which a first attempt may ask before any call is made; None
+    #: when a part reads the call (its timeout, its sleep) or is awaited.
+    checks: tuple[Callable[[], object], ...] | None
 
 
 def stages(parts: list[Part]) -> Stages:
@@ -132,8 +136,12 @@ def stages(parts: list[Part]) -> Stages:
     abefores: list[tuple[Callable[[Any], Any], bool]] = []
     afters: list[Callable[[Any, str, int, float], None]] = []
     allows: list[Callable[[Any, str], float]] = []
+    checks: list[Callable[[], object]] | None = []
     for part in parts:
         before, abefore, after, allow = _overridden(type(part))
+        if before or abefore:
+            check = _first_check(part)
+            checks = None if check is None or checks is None else [*checks, check]
         if before:
             befores.append(part.before_attempt)
         if abefore:
@@ -145,7 +153,24 @@ def stages(parts: list[Part]) -> Stages:
         if allow:
             allows.append(part.allow_retry)
     afters.reverse()
-    return Stages(tuple(befores), tuple(abefores), tuple(afters), tuple(allows))
+    return Stages(
+        tuple(befores),
+        tuple(abefores),
+        tuple(afters),
+        tuple(allows),
+        None if checks is None else tuple(checks),
+    )
+
+
+def _first_check(part: Part) -> Callable[[], object] | None:
+    """What *part* asks before an attempt, as a call of no argument: a
+    breaker's or a throttle's check (they never read the call); None for
+    any other part."""
+    if type(part) is BreakerPart:
+        return part.breaker.check
+    if type(part) is ThrottlePart:
+        return part.throttle.check
+    return None
 
 
 # Which of a Part class's stage methods it overrides, by class (bounded: a

@@ -2895,6 +2895,29 @@ def test_parts_hear_the_attempt_after_it_in_the_reverse_order():
     assert log == [("before", "outer"), ("before", "inner"), ("after", "inner"), ("after", "outer")]
 
 
+def test_a_part_awaited_before_each_attempt_guards_the_first_try_of_async_retry():
+    """A part with only abefore_attempt: async @retry awaits it before the first
+    try (which runs bare when only a breaker's or a throttle's check guards it),
+    and its refusal ends the call before the function runs."""
+    import asyncio
+
+    from backoff_iter.parts import Part
+
+    class Closed(Part):
+        async def abefore_attempt(self, call):
+            raise PermissionError("closed")
+
+    ran = []
+
+    @retry([0.0], on=OSError, parts=[Closed()], sleep=lambda s: None)
+    async def operation():
+        ran.append(1)
+
+    with pytest.raises(PermissionError):
+        asyncio.run(operation())
+    assert ran == []
+
+
 def test_observe_and_parts_given_as_none_mean_none():
     """observe=None and parts=None, said explicitly: no hook and no part, not an error."""
     time = FakeTime()

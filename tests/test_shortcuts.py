@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from backoff_iter import RetryBudget, RetryQuota, TokenBucket
-from backoff_iter._sliding import first_past
+from backoff_iter._sliding import SlidingCounts, first_past
 
 
 class PlainBucket(TokenBucket):
@@ -214,3 +214,73 @@ def test_a_retry_budget_reads_its_clock_once_per_call_and_per_decision():
     budget.record_failure(True)  # a new slot: under the lock
     budget.try_retry(None)
     assert clock.readings == 4
+
+
+class PlainCounts(SlidingCounts):
+    """SlidingCounts moving its window on every reading, as before its short way."""
+
+    __slots__ = ()
+
+    def add_first(self, now):
+        self._advance(now)
+        self._first[self._index] += 1
+        self._totals[0] += 1
+
+    def add_second(self, now):
+        self._advance(now)
+        self._second[self._index] += 1
+        self._totals[1] += 1
+
+    def totals(self, now):
+        self._advance(now)
+        return self._totals[0], self._totals[1]
+
+
+@given(
+    span=st.sampled_from([30.0, 120.0, 2.5, 0.3, 7.0]),
+    buckets=st.sampled_from([10, 120, 3]),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["first", "second", "totals"]),
+            st.sampled_from([0.0, 0.001, 0.1, 0.25, 1.0, 2.9999999999999996, 3.0, 40.0, 1e9]),
+        ),
+        max_size=60,
+    ),
+)
+def test_sliding_counts_reading_within_the_newest_bucket_count_as_moving_the_window(
+    span, buckets, steps
+):
+    """Readings below the newest bucket's end skip moving the window: the same totals as a
+    copy that moves it every time, over the same readings (bucket edges included)."""
+    counts, plain = SlidingCounts(span, buckets), PlainCounts(span, buckets)
+    now = 1000.0
+    for what, step in steps:
+        now += step
+        for part in (counts, plain):
+            if what == "first":
+                part.add_first(now)
+            elif what == "second":
+                part.add_second(now)
+        assert counts.totals(now) == plain.totals(now)
+
+
+def test_a_reading_on_a_bucket_edge_moves_the_window():
+    """3 buckets of 1 s from 0.5: counts at 0.5 and at exactly 1.5 (the next bucket's first
+    reading) are in two buckets; at exactly 3.5 the first has left the window."""
+    for add in ("add_first", "add_second"):
+        counts = SlidingCounts(3.0, 3)
+        counts.add_first(0.5)
+        getattr(counts, add)(1.5)
+        both = (2, 0) if add == "add_first" else (1, 1)
+        assert counts.totals(3.4999999) == both
+        assert counts.totals(3.5) == (both[0] - 1, both[1])
+
+
+def test_a_cleared_window_starts_again_at_its_next_reading():
+    """After clear() (a breaker closing), a count at 0.6 leaves a window of 3 s at 3.6."""
+    counts = SlidingCounts(3.0, 3)
+    counts.add_first(0.5)
+    counts.clear()
+    counts.add_first(0.6)
+    assert counts.totals(3.5) == (1, 0)
+    assert counts.totals(3.6) == (0, 0)
