@@ -34,7 +34,10 @@ def steady(value: float, last: float) -> float:
 
 class Readings:
     """*clock*, made monotonic and finite by :func:`steady`; 0.0 until its
-    first good reading."""
+    first good reading.  An owner may read it without its lock: two threads
+    racing may leave ``last`` a reading behind, so that a later reading may
+    come a moment before one already returned - a count that lands in the
+    newest bucket all the same."""
 
     __slots__ = ("clock", "last")
 
@@ -143,11 +146,14 @@ class SlidingCounts:
         self._first[self._index] += 1
         self._totals[0] += 1
 
-    def add_second(self, now: float) -> None:
+    def add_second(self, now: float) -> tuple[int, int]:
+        """Count a second kind of event; the two counts over the window, with it."""
         if now >= self._ends:
             self._advance(now)
         self._second[self._index] += 1
-        self._totals[1] += 1
+        totals = self._totals
+        totals[1] += 1
+        return totals[0], totals[1]
 
     def totals(self, now: float) -> tuple[int, int]:
         """The two counts over the window ending at *now*."""

@@ -277,8 +277,8 @@ class CircuitBreaker:
     def record(self, success: bool, failure: object = None) -> None:
         """Tell the breaker how a call it let go ended; *failure*, the outcome
         of one that failed, becomes the cause of the refusals it leads to."""
+        now = self._now()  # read before the lock is taken
         with self._lock:
-            now = self._now()
             state = self._state
             if state is _HALF_OPEN:
                 if success:
@@ -288,9 +288,8 @@ class CircuitBreaker:
             elif success:
                 self._counts.add_first(now)
             else:
-                self._counts.add_second(now)  # counted while open too, as Polly does
-                if state is _CLOSED:
-                    successes, failures = self._counts.totals(now)
+                successes, failures = self._counts.add_second(now)  # counted while open too,
+                if state is _CLOSED:  # as Polly does
                     calls = successes + failures
                     if calls >= self.minimum_throughput and failures / calls >= self.failure_ratio:
                         self._open(now, failure)

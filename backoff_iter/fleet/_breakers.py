@@ -62,9 +62,10 @@ class Counts(SlidingCounts):
         SlidingCounts.add_first(self, now)
         self.first += 1
 
-    def add_second(self, now: float) -> None:
-        SlidingCounts.add_second(self, now)
+    def add_second(self, now: float) -> tuple[int, int]:
+        totals = SlidingCounts.add_second(self, now)
         self.second += 1
+        return totals
 
     def unsent(self) -> bool:
         return self.first != self.first_acked or self.second != self.second_acked
