@@ -166,11 +166,14 @@ class AdaptiveThrottle:
         ``__cause__`` is the latest refusal :meth:`record` was told of (a copy
         without its traceback); a driver replaces it with the refused call's
         own last failure."""
+        now = self._now()  # read before the lock is taken (see Readings)
         with self._lock:
-            now = self._now()
-            probability = self._probability(*self._counts.totals(now))
+            requests, accepts = self._counts.totals(now)
             self._counts.add_first(now)
-            if not (probability > 0.0 and self._random() < probability):
+            if requests <= self.k * accepts:  # the probability is 0: no draw
+                return
+            probability = self._probability(requests, accepts)
+            if not self._random() < probability:
                 return
             rejected_by = self._rejected_by
         refused = ThrottledError(probability)
@@ -183,8 +186,9 @@ class AdaptiveThrottle:
         *failure*, the outcome of one it refused, becomes the cause of the
         rejections that follow."""
         if accepted:
+            now = self._now()
             with self._lock:
-                self._counts.add_second(self._now())
+                self._counts.add_second(now)
         elif failure is not None:
             self._rejected_by = detached(failure)
 
