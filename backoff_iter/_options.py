@@ -294,7 +294,7 @@ class Policy:
     afters: tuple[Callable[[Any, str, int, float], None], ...] = ()  # ... after each one
     allows: tuple[Callable[[Any, str], float], ...] = ()  # ... before each retry
     guarded: bool = False  # something to do before each attempt
-    checks: tuple[Callable[[], object], ...] = ()  # ... and on a bare first try, all of it
+    checks: tuple[Breaker | Throttle, ...] = ()  # ... and on a bare first try, all of it: check()
     fast: bool = True  # the first try may run bare: nothing judges or sees it, checks guard it
     quiet: bool = True  # ... and a success is told to nobody
     simple: bool = True  # a retry is just the next delay: no hint, deadline or gate

@@ -55,16 +55,28 @@ def first_past(position: Callable[[float], float], mark: int, guess: float) -> f
     *position* (a slot or bucket number) and a *guess* of x within a float or
     two (float arithmetic rounds), so that ``reading < first_past(...)`` says
     in one comparison that a reading is in slot *mark* or before; -inf when
-    floats cannot say (beyond their range), which no reading is below."""
+    floats cannot say - beyond their range, or where the guess is not within
+    a few floats (near 0.0 floats are dense: a window whose origin is below
+    0 may put a whole bucket's edge there) - which no reading is below."""
     try:
         end = guess
-        while position(end) > mark:  # a float or two late
+        for _ in range(_WALK):  # a float or two late
+            if not position(end) > mark:
+                break
             end = math.nextafter(end, -math.inf)
-        while position(end) <= mark:  # ... or early
+        else:
+            return -math.inf
+        for _ in range(_WALK):  # ... or early
+            if position(end) > mark:
+                return end
             end = math.nextafter(end, math.inf)
     except (OverflowError, ValueError):
-        return -math.inf
-    return end
+        pass
+    return -math.inf
+
+
+#: The floats first_past walks from its guess, at most, each way.
+_WALK = 64
 
 
 def detached(failure: object) -> BaseException | None:

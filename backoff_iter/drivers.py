@@ -366,11 +366,11 @@ def _sync_wrapper(
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if fast and not listening:  # the first try runs bare
             start = clock() if timed else None
-            for check in checks:  # a refusal ends the call, the try never made
-                check()
+            for guard in checks:  # a refusal ends the call, the try never made
+                guard.check()
             try:
                 result = func(*args, **kwargs)
-            except Exception as error:
+            except BaseException as error:  # as in the loop: the parts hear of any
                 call = Call(policy, start)
                 if not call.settle(None, error, _NO_RESULT):
                     raise
@@ -402,12 +402,12 @@ def _async_wrapper(
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if fast and not listening:  # the first try runs bare
             start = clock() if timed else None
-            for check in checks:  # a refusal ends the call, the try never made
-                check()
+            for guard in checks:  # a refusal ends the call, the try never made
+                guard.check()
             cancelling = cancellations()
             try:
                 result = await func(*args, **kwargs)
-            except Exception as error:
+            except BaseException as error:  # as in the loop: the parts hear of any
                 call = Call(policy, start, True, cancelling)
                 if not await call.asettle(None, error, _NO_RESULT):
                     raise

@@ -124,10 +124,10 @@ class Stages(NamedTuple):
     abefores: tuple[tuple[Callable[[Any], Any], bool], ...]  # (method, awaited)
     afters: tuple[Callable[[Any, str, int, float], None], ...]
     allows: tuple[Callable[[Any, str], float], ...]
-    #: The befores as calls of no argument (a breaker's and a throttle's
-    #: check), which a first attempt may ask before any call is made; None
-    #: when a part reads the call (its timeout, its sleep) or is awaited.
-    checks: tuple[Callable[[], object], ...] | None
+    #: The befores as the breakers and throttles whose ``check()`` they ask,
+    #: which a first attempt may ask before any call is made; None when a
+    #: part reads the call (its timeout, its sleep) or is awaited.
+    checks: tuple[Breaker | Throttle, ...] | None
 
 
 def stages(parts: list[Part]) -> Stages:
@@ -136,7 +136,7 @@ def stages(parts: list[Part]) -> Stages:
     abefores: list[tuple[Callable[[Any], Any], bool]] = []
     afters: list[Callable[[Any, str, int, float], None]] = []
     allows: list[Callable[[Any, str], float]] = []
-    checks: list[Callable[[], object]] | None = []
+    checks: list[Breaker | Throttle] | None = []
     for part in parts:
         before, abefore, after, allow = _overridden(type(part))
         if before or abefore:
@@ -162,14 +162,14 @@ def stages(parts: list[Part]) -> Stages:
     )
 
 
-def _first_check(part: Part) -> Callable[[], object] | None:
-    """What *part* asks before an attempt, as a call of no argument: a
-    breaker's or a throttle's check (they never read the call); None for
-    any other part."""
+def _first_check(part: Part) -> Breaker | Throttle | None:
+    """Whose ``check()`` *part* asks before an attempt: a breaker's or a
+    throttle's (they never read the call; asked at each call, never bound
+    ahead); None for any other part."""
     if type(part) is BreakerPart:
-        return part.breaker.check
+        return part.breaker
     if type(part) is ThrottlePart:
-        return part.throttle.check
+        return part.throttle
     return None
 
 

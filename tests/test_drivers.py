@@ -2918,6 +2918,59 @@ def test_a_part_awaited_before_each_attempt_guards_the_first_try_of_async_retry(
     assert ran == []
 
 
+def test_a_first_try_interrupted_is_told_to_the_breaker_as_any_attempt_is():
+    """A half-open breaker's probe is @retry's first try; interrupted (KeyboardInterrupt,
+    or cancelled under asyncio) it is an error the policy does not retry, which the breaker
+    hears as any attempt's: the circuit closes, never left half open."""
+    import asyncio
+
+    from backoff_iter import CircuitBreaker
+
+    def half_open():
+        now = [0.0]
+        breaker = CircuitBreaker(
+            minimum_throughput=1, failure_ratio=1.0, break_duration=5, clock=lambda: now[0]
+        )
+        breaker.check()
+        breaker.record(False)  # open
+        now[0] = 5.0  # the break is over: the next check lets the probe go
+        return breaker
+
+    breaker = half_open()
+
+    @retry([0.0], on=OSError, breaker=breaker, sleep=lambda s: None)
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted()
+    assert breaker.state == "closed"
+
+    breaker = half_open()
+
+    @retry([0.0], on=OSError, breaker=breaker, sleep=lambda s: None)
+    async def hangs():
+        await asyncio.sleep(3600)
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(asyncio.wait_for(hangs(), 0.01))
+    assert breaker.state == "closed"
+
+
+def test_a_breakers_check_is_asked_at_each_call_not_bound_when_decorated():
+    """check() patched after decoration (as a test double would) refuses the first try too."""
+    from unittest import mock
+
+    from backoff_iter import BrokenCircuitError, CircuitBreaker
+
+    operation = Operation([])
+    decorated = retry([0.0], on=OSError, breaker=CircuitBreaker(), sleep=lambda s: None)(operation)
+    with mock.patch.object(CircuitBreaker, "check", side_effect=BrokenCircuitError(1.0)):
+        with pytest.raises(BrokenCircuitError):
+            decorated()
+    assert operation.calls == 0
+
+
 def test_observe_and_parts_given_as_none_mean_none():
     """observe=None and parts=None, said explicitly: no hook and no part, not an error."""
     time = FakeTime()

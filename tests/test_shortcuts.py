@@ -8,7 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backoff_iter import RetryBudget, RetryQuota, TokenBucket
+from backoff_iter import CircuitBreaker, RetryBudget, RetryQuota, TokenBucket
 from backoff_iter._sliding import SlidingCounts, first_past
 
 
@@ -246,14 +246,16 @@ class PlainCounts(SlidingCounts):
         ),
         max_size=60,
     ),
+    start=st.sampled_from([1000.0, -30.0, -120.0, -0.3, -1e-300, 0.0]),
 )
 def test_sliding_counts_reading_within_the_newest_bucket_count_as_moving_the_window(
-    span, buckets, steps
+    span, buckets, steps, start
 ):
     """Readings below the newest bucket's end skip moving the window: the same totals as a
-    copy that moves it every time, over the same readings (bucket edges included)."""
+    copy that moves it every time, over the same readings (bucket edges included, and
+    windows starting below 0, whose edges may fall where floats are dense)."""
     counts, plain = SlidingCounts(span, buckets), PlainCounts(span, buckets)
-    now = 1000.0
+    now = start
     for what, step in steps:
         now += step
         for part in (counts, plain):
@@ -284,3 +286,17 @@ def test_a_cleared_window_starts_again_at_its_next_reading():
     counts.add_first(0.6)
     assert counts.totals(3.5) == (1, 0)
     assert counts.totals(3.6) == (0, 0)
+
+
+def test_a_window_whose_bucket_edge_falls_on_zero_moves_at_once():
+    """A breaker's 30 s window from -30.0: its first bucket ends at 0.0, where floats are
+    too dense to walk to; the edge is not searched for (the window moves at each reading)
+    and a reading at -0.1 returns at once, its count exact."""
+    now = [-30.0]
+    breaker = CircuitBreaker(minimum_throughput=2, failure_ratio=0.5, clock=lambda: now[0])
+    breaker.record(True)
+    now[0] = -0.1
+    breaker.record(False)
+    assert breaker._counts.totals(-0.1) == (1, 1)
+    assert breaker.state == "open"
+    assert first_past(lambda x: int((x + 30.0) * 10 / 30.0), 9, 0.0) == -math.inf
