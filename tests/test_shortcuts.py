@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from backoff_iter import CircuitBreaker, RetryBudget, RetryQuota, TokenBucket
-from backoff_iter._sliding import SlidingCounts, first_past
+from backoff_iter._sliding import NOT_YET, Readings, SlidingCounts, first_past, steady
 
 
 class PlainBucket(TokenBucket):
@@ -300,3 +300,26 @@ def test_a_window_whose_bucket_edge_falls_on_zero_moves_at_once():
     assert breaker._counts.totals(-0.1) == (1, 1)
     assert breaker.state == "open"
     assert first_past(lambda x: int((x + 30.0) * 10 / 30.0), 9, 0.0) == -math.inf
+
+
+@given(
+    readings=st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.integers(-(10**400), 10**400),
+            st.sampled_from([2.0**1000, -(2.0**1000), math.nextafter(2.0**1000, math.inf)]),
+        ),
+        max_size=30,
+    )
+)
+def test_readings_answer_as_the_one_clock_guard_does(readings):
+    """Readings' short way (a reading ahead of the last, within range) gives what
+    steady() gives, for any clock: NaN, infinities, huge ints, backwards, 2**1000 edges."""
+    values = iter(readings)
+    clock = Readings(lambda: next(values))
+    last = NOT_YET
+    for value in readings:
+        last = steady(value, last)
+        now = clock()
+        assert now == (last if last > NOT_YET else 0.0) and type(now) is float
+        assert clock.last == last
