@@ -62,9 +62,7 @@ class BudgetMember(Member):
     _wanted_at: float  # that exchange
     _demanded: bool  # the last answer lent room this process wanted
     _asked: bool  # the store's thread was woken since the last exchange
-    _credit: (
-        bool  # one retry on credit until the next answer (a bucket's: each; a quota's: in turn)
-    )
+    _credit: bool  # a retry on credit until the next answer (see each kind's _heard)
     _owed: bool  # a quota's: the fleet spent beyond it, and its refunds pay that back first
     _each: int  # a bucket's or a quota's: what one success gains, in thousandths
 
@@ -150,13 +148,13 @@ class BudgetMember(Member):
         self._lease = lease
         self._slice = self._full // self._n
         self._known = True
-        self._credit = True  # a bucket's: one retry an answer on credit (see its try_retry)
         self._demanded = sent[3] > 0
         self._heard(answer[0])
         self._settle(sent_at)
 
     def _heard(self, mask: int) -> None:
-        """Take in what the answer's bits say beyond its numbers (lock held)."""
+        """Take in what the answer's bits say beyond its numbers (lock held):
+        a window's say nothing it uses."""
 
     def _holding(self) -> bool:
         return self._demanded and self._lease > 0
@@ -189,6 +187,11 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
         self._start(store, ("level", 2001, self._max, self._max, 0), self._max, 0.0)  # type: ignore[arg-type]
 
     _fold = BudgetMember._add_successes
+
+    def _heard(self, mask: int) -> None:
+        """Each answer gives one retry on credit, spent only while the bucket as
+        last heard is above half (see try_retry)."""
+        self._credit = True
 
     def _gain(self, units: int) -> None:
         """Count *units* gained: what would take the bucket beyond full, as last heard, is not own."""
@@ -293,9 +296,10 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
     def _heard(self, mask: int) -> None:
         """The script gives a quiet member one retry on credit, in turn, when
         its share of the room pays for no retry: about twice as many at a
-        time as the room neither lent nor waited for pays for.  What the fleet spends
-        beyond its quota is owed (it reads 0), and refunds pay that back
-        first: this process's own refunds pay for no retry meanwhile."""
+        time as the room neither lent nor waited for pays for.  What the
+        fleet spends beyond its quota is owed (it reads 0), and refunds pay
+        that back first: this process's own refunds pay for no retry
+        meanwhile."""
         self._credit = bool(mask & CREDIT)
         self._owed = bool(mask & OWED)
 
