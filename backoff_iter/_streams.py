@@ -10,8 +10,16 @@ is *committed* (gRPC's rule): without ``resume=`` it propagates as it is
 and the call gives up (reason ``"committed"``); with ``resume=`` the call
 sleeps its next delay, under the same parts, and goes on from where the
 consumer is.  The consumer's ``send()``, ``throw()`` and ``close()`` (and
-their async twins) reach the source at once; what it throws in is its own,
-never retried.
+their async twins) reach the source at once.
+
+Without ``resume=`` nothing is retried past the first item, so the stream
+steps aside: the items and the consumer's calls go straight to the source
+(``yield from``, the cost of one generator frame per item), and whatever
+the source lets out - its own failure, or what the consumer threw in and it
+did not handle - ends the call as a committed failure.  With ``resume=``
+each item is counted, and the two are told apart: the source's failure is
+resumed, what the consumer threw in is its own, never retried, and ends the
+call with nothing told.
 """
 
 from __future__ import annotations
@@ -96,9 +104,34 @@ def sync_stream(
                 if call.settle(attempt, failure, _NO_RESULT):
                     continue
                 raise
+            if resume is None:  # committed: past its first item the stream is the source's
+                try:
+                    while True:  # the first item, and what answers a send() or throw() to it
+                        try:
+                            sent = yield item
+                        except GeneratorExit:
+                            raise
+                        except BaseException as thrown:
+                            item = _throw(iterator, thrown)
+                            continue
+                        if sent is None:
+                            break
+                        item = iterator.send(sent)
+                    result = yield from iterator  # items, send, throw and close: straight on
+                except StopIteration as end:  # the source ended answering a send() or throw()
+                    result = end.value
+                except GeneratorExit:
+                    call.abandon()
+                    _close(iterator)
+                    raise
+                except BaseException as failure:  # whoever threw it: the source let it out
+                    call.committed(attempt, failure)
+                    raise
+                call.settle(attempt, None, result)
+                return result
             step, send = iterator.__next__, getattr(iterator, "send", None)
             count = state.count  # kept in a local per item, in the state when it is read
-            while True:  # the items: each goes to the consumer as it comes
+            while True:  # a resumable stream's items, counted: each goes on as it comes
                 try:
                     sent = yield item
                 except GeneratorExit:  # the consumer closed the stream: no retry, nothing told
@@ -126,9 +159,6 @@ def sync_stream(
                     return end.value
                 except BaseException as failure:
                     state.count, state.last = count, item  # item: the last one delivered
-                    if resume is None:
-                        call.committed(attempt, failure)
-                        raise
                     call.restart_schedule()  # it delivered since its last failure
                     if call.settle(attempt, failure, _NO_RESULT):
                         break  # resumed by the next attempt
@@ -178,6 +208,31 @@ def async_stream(
                 if await call.asettle(attempt, failure, _NO_RESULT):
                     continue
                 raise
+            if resume is None:  # committed: past its first item the stream is the source's
+                step = iterator.__anext__
+                try:
+                    while True:  # each item, or what answers an asend() or athrow() to it
+                        try:
+                            sent = yield item
+                        except GeneratorExit:
+                            raise
+                        except BaseException as thrown:
+                            item = await _athrow(iterator, thrown)
+                            continue
+                        if sent is None:
+                            item = await step()
+                        else:
+                            item = await iterator.asend(sent)  # type: ignore[attr-defined]
+                except StopAsyncIteration:
+                    await call.asettle(attempt, None, None)
+                    return
+                except GeneratorExit:
+                    call.abandon()
+                    await _aclose(iterator)
+                    raise
+                except BaseException as failure:  # whoever threw it: the source let it out
+                    call.committed(attempt, failure)
+                    raise
             step, asend = iterator.__anext__, getattr(iterator, "asend", None)
             count = state.count  # kept in a local per item, in the state when it is read
             while True:
@@ -208,9 +263,6 @@ def async_stream(
                     return
                 except BaseException as failure:
                     state.count, state.last = count, item  # item: the last one delivered
-                    if resume is None:
-                        call.committed(attempt, failure)
-                        raise
                     call.restart_schedule()
                     if await call.asettle(attempt, failure, _NO_RESULT):
                         break

@@ -184,14 +184,77 @@ def test_a_stream_resumed_after_the_deadlines_last_sleep_is_not_resumed_again():
     assert got == [0, 1, 2, 3, 4] and calls == [0, 3] and slept == [6.0]
 
 
-def test_closing_the_stream_closes_the_source_and_starts_no_retry():
+@pytest.mark.parametrize("taken", [1, 2])  # closed at its first item, and past it
+def test_closing_the_stream_closes_the_source_and_starts_no_retry(taken):
     """close() mid-stream: the source's finally runs, nothing is called again, no event."""
     events = []
     source = Source()
     stream = retry([0.0], observe=events.append)(source.items)()
-    assert [next(stream), next(stream)] == [0, 1]
+    assert [next(stream) for _ in range(taken)] == list(range(taken))
     stream.close()
     assert source.closed == 1 and source.calls == 1 and events == []
+
+
+@pytest.mark.parametrize("taken", [1, 3])  # thrown at its first item, and past it
+@pytest.mark.parametrize(
+    ("thrown", "heard"),
+    [(ConnectionError("mine"), ("give_up", "committed")), (KeyError("mine"), ("error", None))],
+)
+def test_without_resume_what_the_source_lets_out_of_a_throw_ends_the_call(taken, thrown, heard):
+    """Without resume= throw() goes straight to the source, and what it lets out ends the
+    call as its own failure would: a committed give-up if on= matches it, an error if not;
+    nothing is retried."""
+    events = []
+    source = Source()
+    stream = retry([0.0], on=ConnectionError, observe=events.append)(source.items)()
+    assert [next(stream) for _ in range(taken)] == list(range(taken))
+    with no_sleep() as slept, pytest.raises(type(thrown), match="mine"):
+        stream.throw(thrown)
+    assert [(event.kind, event.reason) for event in events] == [heard]
+    assert source.closed == 1 and source.calls == 1 and slept == []
+
+
+@pytest.mark.parametrize("sends", [0, 1, 2])  # ends answering its first item's send, or later
+def test_send_reaches_a_stream_without_resume_and_its_return_value_comes_through(sends):
+    """Values sent at the first item and past it reach the source; the value it returns
+    answering a send() is the decorated generator's, a success."""
+    events = []
+
+    def echo():
+        received = []
+        while True:
+            got = yield len(received)
+            if got == "stop":
+                return received
+            received.append(got)
+
+    stream = retry([0.0], observe=events.append)(echo)()
+    assert next(stream) == 0
+    sent = [f"value {number}" for number in range(sends)]
+    assert [stream.send(value) for value in sent] == list(range(1, sends + 1))
+    if sends:
+        assert next(stream) == sends + 1 and stream.send("late") == sends + 2
+        sent += [None, "late"]
+    with pytest.raises(StopIteration) as ended:
+        stream.send("stop")
+    assert ended.value.value == sent and [event.kind for event in events] == ["success"]
+
+
+def test_a_throw_the_source_answers_by_returning_ends_the_stream_with_its_value():
+    """The source catches the consumer's exception and returns: the stream ends, a success."""
+    events = []
+
+    def stoppable():
+        try:
+            yield 1
+        except ValueError:
+            return "stopped"
+
+    stream = retry([0.0], observe=events.append)(stoppable)()
+    assert next(stream) == 1
+    with pytest.raises(StopIteration) as ended:
+        stream.throw(ValueError())
+    assert ended.value.value == "stopped" and [event.kind for event in events] == ["success"]
 
 
 class Closable:
@@ -428,17 +491,40 @@ def test_an_async_stream_failing_after_items_propagates_without_resume(library):
     assert got == [0, 1, 2, 3, 4] and source.calls == 1
 
 
-def test_an_async_stream_closed_early_closes_its_source():
-    """aclose() mid-stream: the source's finally runs, no retry."""
+@pytest.mark.parametrize("taken", [1, 2])
+def test_an_async_stream_closed_early_closes_its_source(taken):
+    """aclose() mid-stream: the source's finally has run when it returns, and no retry."""
     source = Source()
 
     async def main():
         stream = retry([0.0])(source.aitems)()
-        first = await stream.__anext__()
+        got = [await stream.__anext__() for _ in range(taken)]
         await stream.aclose()
-        return first
+        return got, source.closed  # not left to the loop's finalizer
 
-    assert asyncio.run(main()) == 0 and source.closed == 1 and source.calls == 1
+    assert asyncio.run(main()) == (list(range(taken)), 1) and source.calls == 1
+
+
+def test_an_async_source_that_handles_a_thrown_error_goes_on_to_a_success():
+    """Without resume=, athrow() reaches the source, which answers and goes on; its end is a
+    success."""
+    events = []
+
+    async def tolerant():
+        for number in range(3):
+            try:
+                yield number
+            except ValueError:
+                yield "handled"
+
+    async def main():
+        stream = retry([0.0], observe=events.append)(tolerant)()
+        return [await stream.__anext__(), await stream.athrow(ValueError())] + [
+            item async for item in stream
+        ]
+
+    assert asyncio.run(main()) == [0, "handled", 1, 2]
+    assert [event.kind for event in events] == ["success"]
 
 
 def test_asend_and_athrow_reach_an_async_source():
@@ -458,6 +544,30 @@ def test_asend_and_athrow_reach_an_async_source():
 
     asyncio.run(main())
     assert received == ["a"]
+
+
+@pytest.mark.parametrize("resume", [None, lambda state: AsyncClosable(range(state.count, 9))])
+def test_what_an_async_source_lets_out_of_athrow_is_heard_only_without_resume(resume):
+    """As in the sync form: without resume= what the consumer threw in and the source let out
+    ends the call as a committed failure; with resume= it is the consumer's, and nothing is told.
+    Neither retries, and asend() and __anext__() go on reaching the source past its first item."""
+    events, received = [], []
+
+    async def echo():
+        while True:
+            received.append((yield len(received)))
+
+    async def main():
+        stream = retry([0.0], on=KeyError, observe=events.append, resume=resume)(echo)()
+        assert [await stream.__anext__(), await stream.__anext__()] == [0, 1]
+        assert await stream.asend("b") == 2
+        with no_sleep() as slept, pytest.raises(KeyError):
+            await stream.athrow(KeyError("mine"))
+        return slept
+
+    assert asyncio.run(main()) == [] and received == [None, "b"]
+    told = [(event.kind, event.reason) for event in events]
+    assert told == ([("give_up", "committed")] if resume is None else [])
 
 
 def test_an_attempt_timeout_bounds_the_first_item_of_each_attempt_not_the_gaps():
