@@ -275,12 +275,15 @@ class Call:
 
     # -- after each attempt: decide, then wait ------------------------------------
 
-    def settle(self, attempt: Attempt | None, exc: BaseException | None, result: Any) -> bool:
+    def settle(
+        self, attempt: Attempt | None, exc: BaseException | None, result: Any, judged: bool = False
+    ) -> bool:
         """The sync loop's step: decide on the outcome; True when the call
-        retries (it has slept), False when the outcome stands."""
+        retries (it has slept), False when the outcome stands.  *judged*: the
+        result was rejected by ``on_result`` already (it is asked once)."""
         if attempt is None and self.policy.observed:  # @retry's first try, for the hooks
             attempt = Attempt(self, 1, 0.0, 0.0)
-        delay = self.decide(attempt, exc, result)
+        delay = self.decide(attempt, exc, result, judged)
         if delay is None:
             return False
         hook = self.policy.before_sleep
@@ -299,12 +302,12 @@ class Call:
         return True
 
     async def asettle(
-        self, attempt: Attempt | None, exc: BaseException | None, result: Any
+        self, attempt: Attempt | None, exc: BaseException | None, result: Any, judged: bool = False
     ) -> bool:
         """The async loop's step: :meth:`settle`, awaiting an async hook and sleep."""
         if attempt is None and self.policy.observed:  # @retry's first try, for the hooks
             attempt = Attempt(self, 1, 0.0, 0.0)
-        delay = self.decide(attempt, exc, result)
+        delay = self.decide(attempt, exc, result, judged)
         if delay is None:
             return False
         hook = self.policy.before_sleep
@@ -434,12 +437,13 @@ class Call:
     # -- the decision ---------------------------------------------------------------
 
     def decide(
-        self, attempt: Attempt | None, exc: BaseException | None, result: Any
+        self, attempt: Attempt | None, exc: BaseException | None, result: Any, judged: bool = False
     ) -> float | None:
         """The outcome of the current attempt in, the sleep before the next out.
 
         *exc* is the attempt's exception (None if it returned); *result* its
-        result when there is one.  None means the outcome stands: a success,
+        result when there is one (*judged*: one ``on_result`` rejected
+        already).  None means the outcome stands: a success,
         a failure not to retry, or no room left to retry (the delays ran out,
         the deadline or a part say no, or the delay is too long to sleep).
         The caller then raises the exception or returns the result.
@@ -465,7 +469,7 @@ class Call:
                 "on_result was given, but the attempt handed over no"
                 " result: call attempt.set_result(value) in the block"
             )
-        elif policy.on_result is not None and policy.on_result(result):
+        elif policy.on_result is not None and (judged or policy.on_result(result)):
             outcome = result
         else:
             self.last = None  # the call is over: it keeps no failure (nor its frames)

@@ -359,7 +359,7 @@ def _sync_wrapper(
     policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
 ) -> Callable[P, R]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
-    checks = policy.checks
+    checks, on_result = policy.checks, policy.on_result
     listening = instrument.listening  # changed in place by instrument.enable()
 
     @functools.wraps(func)
@@ -375,10 +375,14 @@ def _sync_wrapper(
                 if not call.settle(None, error, _NO_RESULT):
                     raise
             else:
-                if afters:  # all a success at once needs told
-                    for after in afters:
-                        after(result, SUCCESS, 1, 0.0)
-                return result
+                if on_result is None or not on_result(result):
+                    if afters:  # all a success at once needs told
+                        for after in afters:
+                            after(result, SUCCESS, 1, 0.0)
+                    return result
+                call = Call(policy, start)  # a result to retry: the loop takes it from here
+                if not call.settle(None, None, result, True):
+                    return result
         else:
             call = begin(policy, shown=False)
         for attempt in call:
@@ -395,7 +399,7 @@ def _async_wrapper(
     policy: Policy, func: Callable[P, Awaitable[R]], timeout_arg: str | None = None
 ) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
-    checks = policy.checks
+    checks, on_result = policy.checks, policy.on_result
     listening = instrument.listening  # changed in place by instrument.enable()
 
     @functools.wraps(func)
@@ -412,10 +416,14 @@ def _async_wrapper(
                 if not await call.asettle(None, error, _NO_RESULT):
                     raise
             else:
-                if afters:  # all a success at once needs told
-                    for after in afters:
-                        after(result, SUCCESS, 1, 0.0)
-                return result
+                if on_result is None or not on_result(result):
+                    if afters:  # all a success at once needs told
+                        for after in afters:
+                            after(result, SUCCESS, 1, 0.0)
+                    return result
+                call = Call(policy, start, True, cancelling)  # a result to retry: to the loop
+                if not await call.asettle(None, None, result, True):
+                    return result
         else:
             call = begin(policy, in_async=True, shown=False)
         async for attempt in call:

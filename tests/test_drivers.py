@@ -1253,6 +1253,39 @@ def test_a_result_on_result_accepts_is_retried_and_the_last_result_returned(run)
     assert time.slept == [1.0]
 
 
+@pytest.mark.parametrize("breaker", [False, True])  # the bare first try, with a check or none
+@each_driver
+def test_on_result_is_asked_once_per_result_and_the_parts_hear_each(run, breaker):
+    """Each result is judged once - the first try's too, which @retry makes bare - and a part
+    hears it as the loop tells it: a result on_result rejects is a failure, the last a success."""
+    from backoff_iter import CircuitBreaker
+    from backoff_iter.parts import Part
+
+    asked, heard = [], []
+
+    class Hears(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            heard.append((outcome, kind, number))
+
+    def judge(result):
+        asked.append(result)
+        return result == 503
+
+    options = {"breaker": CircuitBreaker(failure_ratio=0.9)} if breaker else {}
+    operation = Operation([503, 200])
+    assert (
+        run([1.0, 1.0], operation, FakeTime(), on_result=judge, parts=[Hears()], **options) == 200
+    )
+    assert asked == [503, 200] and operation.calls == 2
+    assert heard == [(503, "failure", 1), (200, "success", 2)]
+    asked.clear(), heard.clear()
+    assert run([1.0], Operation(["ok"]), FakeTime(), on_result=judge, parts=[Hears()]) == "ok"
+    assert asked == ["ok"] and heard == [("ok", "success", 1)]
+    asked.clear(), heard.clear()  # no delay: the rejected first result is the call's
+    assert run([], Operation([503]), FakeTime(), on_result=judge, parts=[Hears()]) == 503
+    assert asked == [503] and heard == [(503, "failure", 1)]
+
+
 @each_driver
 def test_the_retry_after_hook_sees_the_retried_result(run):
     """retry_after(outcome) gets the result on_result accepted; its number raises the next sleep."""
