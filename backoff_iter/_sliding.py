@@ -10,6 +10,7 @@ made for calling without the lock.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 # Readings beyond this are taken as "infinite": a time this large cannot be
@@ -54,6 +55,22 @@ class Readings:
             return now
         self.last = now = steady(value, last)
         return now if now > NOT_YET else 0.0
+
+
+def reader(clock: Callable[[], float]) -> Callable[[], float]:
+    """A function reading *clock* through :class:`Readings` - or
+    ``time.monotonic`` itself, steady already (finite, never backwards):
+    a part's success reads its clock once or twice, and this is most of it.
+
+    >>> import time
+    >>> reader(time.monotonic) is time.monotonic
+    True
+    >>> readings = iter([5, float("nan"), 3.0, 7.5])
+    >>> read = reader(lambda: next(readings))
+    >>> [read(), read(), read(), read()]
+    [5.0, 5.0, 5.0, 7.5]
+    """
+    return clock if clock is time.monotonic else Readings(clock).__call__
 
 
 def first_past(position: Callable[[float], float], mark: int, guess: float) -> float:
@@ -163,6 +180,16 @@ class SlidingCounts:
             self._advance(now)
         self._first[self._index] += 1
         self._totals[0] += 1
+
+    def count_first(self, now: float) -> tuple[int, int]:
+        """Count a first kind of event; the two counts over the window before it."""
+        if now >= self._ends:
+            self._advance(now)
+        self._first[self._index] += 1
+        totals = self._totals
+        first, second = totals
+        totals[0] = first + 1
+        return first, second
 
     def add_second(self, now: float) -> tuple[int, int]:
         """Count a second kind of event; the two counts over the window, with it."""

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from . import _checks
-from ._sliding import Readings, SlidingCounts, detached
+from ._sliding import SlidingCounts, detached, reader
 from ._stores import fleet_class
 
 if TYPE_CHECKING:
@@ -238,7 +238,7 @@ class CircuitBreaker:
                 )
             self._upcoming = _first_break(first)
         self._break = self._upcoming  # the last break duration served
-        self._now = Readings(clock)
+        self._now = reader(clock)
         self._lock = _thread.allocate_lock()
         self._state = _CLOSED
         self._until = 0.0  # open: when the break ends; half open: when another probe may go

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from . import _checks, _sleeping
-from ._sliding import Readings
+from ._sliding import reader
 
 __all__ = ["CubicRateLimiter", "RateLimiter"]
 
@@ -110,7 +110,7 @@ class CubicRateLimiter:
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         _checks.function("clock", clock)
-        self._now = Readings(clock)
+        self._now = reader(clock)
         self._lock = _thread.allocate_lock()
         start = self._now()
         self._enabled = False

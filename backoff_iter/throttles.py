@@ -33,12 +33,13 @@ twice what the backend accepts, and the rest fail at once with
 from __future__ import annotations
 
 import _thread
+import collections
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _checks, _jitter
-from ._sliding import Readings, SlidingCounts, detached
+from ._sliding import SlidingCounts, detached, reader
 from ._stores import fleet_class
 
 if TYPE_CHECKING:
@@ -109,14 +110,20 @@ class AdaptiveThrottle:
     that is NaN, infinite or earlier than the last one counts as no time
     passed.  *rng* is any ``random.Random``-like object (with ``random()``),
     the module-level ``random`` when None.  Thread-safe and task-safe: one
-    lock guards the counts; nothing blocks or sleeps.
+    lock guards the counts; nothing blocks or sleeps.  An accept takes no
+    lock: it waits for the next check (or :attr:`probability`) to count it,
+    at the time it was told.
 
     With ``store=`` a :class:`backoff_iter.fleet.RedisStore`, the requests
     and accepts are the whole fleet's: every process using the same store
     name throttles by them (see :mod:`backoff_iter.fleet`).
     """
 
-    __slots__ = ("k", "window", "_now", "_random", "_counts", "_lock", "_rejected_by")
+    __slots__ = ("k", "window", "_now", "_random", "_counts", "_lock", "_rejected_by", "_accepts")
+
+    #: Accepts told but not yet counted, at most: each waits for the next
+    #: check (which holds the lock anyway), so that a success takes no lock.
+    _WAITING = 64
 
     k: float
     """Requests allowed per accepted request, as given."""
@@ -147,10 +154,11 @@ class AdaptiveThrottle:
         self.window = _checks.positive("window", window)
         _checks.function("clock", clock)
         self._random = _jitter.random_source(rng)
-        self._now = Readings(clock)
+        self._now = reader(clock)
         self._counts = SlidingCounts(self.window, _BUCKETS)  # requests, accepts
         self._lock = _thread.allocate_lock()
         self._rejected_by: BaseException | None = None  # the latest failure recorded
+        self._accepts: collections.deque[float] = collections.deque()  # their times, waiting
 
     def _probability(self, requests: int, accepts: int) -> float:
         return max(0.0, (requests - self.k * accepts) / (requests + 1))
@@ -158,8 +166,11 @@ class AdaptiveThrottle:
     @property
     def probability(self) -> float:
         """The probability that a request checked now is rejected."""
+        now = self._now()
         with self._lock:
-            return self._probability(*self._counts.totals(self._now()))
+            if self._accepts:
+                self._count_accepts()
+            return self._probability(*self._counts.totals(now))
 
     def check(self) -> None:
         """Count a request and admit it, or raise :class:`ThrottledError`, whose
@@ -168,8 +179,10 @@ class AdaptiveThrottle:
         own last failure."""
         now = self._now()  # read before the lock is taken (see Readings)
         with self._lock:
-            requests, accepts = self._counts.totals(now)
-            self._counts.add_first(now)
+            counts, waiting = self._counts, self._accepts
+            while waiting:  # _count_accepts() inline: the check is the hot path
+                counts.add_second(waiting.popleft())
+            requests, accepts = counts.count_first(now)  # those before this one
             if requests <= self.k * accepts:  # the probability is 0: no draw
                 return
             probability = self._probability(requests, accepts)
@@ -186,11 +199,19 @@ class AdaptiveThrottle:
         *failure*, the outcome of one it refused, becomes the cause of the
         rejections that follow."""
         if accepted:
-            now = self._now()
-            with self._lock:
-                self._counts.add_second(now)
+            waiting = self._accepts
+            waiting.append(self._now())  # one atomic step: no lock
+            if len(waiting) > self._WAITING:
+                with self._lock:
+                    self._count_accepts()
         elif failure is not None:
             self._rejected_by = detached(failure)
+
+    def _count_accepts(self) -> None:
+        """Count the accepts waiting, each at its time (the lock held)."""
+        waiting, add = self._accepts, self._counts.add_second
+        while waiting:
+            add(waiting.popleft())
 
     def __repr__(self) -> str:
         return f"AdaptiveThrottle(k={self.k!r}, window={self.window!r})"

@@ -4,6 +4,7 @@ on a real redis-server; alone when Redis is away; no decision on the network."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -163,6 +164,27 @@ def test_the_throttles_requests_and_accepts_are_the_fleets():
         clock.now += 0.05
     assert abs(sick.probability - well.probability) < 0.05 and sick.probability < 0.1
     assert rejected["fleet"] < 30 < 200 < rejected["alone"]
+
+
+def test_an_accept_reaches_the_fleet_with_the_exchange_after_it():
+    """A member's accept is sent by the exchange that follows it (in-process it may wait for the
+    next check): 3 requests and an accept of one member make the other's check (3 - 2) / 4."""
+
+    class Rejects:  # draws 0.0: any probability above 0 rejects, and says what it was
+        def random(self):
+            return 0.0
+
+    clock = Clock()
+    store = _SharedState(0.1, clock=clock)
+    member, other = (AdaptiveThrottle(clock=clock, rng=Rejects(), store=store) for _ in range(2))
+    for _ in range(3):
+        with contextlib.suppress(ThrottledError):
+            member.check()
+    clock.now = 0.2
+    member.record(True)  # the interval passed: exchanged at once
+    with pytest.raises(ThrottledError) as refused:
+        other.check()
+    assert refused.value.probability == (3 - 2 * 1) / (3 + 1)
 
 
 def test_a_poisoned_breaker_state_is_dropped_and_the_circuit_works_on():

@@ -179,6 +179,39 @@ def test_accepts_leave_the_window_too():
     assert throttle.probability == 3 / 4
 
 
+def test_an_accept_counts_from_when_it_was_told_not_from_when_it_is_counted():
+    """record() leaves its accept for the next check (or a read) to count, at the time it was
+    told: an accept of t = 0 counted by a check at t = 100 leaves the window at t = 120."""
+    clock = Clock(0.0)
+    throttle = AdaptiveThrottle(k=2.0, window=120.0, rng=Random(1), clock=clock)
+    for _ in range(3):
+        checked(throttle)
+    throttle.record(accepted=True)
+    clock.now = 100.0
+    checked(throttle)  # counts the accept of t = 0, and a request at t = 100
+    clock.now = 120.0
+    assert throttle.probability == 1 / 2  # that request alone: counted at 100, the accept was 0
+
+
+def test_a_read_counts_the_accepts_waiting_and_they_wait_in_fixed_memory():
+    """probability counts what waits: 3 requests and an accept, (3 - 2) / 4; a thousand accepts
+    told with no check between wait at most _WAITING at a time, and all count."""
+    throttle = AdaptiveThrottle(k=2.0, rng=Random(1), clock=Clock())
+    for _ in range(3):
+        checked(throttle)
+    throttle.record(accepted=True)
+    assert throttle.probability == (3 - 2) / 4
+    for told in range(1000):
+        throttle.record(accepted=True)
+        assert len(throttle._accepts) <= AdaptiveThrottle._WAITING, told
+    assert throttle.probability == 0.0
+    for _ in range(2 * 1001 - 3):  # never rejected: 2 x 1001 accepts allow as many requests
+        assert checked(throttle)
+    assert throttle.probability == 0.0
+    checked(throttle)
+    assert throttle.probability == 1 / (2 * 1001 + 2)  # one request more than they allow
+
+
 def test_after_an_idle_window_the_buckets_start_afresh_at_the_next_reading():
     """Idle from t = 0 to 120.5, read then: requests at 121.2 and 121.4 share the bucket beginning at 120.5, and leave at 240.5."""
     clock = Clock(0.0)
@@ -343,6 +376,9 @@ def test_every_use_of_the_counts_holds_the_lock():
     throttle.record(accepted=True)
     throttle.record(accepted=False, failure=ConnectionError())
     assert 0.0 < throttle.probability < 1.0
+    for _ in range(AdaptiveThrottle._WAITING + 1):  # more accepts than may wait: counted at once
+        throttle.record(accepted=True)
+    assert throttle.probability == 0.0
     assert guarded.unguarded == []
 
 

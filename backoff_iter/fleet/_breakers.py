@@ -88,6 +88,11 @@ class FleetTotals(Counts):
         first, second = self.fleet
         return first + self.first - self.first_acked, second + self.second - self.second_acked
 
+    def count_first(self, now: float) -> tuple[int, int]:
+        totals = self.totals(now)
+        self.add_first(now)
+        return totals
+
 
 class CountMember(Member):
     """A throttle's or a breaker's half of an exchange: two cumulative counts."""
@@ -126,6 +131,7 @@ class FleetAdaptiveThrottle(CountMember, AdaptiveThrottle):
     __slots__ = (*state(Member), "__weakref__")
     KIND = "throttle"
     SCRIPT = "throttle"
+    _WAITING = 0  # each accept counted as told: the exchange that follows sends it
 
     def __init__(
         self,
