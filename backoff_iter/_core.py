@@ -58,6 +58,30 @@ def begin(policy: Policy, in_async: bool = False, shown: bool = True) -> Call:
     return Call(policy, policy.clock(), in_async, None, shown)
 
 
+def tell_success(policy: Policy, start: float, result: Any) -> None:
+    """``@retry``'s bare first try (begun at *start* by the policy's clock)
+    returned *result*, a success: its hooks and the process's hear of it as a
+    call's would tell them."""
+    if not policy.steady_clock:  # a clock of the user's, read through the call's guard
+        Call(policy, start).emit("success", result, 1)
+        return
+    every = instrument.every
+    hooks = policy.observe + every if every else policy.observe
+    event = instrument.event(
+        "success",
+        policy.name,
+        1,
+        result,
+        None,
+        0.0,
+        policy.clock() - start,
+        None,
+        instrument.new_call_id(),
+    )
+    for hook in hooks:
+        hook(event)
+
+
 def _no_room(outcome: Any, kind: str) -> Any:
     """The draw once the deadline shortened a call's last sleep: no next attempt."""
     return _PICKED_END

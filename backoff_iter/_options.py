@@ -295,7 +295,7 @@ class Policy:
     allows: tuple[Callable[[Any, str], float], ...] = ()  # ... before each retry
     guarded: bool = False  # something to do before each attempt
     checks: tuple[Breaker | Throttle, ...] = ()  # ... and on a bare first try, all of it: check()
-    fast: bool = True  # the first try may run bare: no hook sees it, checks guard it
+    fast: bool = True  # the first try may run bare: checks guard it
     quiet: bool = True  # ... and a success is told to nobody
     simple: bool = True  # a retry is just the next delay: no hint, deadline or gate
     tells: bool = False  # a failure is told to parts, or sorted by `throttled`
@@ -343,10 +343,11 @@ class Policy:
             parts.append(self.timeout_part)
         befores, abefores, afters, allows, checks = stages(parts)
         guarded = bool(abefores)
-        # The first try may run bare when no hook sees it, and what guards it
-        # is a check of no argument (a breaker's, a throttle's); its result,
-        # judged there, goes to the loop only when on_result rejects it.
-        fast = not self.observe and checks is not None
+        # The first try may run bare when what guards it is a check of no
+        # argument (a breaker's, a throttle's); its result, judged there, goes
+        # to the loop only when on_result rejects it, and a success is told
+        # to the hooks there.
+        fast = checks is not None
         observed = self.before_sleep is not None or self.give_up is not None
         for name, value in (
             ("befores", befores),
@@ -356,7 +357,7 @@ class Policy:
             ("guarded", guarded),
             ("checks", checks or ()),
             ("fast", fast),
-            ("quiet", fast and not afters and self.on_result is None),
+            ("quiet", fast and not afters and self.on_result is None and not self.observe),
             ("tells", bool(afters) or self.throttled is not None),
             ("simple", self.retry_after is None and self.deadline is None and not allows),
             ("observed", observed),

@@ -10,10 +10,11 @@ outcome means.  ``@retry`` is that same loop around the decorated function::
             result = attempt.set_result(func(*args, **kwargs))
     return result
 
-with one shortcut: when nothing judges, sees or guards the first try (no
-``on_result``, hooks that want successes, parts asked before an attempt,
-or timeout), it runs bare - a success is at most told to the parts - and
-the loop starts only if it fails.
+with one shortcut: when at most a breaker's or a throttle's check guards
+the first try (no other part asked before an attempt, and no timeout), it
+runs bare - ``on_result`` judges its result, and a success is told to the
+parts and the hooks as the loop would tell them - and the loop starts only
+if it fails or its result is rejected.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from . import _checks, instrument
 from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
-from ._core import Call, begin
+from ._core import Call, begin, tell_success
 from ._options import Policy
 from .parts import SUCCESS
 
@@ -360,12 +361,14 @@ def _sync_wrapper(
 ) -> Callable[P, R]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
     checks, on_result = policy.checks, policy.on_result
-    listening = instrument.listening  # changed in place by instrument.enable()
+    # Who hears of a success: the policy's hooks, or else the process's
+    # (instrument.listening, a list enable() changes in place).
+    hears = policy.observe or instrument.listening
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and not listening:  # the first try runs bare
-            start = clock() if timed else None
+        if fast:  # the first try runs bare
+            start = clock() if timed or hears else None
             for guard in checks:  # a refusal ends the call, the try never made
                 guard.check()
             try:
@@ -379,6 +382,8 @@ def _sync_wrapper(
                     if afters:  # all a success at once needs told
                         for after in afters:
                             after(result, SUCCESS, 1, 0.0)
+                    if hears:
+                        tell_success(policy, start, result)  # type: ignore[arg-type]
                     return result
                 call = Call(policy, start)  # a result to retry: the loop takes it from here
                 if not call.settle(None, None, result, True):
@@ -400,12 +405,14 @@ def _async_wrapper(
 ) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
     checks, on_result = policy.checks, policy.on_result
-    listening = instrument.listening  # changed in place by instrument.enable()
+    # Who hears of a success: the policy's hooks, or else the process's
+    # (instrument.listening, a list enable() changes in place).
+    hears = policy.observe or instrument.listening
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and not listening:  # the first try runs bare
-            start = clock() if timed else None
+        if fast:  # the first try runs bare
+            start = clock() if timed or hears else None
             for guard in checks:  # a refusal ends the call, the try never made
                 guard.check()
             cancelling = cancellations()
@@ -420,6 +427,8 @@ def _async_wrapper(
                     if afters:  # all a success at once needs told
                         for after in afters:
                             after(result, SUCCESS, 1, 0.0)
+                    if hears:
+                        tell_success(policy, start, result)  # type: ignore[arg-type]
                     return result
                 call = Call(policy, start, True, cancelling)  # a result to retry: to the loop
                 if not await call.asettle(None, None, result, True):

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import math
 import sys
+import time
 import traceback
 from itertools import islice
 
@@ -1689,6 +1690,52 @@ def test_three_failures_then_success_report_three_retries_and_a_success(run):
     assert all(isinstance(e.outcome, OSError) for e in events[:3])
     # The result, when the driver saw it (a loop body that returns hands over none).
     assert events[3].outcome == ("ok" if run in (run_decorator, run_async_decorator) else None)
+
+
+@pytest.mark.parametrize("readings", [[100.0, 101.0], [math.nan, 5.0]])
+@each_driver
+def test_a_success_at_once_is_one_event_alike_in_every_form(run, readings, no_process_hooks):
+    """A first attempt that succeeds (@retry's runs bare) is one success event, with the same
+    fields in every form: the clock read as the call began and at the event (a first reading
+    that is NaN starts the call at the next one), the policy's hooks and the process's told."""
+    from backoff_iter import instrument
+
+    clock = FakeTime()
+    clock.clock = iter(readings).__next__  # read twice: as the call begins, at its event
+    mine, everyones = [], []
+    instrument.enable(everyones.append)
+    result = run([1.0], Operation([]), clock, observe=mine.append)
+    assert result == "ok" and len(mine) == 1 and everyones == mine
+    (event,) = mine
+    outcome = "ok" if run in (run_decorator, run_async_decorator) else None
+    elapsed = 1.0 if readings[0] == 100.0 else 0.0
+    assert event[:8] == ("success", event.name, 1, outcome, None, 0.0, elapsed, None)
+
+
+def test_the_bare_first_tries_success_events_read_a_monotonic_clock(no_process_hooks):
+    """@retry with time.monotonic (its own reading of it, unguarded): each call's success
+    event has its own id, its time is the try's, and the process's hooks hear it after."""
+    from backoff_iter import instrument
+
+    heard = []
+    instrument.enable(lambda event: heard.append(("process", event)))
+
+    def slow():
+        before = time.monotonic()
+        while time.monotonic() == before:
+            pass
+        return "ok"
+
+    decorated = retry([1.0], observe=lambda event: heard.append(("own", event)))(slow)
+    for _ in range(2):
+        started = time.monotonic()
+        assert decorated() == "ok"
+        took = time.monotonic() - started
+    assert [who for who, _ in heard] == ["own", "process"] * 2
+    first, second = heard[0][1], heard[2][1]
+    assert heard[1][1] is first and second.call_id > first.call_id
+    assert first[:6] == ("success", f"{__name__}.{slow.__qualname__}", 1, "ok", None, 0.0)
+    assert 0.0 < second.elapsed <= took
 
 
 @each_driver
