@@ -325,6 +325,51 @@ def test_a_factory_that_stops_returning_an_iterable_keeps_the_last_duration():
     assert refused(breaker).retry_after == 3.0
 
 
+def test_a_success_counts_from_when_it_was_told_not_from_when_it_is_counted():
+    """A success while closed waits for the next failure to count it, at the time it was told:
+    a success at t = 0 has left the 30 s window when a failure at t = 35 counts it - the
+    failure alone, a ratio of 1, opens the circuit."""
+    clock = Clock(0.0)
+    breaker = CircuitBreaker(failure_ratio=0.6, minimum_throughput=1, clock=clock)
+    calls(breaker, [True])
+    clock.now = 35.0
+    calls(breaker, [False])
+    assert breaker.state == "open"
+
+
+def test_successes_wait_in_fixed_memory_and_all_count():
+    """A thousand successes told with no failure between wait at most _WAITING at a time; a
+    ratio of 0.5 then opens the circuit at the thousandth failure, not before."""
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1, clock=Clock())
+    for told in range(1000):
+        calls(breaker, [True])
+        assert len(breaker._successes) <= CircuitBreaker._WAITING, told
+    calls(breaker, [False] * 999)
+    assert breaker.state == "closed"
+    calls(breaker, [False])
+    assert breaker.state == "open"
+
+
+def test_many_threads_count_every_success(switching_often):
+    """8 threads x 1000 successes, then failures at a ratio of 0.5: open at the 8000th."""
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1, clock=Clock())
+
+    def succeed():
+        for _ in range(1000):
+            breaker.record(True)
+
+    threads = [threading.Thread(target=succeed) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for _ in range(7999):
+        breaker.record(False)
+    assert breaker.state == "closed"
+    breaker.record(False)
+    assert breaker.state == "open"
+
+
 def test_many_threads_count_every_failure(switching_often):
     """8 threads x 1000 failures: a throughput of 8000 is reached exactly, 8001 never."""
     for minimum, state in [(8000, "open"), (8001, "closed")]:
@@ -502,6 +547,12 @@ def test_every_use_of_the_counts_and_state_holds_the_lock():
             return guarded
 
     breaker._counts = Guarded()
+    for _ in range(CircuitBreaker._WAITING + 1):  # more successes than may wait: counted at once
+        breaker.record(True)
+    breaker.record(True)
+    breaker.record(False, ConnectionError())
+    assert breaker.state == "closed"  # 1 failure in 67 calls
+    counts.clear()  # afresh, for the next two
     breaker.record(True)
     breaker.record(False, ConnectionError())
     assert breaker.state == "open"

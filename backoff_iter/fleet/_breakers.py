@@ -189,6 +189,7 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
     __slots__ = (*state(Member, BreakerMember), "__weakref__")
     KIND = "breaker"
     SCRIPT = "breaker"
+    _WAITING = 0  # alone, each success counted as told: the exchange that follows sends it
 
     def __init__(
         self,
