@@ -82,6 +82,12 @@ def tell_success(policy: Policy, start: float, result: Any) -> None:
         hook(event)
 
 
+def tell_refused(policy: Policy, start: float | None, refused: Exception) -> None:
+    """A breaker's or a throttle's check refused ``@retry``'s bare first try
+    (begun at *start*): the hooks hear of it as a call's would tell them."""
+    Call(policy, start)._refused(refused)
+
+
 def _no_room(outcome: Any, kind: str) -> Any:
     """The draw once the deadline shortened a call's last sleep: no next attempt."""
     return _PICKED_END

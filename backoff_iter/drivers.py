@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from . import _checks, instrument
 from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
-from ._core import Call, begin, tell_success
+from ._core import Call, begin, tell_refused, tell_success
 from ._options import Policy
 from .parts import SUCCESS
 
@@ -361,7 +361,7 @@ def _sync_wrapper(
 ) -> Callable[P, R]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
     checks, on_result = policy.checks, policy.on_result
-    # Who hears of a success: the policy's hooks, or else the process's
+    # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening
 
@@ -369,8 +369,13 @@ def _sync_wrapper(
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if fast:  # the first try runs bare
             start = clock() if timed or hears else None
-            for guard in checks:  # a refusal ends the call, the try never made
-                guard.check()
+            try:
+                for guard in checks:  # a refusal ends the call, the try never made
+                    guard.check()
+            except Exception as refused:
+                if hears:
+                    tell_refused(policy, start, refused)
+                raise
             try:
                 result = func(*args, **kwargs)
             except BaseException as error:  # as in the loop: the parts hear of any
@@ -405,7 +410,7 @@ def _async_wrapper(
 ) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
     checks, on_result = policy.checks, policy.on_result
-    # Who hears of a success: the policy's hooks, or else the process's
+    # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening
 
@@ -413,8 +418,13 @@ def _async_wrapper(
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if fast:  # the first try runs bare
             start = clock() if timed or hears else None
-            for guard in checks:  # a refusal ends the call, the try never made
-                guard.check()
+            try:
+                for guard in checks:  # a refusal ends the call, the try never made
+                    guard.check()
+            except Exception as refused:
+                if hears:
+                    tell_refused(policy, start, refused)
+                raise
             cancelling = cancellations()
             try:
                 result = await func(*args, **kwargs)

@@ -1712,6 +1712,19 @@ def test_a_success_at_once_is_one_event_alike_in_every_form(run, readings, no_pr
     assert event[:8] == ("success", event.name, 1, outcome, None, 0.0, elapsed, None)
 
 
+@each_driver
+def test_a_breaker_refusing_the_first_attempt_is_one_error_event_in_every_form(run):
+    """An open circuit refuses the first attempt (@retry's bare one too): the call never runs,
+    and the hooks hear one error event, the refusal, as from any loop."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker
+
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1, break_duration=60)
+    breaker.record(False)
+    summary, events, result = events_of(run, [1.0], [], breaker=breaker)
+    assert isinstance(result, BrokenCircuitError)
+    assert summary == [("error", 1, None, 0.0, None)] and events[0].outcome is result
+
+
 def test_the_bare_first_tries_success_events_read_a_monotonic_clock(no_process_hooks):
     """@retry with time.monotonic (its own reading of it, unguarded): each call's success
     event has its own id, its time is the try's, and the process's hooks hear it after."""
