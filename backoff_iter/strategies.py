@@ -390,7 +390,8 @@ def _smooth(base: float, cap: float, draw: Callable[[], float]) -> Iterator[floa
             break
         yield delay
         previous = current
-    yield from repeat(cap)
+    while True:  # as quick as repeat() here: no delegation to resume per value
+        yield cap
 
 
 def _smooth_scaled(
