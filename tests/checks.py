@@ -18,3 +18,14 @@ def rejects(call, error, parameter, *words):
     words = (parameter, *words)
     for word in words:
         assert word in str(raised.value), (word, str(raised.value))
+
+
+def in_threads(target, count=8):
+    """Run *target* in *count* threads at once; return when all have ended."""
+    import threading
+
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

@@ -9,7 +9,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
-from checks import rejects
+from checks import in_threads, rejects
 
 from backoff_iter import BrokenCircuitError, CircuitBreaker, exponential
 
@@ -358,11 +358,7 @@ def test_many_threads_count_every_success(switching_often):
         for _ in range(1000):
             breaker.record(True)
 
-    threads = [threading.Thread(target=succeed) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(succeed)
     for _ in range(7999):
         breaker.record(False)
     assert breaker.state == "closed"
@@ -381,11 +377,7 @@ def test_many_threads_count_every_failure(switching_often):
             for _ in range(1000):
                 breaker.record(False)
 
-        threads = [threading.Thread(target=fail) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        in_threads(fail)
         assert breaker.state == state
 
 

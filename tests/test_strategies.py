@@ -11,7 +11,7 @@ from random import Random
 
 import formulas
 import pytest
-from checks import rejects
+from checks import in_threads, rejects
 from hypothesis import given
 from hypothesis import strategies as st
 from more_itertools import nth
@@ -335,11 +335,7 @@ def test_threads_sharing_the_module_random_stay_in_bounds():
         if not all(0 <= v <= 5 for v in values):
             failures.append(values)
 
-    threads = [threading.Thread(target=run) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(run)
     assert failures == []
 
 
