@@ -35,7 +35,6 @@ backoff_iter.BrokenCircuitError: the circuit is open: calls are refused for anot
 from __future__ import annotations
 
 import _thread
-import collections
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -142,9 +141,7 @@ class CircuitBreaker:
 
     A *clock* reading that is NaN, infinite or earlier than the last one
     counts as no time passed.  Thread-safe and task-safe: one lock guards
-    the state; nothing blocks or sleeps.  A success while closed takes no
-    lock: it waits for the next failure (which alone may open the circuit)
-    to count it, at the time it was told.
+    the state; nothing blocks or sleeps.
 
     With ``store=`` a :class:`backoff_iter.fleet.RedisStore`, every process
     using the same store name shares one breaker: its failure ratio is over
@@ -168,13 +165,7 @@ class CircuitBreaker:
         "_restart",
         "_counts",
         "_opened_by",
-        "_successes",
     )
-
-    #: Successes told while closed but not yet counted, at most: each waits
-    #: for the next failure (which holds the lock anyway), so that a success
-    #: takes no lock.
-    _WAITING = 64
 
     failure_ratio: float
     """The share of failures at which the circuit opens, as given."""
@@ -253,7 +244,6 @@ class CircuitBreaker:
         self._until = 0.0  # open: when the break ends; half open: when another probe may go
         self._counts = SlidingCounts(self.sampling_duration, _BUCKETS)  # successes, failures
         self._opened_by: BaseException | None = None  # the failure that last opened it
-        self._successes: collections.deque[float] = collections.deque()  # their times, waiting
 
     @property
     def state(self) -> str:
@@ -288,16 +278,7 @@ class CircuitBreaker:
         """Tell the breaker how a call it let go ended; *failure*, the outcome
         of one that failed, becomes the cause of the refusals it leads to."""
         now = self._now()  # read before the lock is taken
-        if success and self._state is _CLOSED:  # only a failure reads the counts: no lock now
-            waiting = self._successes
-            waiting.append(now)  # one atomic step
-            if len(waiting) > self._WAITING:
-                with self._lock:
-                    self._count_successes()
-            return
         with self._lock:
-            if self._successes:
-                self._count_successes()
             state = self._state
             if state is _HALF_OPEN:
                 if success:
@@ -312,12 +293,6 @@ class CircuitBreaker:
                     calls = successes + failures
                     if calls >= self.minimum_throughput and failures / calls >= self.failure_ratio:
                         self._open(now, failure)
-
-    def _count_successes(self) -> None:
-        """Count the successes waiting, each at its time (the lock held)."""
-        waiting, add = self._successes, self._counts.add_first
-        while waiting:
-            add(waiting.popleft())
 
     def _open(self, now: float, failure: object) -> None:
         self._opened_by = detached(failure)

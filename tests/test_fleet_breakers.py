@@ -187,6 +187,21 @@ def test_an_accept_reaches_the_fleet_with_the_exchange_after_it():
     assert refused.value.probability == (3 - 2 * 1) / (3 + 1)
 
 
+def test_a_throttle_in_the_fleet_keeps_its_own_window_for_when_it_is_alone():
+    """Hearing the fleet, a throttle still counts its requests in its own window, bucket by
+    bucket: alone at t = 121, the 5 requests of t = 0 have left it, the one of t = 60 not."""
+    clock = Clock()
+    throttle = AdaptiveThrottle(clock=clock, rng=Random(1), store=_SharedState(0.1, clock=clock))
+    for now in (0.0,) * 5 + (60.0,):
+        clock.now = now
+        with contextlib.suppress(ThrottledError):
+            throttle.check()
+        assert not throttle._alone
+    clock.now = 121.0
+    throttle._alone = True  # as if its store had gone away
+    assert throttle.probability == 1 / 2
+
+
 def test_a_poisoned_breaker_state_is_dropped_and_the_circuit_works_on():
     """A state no exchange could have written (a word, or open with no end) counts as closed; the circuit opens again on the fleet's failures."""
     clock = Clock()

@@ -63,9 +63,14 @@ class Counts(SlidingCounts):
         self.first += 1
 
     def add_second(self, now: float) -> tuple[int, int]:
-        totals = SlidingCounts.add_second(self, now)
         self.second += 1
-        return totals
+        # SlidingCounts.add_second() inline: a throttle's check counts its accepts so
+        if now >= self._ends:
+            self._advance(now)
+        self._second[self._index] += 1
+        totals = self._totals
+        totals[1] += 1
+        return totals[0], totals[1]
 
     def unsent(self) -> bool:
         return self.first != self.first_acked or self.second != self.second_acked
@@ -89,8 +94,16 @@ class FleetTotals(Counts):
         return first + self.first - self.first_acked, second + self.second - self.second_acked
 
     def count_first(self, now: float) -> tuple[int, int]:
-        totals = self.totals(now)
-        self.add_first(now)
+        self.first += 1
+        if self.part._alone:
+            return SlidingCounts.count_first(self, now)
+        # totals() and SlidingCounts.add_first() inline: a check is the hot path
+        first, second = self.fleet
+        totals = first + self.first - 1 - self.first_acked, second + self.second - self.second_acked
+        if now >= self._ends:
+            self._advance(now)
+        self._first[self._index] += 1
+        self._totals[0] += 1
         return totals
 
 
@@ -131,7 +144,6 @@ class FleetAdaptiveThrottle(CountMember, AdaptiveThrottle):
     __slots__ = (*state(Member), "__weakref__")
     KIND = "throttle"
     SCRIPT = "throttle"
-    _WAITING = 0  # each accept counted as told: the exchange that follows sends it
 
     def __init__(
         self,
@@ -148,6 +160,10 @@ class FleetAdaptiveThrottle(CountMember, AdaptiveThrottle):
         width = max(1, round(self.window / _FLEET_SLOTS * 1e6))
         self._join(store, (width, _FLEET_SLOTS, _MOST_PER_SLOT), self.window)  # type: ignore[arg-type]
         self._alone = True  # its own counts, until it hears
+
+    def _fold(self) -> None:
+        if self._accepts:  # those told without the lock: the exchange sends them
+            self._count_accepts()
 
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         return self._tallies()
@@ -189,7 +205,6 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
     __slots__ = (*state(Member, BreakerMember), "__weakref__")
     KIND = "breaker"
     SCRIPT = "breaker"
-    _WAITING = 0  # alone, each success counted as told: the exchange that follows sends it
 
     def __init__(
         self,
