@@ -58,34 +58,39 @@ def begin(policy: Policy, in_async: bool = False, shown: bool = True) -> Call:
     return Call(policy, policy.clock(), in_async, None, shown)
 
 
-def tell_success(policy: Policy, start: float, result: Any) -> None:
-    """``@retry``'s bare first try (begun at *start* by the policy's clock)
-    returned *result*, a success: its hooks and the process's hear of it as a
-    call's would tell them."""
-    if not policy.steady_clock:  # a clock of the user's, read through the call's guard
-        Call(policy, start).emit("success", result, 1)
-        return
+def hooks_now(policy: Policy) -> tuple[instrument.Hook, ...]:
+    """The hooks a call of *policy* beginning now is told of: its own, then
+    the process's that hear every event (a call keeps those it began with)."""
     every = instrument.every
-    hooks = policy.observe + every if every else policy.observe
+    return policy.observe + every if every else policy.observe
+
+
+def tell_success(
+    policy: Policy, hooks: tuple[instrument.Hook, ...], start: float, result: Any
+) -> None:
+    """``@retry``'s bare first try (begun at *start* by the policy's clock,
+    *hooks* listening) returned *result*, a success: the hooks hear of it as
+    a call's would tell them."""
+    if policy.steady_clock:
+        elapsed = policy.clock() - start
+    else:  # a clock of the user's, read through a call's guard
+        elapsed = Call(policy, start, process_hooks=False).elapsed()
     event = instrument.event(
-        "success",
-        policy.name,
-        1,
-        result,
-        None,
-        0.0,
-        policy.clock() - start,
-        None,
-        instrument.new_call_id(),
+        "success", policy.name, 1, result, None, 0.0, elapsed, None, instrument.new_call_id()
     )
     for hook in hooks:
         hook(event)
 
 
-def tell_refused(policy: Policy, start: float | None, refused: Exception) -> None:
+def tell_refused(
+    policy: Policy, hooks: tuple[instrument.Hook, ...], start: float, refused: Exception
+) -> None:
     """A breaker's or a throttle's check refused ``@retry``'s bare first try
-    (begun at *start*): the hooks hear of it as a call's would tell them."""
-    Call(policy, start)._refused(refused)
+    (begun at *start*, *hooks* listening): they hear of it as a call's would
+    tell them."""
+    call = Call(policy, start, process_hooks=False)
+    call._hooks = hooks
+    call._refused(refused)
 
 
 def _no_room(outcome: Any, kind: str) -> Any:

@@ -124,7 +124,8 @@ class SlidingCounts:
     counts from when it is added until the bucket it fell in leaves the
     window, between ``span - span / buckets`` and ``span`` later.  Adding and
     reading cost O(1) amortised and the memory is fixed.  Times must come
-    from :class:`Readings` (finite, never backwards).
+    from :func:`reader` (finite, never backwards); one a moment behind the
+    newest bucket, as two threads racing may give, counts in that bucket.
     """
 
     __slots__ = ("_span", "_first", "_second", "_totals", "_index", "_origin", "_passed", "_ends")

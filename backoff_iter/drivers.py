@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from . import _checks, instrument
 from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
-from ._core import Call, begin, tell_refused, tell_success
+from ._core import Call, begin, hooks_now, tell_refused, tell_success
 from ._options import Policy
 from .parts import SUCCESS
 
@@ -368,13 +368,17 @@ def _sync_wrapper(
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if fast:  # the first try runs bare
-            start = clock() if timed or hears else None
+            start: float | None
+            if hears:  # the hooks as the call begins: it keeps them
+                heard, start = hooks_now(policy), clock()
+            else:
+                heard, start = (), clock() if timed else None
             try:
                 for guard in checks:  # a refusal ends the call, the try never made
                     guard.check()
             except Exception as refused:
-                if hears:
-                    tell_refused(policy, start, refused)
+                if heard:
+                    tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
                 raise
             try:
                 result = func(*args, **kwargs)
@@ -387,8 +391,8 @@ def _sync_wrapper(
                     if afters:  # all a success at once needs told
                         for after in afters:
                             after(result, SUCCESS, 1, 0.0)
-                    if hears:
-                        tell_success(policy, start, result)  # type: ignore[arg-type]
+                    if heard:
+                        tell_success(policy, heard, start, result)  # type: ignore[arg-type]
                     return result
                 call = Call(policy, start)  # a result to retry: the loop takes it from here
                 if not call.settle(None, None, result, True):
@@ -417,13 +421,17 @@ def _async_wrapper(
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if fast:  # the first try runs bare
-            start = clock() if timed or hears else None
+            start: float | None
+            if hears:  # the hooks as the call begins: it keeps them
+                heard, start = hooks_now(policy), clock()
+            else:
+                heard, start = (), clock() if timed else None
             try:
                 for guard in checks:  # a refusal ends the call, the try never made
                     guard.check()
             except Exception as refused:
-                if hears:
-                    tell_refused(policy, start, refused)
+                if heard:
+                    tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
                 raise
             cancelling = cancellations()
             try:
@@ -437,8 +445,8 @@ def _async_wrapper(
                     if afters:  # all a success at once needs told
                         for after in afters:
                             after(result, SUCCESS, 1, 0.0)
-                    if hears:
-                        tell_success(policy, start, result)  # type: ignore[arg-type]
+                    if heard:
+                        tell_success(policy, heard, start, result)  # type: ignore[arg-type]
                     return result
                 call = Call(policy, start, True, cancelling)  # a result to retry: to the loop
                 if not await call.asettle(None, None, result, True):

@@ -1713,16 +1713,48 @@ def test_a_success_at_once_is_one_event_alike_in_every_form(run, readings, no_pr
 
 
 @each_driver
-def test_a_breaker_refusing_the_first_attempt_is_one_error_event_in_every_form(run):
+def test_a_breaker_refusing_the_first_attempt_is_one_error_event_in_every_form(
+    run, no_process_hooks
+):
     """An open circuit refuses the first attempt (@retry's bare one too): the call never runs,
-    and the hooks hear one error event, the refusal, as from any loop."""
-    from backoff_iter import BrokenCircuitError, CircuitBreaker
+    and the hooks - the policy's and the process's - hear one error event, the refusal, as from
+    any loop."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker, instrument
 
+    everyones = []
+    instrument.enable(everyones.append)
     breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1, break_duration=60)
     breaker.record(False)
     summary, events, result = events_of(run, [1.0], [], breaker=breaker)
     assert isinstance(result, BrokenCircuitError)
     assert summary == [("error", 1, None, 0.0, None)] and events[0].outcome is result
+    assert everyones == events
+
+
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_call_keeps_the_process_hooks_it_began_with(form, no_process_hooks):
+    """A process hook enabled during a call hears the calls that begin after (that call is
+    not told); one disabled during a call still hears that call's end."""
+    from backoff_iter import instrument
+
+    heard = []
+    hook = heard.append
+
+    def switch():
+        if instrument.enabled():
+            instrument.disable()
+        else:
+            instrument.enable(hook)
+        return "ok"
+
+    async def aswitch():
+        return switch()
+
+    decorated = retry([1.0])(switch if form == "sync" else aswitch)
+    call = decorated if form == "sync" else lambda: asyncio.run(decorated())
+    assert call() == "ok" and heard == []  # enabled during the call
+    assert call() == "ok" and [event.kind for event in heard] == ["success"]  # disabled during it
+    assert instrument.enabled() == ()
 
 
 def test_the_bare_first_tries_success_events_read_a_monotonic_clock(no_process_hooks):

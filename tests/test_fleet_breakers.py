@@ -202,6 +202,27 @@ def test_a_throttle_in_the_fleet_keeps_its_own_window_for_when_it_is_alone():
     assert throttle.probability == 1 / 2
 
 
+def test_a_forked_throttle_sends_none_of_its_parents_waiting_accepts():
+    """After a fork a member counts from nothing (_renew): the accepts its parent told and had
+    not counted yet are the parent's to send, not the child's."""
+    clock = Clock()
+    throttle = AdaptiveThrottle(clock=clock, store=_SharedState(3600, clock=clock))
+    for _ in range(3):
+        throttle.record(True)
+    throttle._renew("child")
+    throttle._fold()
+    assert throttle._tallies() == [0, 0, 0, 0]
+
+
+def test_the_fleet_breakers_counts_count_a_first_event_for_the_fleet_whichever_way():
+    """Counts, what a fleet part sends: count_first counts for the fleet as add_first does."""
+    from backoff_iter.fleet._breakers import Counts
+
+    counts = Counts(10.0, 10)
+    counts.add_first(0.0)
+    assert counts.count_first(0.5) == (1, 0) and counts.first == 2
+
+
 def test_a_poisoned_breaker_state_is_dropped_and_the_circuit_works_on():
     """A state no exchange could have written (a word, or open with no end) counts as closed; the circuit opens again on the fleet's failures."""
     clock = Clock()

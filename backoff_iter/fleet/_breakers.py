@@ -62,6 +62,10 @@ class Counts(SlidingCounts):
         SlidingCounts.add_first(self, now)
         self.first += 1
 
+    def count_first(self, now: float) -> tuple[int, int]:
+        self.first += 1
+        return SlidingCounts.count_first(self, now)
+
     def add_second(self, now: float) -> tuple[int, int]:
         self.second += 1
         # SlidingCounts.add_second() inline: a throttle's check counts its accepts so
@@ -164,6 +168,10 @@ class FleetAdaptiveThrottle(CountMember, AdaptiveThrottle):
     def _fold(self) -> None:
         if self._accepts:  # those told without the lock: the exchange sends them
             self._count_accepts()
+
+    def _renew(self, member: str) -> None:
+        super()._renew(member)
+        self._accepts.clear()  # the parent's, which the parent sends
 
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         return self._tallies()
