@@ -98,16 +98,16 @@ class FleetTotals(Counts):
         return first + self.first - self.first_acked, second + self.second - self.second_acked
 
     def count_first(self, now: float) -> tuple[int, int]:
-        self.first += 1
         if self.part._alone:
-            return SlidingCounts.count_first(self, now)
-        # totals() and SlidingCounts.add_first() inline: a check is the hot path
-        first, second = self.fleet
-        totals = first + self.first - 1 - self.first_acked, second + self.second - self.second_acked
-        if now >= self._ends:
-            self._advance(now)
-        self._first[self._index] += 1
-        self._totals[0] += 1
+            totals = SlidingCounts.count_first(self, now)
+        else:  # totals() and SlidingCounts.add_first() inline: a check is the hot path
+            first, second = self.fleet
+            totals = first + self.first - self.first_acked, second + self.second - self.second_acked
+            if now >= self._ends:
+                self._advance(now)
+            self._first[self._index] += 1
+            self._totals[0] += 1
+        self.first += 1
         return totals
 
 
