@@ -67,6 +67,15 @@ def full(delays: Iterable[float], draw: Callable[[], float]) -> Iterator[float]:
         yield value if value == value else 0.0  # inf * 0.0 is NaN: the draw was 0
 
 
+def full_then(delays: Iterable[float], cap: float, draw: Callable[[], float]) -> Iterator[float]:
+    """``uniform(0, d)`` for finite delays, then for a finite *cap* forever:
+    one generator, the cheapest to make (a schedule is made per call)."""
+    for delay in delays:
+        yield delay * draw()
+    while True:
+        yield cap * draw()
+
+
 def full_of_infinity(draws: Iterator[float]) -> Iterator[float]:
     """``uniform(0, inf)`` forever: inf, or 0.0 for a draw of exactly 0."""
     return map(_infinity_or_zero, draws)
@@ -87,12 +96,20 @@ def equal(delays: Iterable[float], draw: Callable[[], float]) -> Iterator[float]
             yield half + half * draw()
 
 
-def equal_forever(delay: float, draws: Iterator[float]) -> Iterator[float]:
-    """:func:`equal` of one delay repeated, at C speed (``inf`` stays ``inf``)."""
-    half = delay * 0.5
-    if half == _INF:
-        return map(add, repeat(_INF), draws)  # inf + u is inf, never NaN
-    return map(add, repeat(half), map(mul, repeat(half), draws))
+def equal_then(delays: Iterable[float], cap: float, draw: Callable[[], float]) -> Iterator[float]:
+    """:func:`equal` of finite delays, then of a finite *cap* forever: one
+    generator, as :func:`full_then`."""
+    for delay in delays:
+        half = delay * 0.5
+        yield half + half * draw()
+    half = cap * 0.5
+    while True:
+        yield half + half * draw()
+
+
+def equal_of_infinity(draws: Iterator[float]) -> Iterator[float]:
+    """:func:`equal` of ``inf`` forever, a draw each time: ``inf + u`` is ``inf``, never NaN."""
+    return map(add, repeat(_INF), draws)
 
 
 def spread(delays: Iterable[float], fraction: float, draw: Callable[[], float]) -> Iterator[float]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from functools import cache, lru_cache, partial
-from itertools import chain, count, repeat, takewhile
+from itertools import chain, count, islice, repeat, takewhile
 from operator import mul
 from typing import Any, Callable
 
@@ -62,6 +62,14 @@ def _growth(
         _checks.seconds("cap", cap, infinite=True),
         _checks.factor("factor", factor, above_one=above_one),
     )
+
+
+def _base_and_cap(base: object, cap: object) -> tuple[float, float]:
+    """(base, cap) checked: two floats in range at once, anything else by the
+    full checks (a cap of -0.0 too: they make it 0.0)."""
+    if type(base) is float and type(cap) is float and 0.0 <= base < _INF and cap > 0.0:
+        return base + 0.0, cap  # -0.0 is 0.0
+    return _checks.seconds("base", base), _checks.seconds("cap", cap, infinite=True)
 
 
 # -- deterministic building blocks (no argument checks) ---------------------
@@ -146,9 +154,32 @@ def _below_cap(base: float, factor: float, cap: float) -> Iterable[float]:
     return chain(exact, takewhile(cap.__gt__, beyond))
 
 
-def _geometric(base: float, factor: float, cap: float) -> Iterator[float]:
-    """``min(cap, base * factor**attempt)`` for attempt = 0, 1, 2, ..."""
-    return chain(_below_cap(base, factor, cap), repeat(cap))
+def _schedule(
+    base: object, cap: object, factor: object
+) -> tuple[float, float, float, Iterable[float]]:
+    """(base, cap, factor) checked, and the values below the cap (:func:`_below_cap`).
+
+    For plain numbers with few values below the cap, all four come from a
+    cache: a program makes a handful of schedules, each again per retried call.
+    """
+    if base.__class__ in _PLAIN and cap.__class__ in _PLAIN and factor.__class__ in _PLAIN:
+        planned = _planned(base, cap, factor)
+        if planned[3] is not None:
+            return planned  # type: ignore[return-value]
+    base, cap, factor = _growth(base, cap, factor)
+    return base, cap, factor, _below_cap(base, factor, cap)
+
+
+@lru_cache(maxsize=256)
+def _planned(
+    base: float, cap: float, factor: float
+) -> tuple[float, float, float, tuple[float, ...] | None]:
+    """:func:`_schedule` of plain numbers, its values below the cap only if few
+    (a tuple; None when an iterator must be made per schedule).  1 and 1.0 are
+    one key, as their checked values are; -0.0 and 0.0 too: the cap is made 0.0."""
+    base, cap, factor = _growth(base, cap, factor)
+    below = _below_cap(base, factor, cap)
+    return base, cap + 0.0, factor, below if isinstance(below, tuple) else None
 
 
 # -- deterministic strategies -----------------------------------------------
@@ -176,9 +207,8 @@ def linear(base: float = 1.0, step: float | None = None, *, cap: float = _INF) -
     >>> list(islice(linear(0.5, 0.25, cap=1), 4))
     [0.5, 0.75, 1.0, 1.0]
     """
-    base = _checks.seconds("base", base)
+    base, cap = _base_and_cap(base, cap)
     step = base if step is None else _checks.seconds("step", step)
-    cap = _checks.seconds("cap", cap, infinite=True)
     if step == 0.0 or base >= cap:
         return repeat(min(base, cap))
     return _linear(base, step, cap)
@@ -208,8 +238,8 @@ def exponential(base: float = 1.0, factor: float = 2.0, *, cap: float = _INF) ->
     >>> list(islice(exponential(1, 10), 3))
     [1.0, 10.0, 100.0]
     """
-    base, cap, factor = _growth(base, cap, factor)
-    return _geometric(base, factor, cap)
+    base, cap, factor, below = _schedule(base, cap, factor)
+    return chain(below, repeat(cap))
 
 
 def _fibonacci_floats() -> tuple[float, ...]:
@@ -231,14 +261,21 @@ def fibonacci(base: float = 1.0, *, cap: float = _INF) -> Iterator[float]:
     >>> list(islice(fibonacci(0.5, cap=3), 7))
     [0.5, 0.5, 1.0, 1.5, 2.5, 3.0, 3.0]
     """
-    if base.__class__ is float and cap.__class__ is float and 0.0 <= base < _INF and cap > 0.0:
-        base += 0.0  # the common case, checked at once (-0.0 is 0.0)
-    else:
-        base = _checks.seconds("base", base)
-        cap = _checks.seconds("cap", cap, infinite=True)
+    base, cap = _base_and_cap(base, cap)
     if base == 0.0 or base >= cap:
         return repeat(min(base, cap))
+    few = _fibonacci_below(base, cap)
+    if few is not None:
+        return chain(few, repeat(cap))
     return _fibonacci(base, cap)
+
+
+@lru_cache(maxsize=256)
+def _fibonacci_below(base: float, cap: float) -> tuple[float, ...] | None:
+    """The values of :func:`_fibonacci` below *cap*, if few; made once per
+    schedule, which a program makes again per retried call."""
+    below = tuple(takewhile(cap.__gt__, islice(_fibonacci(base, cap), _FEW + 1)))
+    return below if len(below) <= _FEW else None
 
 
 def _fibonacci(base: float, cap: float) -> Iterator[float]:
@@ -281,12 +318,12 @@ def full_jitter(
     >>> all(0 <= d <= min(8, 2**i) for i, d in enumerate(delays))
     True
     """
-    base, cap, factor = _growth(base, cap, factor)
+    base, cap, factor, below = _schedule(base, cap, factor)
+    if cap < _INF:
+        return _jitter.full_then(below, cap, _jitter.random_source(rng))
+    # Values below an infinite cap are finite; inf * 0.0 at the cap would be NaN.
     draws = _jitter.draws(rng)
-    if cap == _INF:  # values below the cap are finite; inf * 0.0 at the cap would be NaN
-        below = _jitter.full_finite(_below_cap(base, factor, cap), draws)
-        return chain(below, _jitter.full_of_infinity(draws))
-    return _jitter.full_finite(chain(_below_cap(base, factor, cap), repeat(cap)), draws)
+    return chain(_jitter.full_finite(below, draws), _jitter.full_of_infinity(draws))
 
 
 def equal_jitter(
@@ -304,10 +341,11 @@ def equal_jitter(
     >>> all(min(8, 2**i) / 2 <= d <= min(8, 2**i) for i, d in enumerate(delays))
     True
     """
-    base, cap, factor = _growth(base, cap, factor)
+    base, cap, factor, below = _schedule(base, cap, factor)
+    if cap < _INF:
+        return _jitter.equal_then(below, cap, _jitter.random_source(rng))
     draws = _jitter.draws(rng)
-    below = _jitter.equal(_below_cap(base, factor, cap), draws.__next__)
-    return chain(below, _jitter.equal_forever(cap, draws))
+    return chain(_jitter.equal(below, draws.__next__), _jitter.equal_of_infinity(draws))
 
 
 def decorrelated(
@@ -368,24 +406,24 @@ def smooth_jitter(base: float = 1.0, cap: float = _INF, *, rng: Any = None) -> I
     >>> [round(d, 3) for d in delays]
     [0.633, 1.422, 1.622, 4.999, 8.952, 6.286]
     """
-    base = _checks.seconds("base", base)
-    cap = min(_checks.seconds("cap", cap, infinite=True), _checks.FLOAT_MAX)
+    base, cap = _base_and_cap(base, cap)
     draw = _jitter.random_source(rng)
     if base == 0.0:
         return repeat(0.0)
-    return _smooth(base, cap, draw)
+    return _smooth(base, min(cap, _checks.FLOAT_MAX), draw)
 
 
 def _smooth(base: float, cap: float, draw: Callable[[], float]) -> Iterator[float]:
     tanh, sqrt = math.tanh, math.sqrt
+    p, scale, last_t = _SMOOTH_P, _SMOOTH_SCALE, _SMOOTH_LAST_T  # locals: read per value
     previous = 0.0
     for attempt in count():
         t = attempt + draw()
-        if t >= _SMOOTH_LAST_T:  # g(t) outgrows a float: go on with scaled values
-            yield from _smooth_scaled(base / _SMOOTH_SCALE, previous, t, attempt, cap, draw)
+        if t >= last_t:  # g(t) outgrows a float: go on with scaled values
+            yield from _smooth_scaled(base / scale, previous, t, attempt, cap, draw)
             return
-        current = 2.0**t * tanh(sqrt(_SMOOTH_P * t))
-        delay = (current - previous) * base / _SMOOTH_SCALE
+        current = 2.0**t * tanh(sqrt(p * t))
+        delay = (current - previous) * base / scale
         if not delay < cap:
             break
         yield delay

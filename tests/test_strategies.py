@@ -108,6 +108,90 @@ def test_smooth_jitter_is_pollys_formula_exactly(base, cap, seed):
     assert got == formulas.smooth_jitter(base, cap, 30, Random(seed))
 
 
+# Every way a schedule's delays below the cap are made: few (a cached tuple),
+# from ints, many (computed per attempt), a base of 0, a factor of 1, a base at
+# the cap, and the same below an infinite cap.
+SCHEDULES = [
+    (0.1, 30.0, 2.0),
+    (1, 8, 2),
+    (1e-3, 1e300, 1.01),
+    (0.0, 5.0, 2.0),
+    (0.5, 5.0, 1.0),
+    (5.0, 1.0, 2.0),
+    (1.0, INF, 1e10),
+    (0.1, INF, 2.0),
+]
+
+
+@pytest.mark.parametrize("base, cap, factor", SCHEDULES)
+def test_growing_strategies_are_their_formulas_however_their_delays_are_made(base, cap, factor):
+    """Made twice (the second from the cache of schedules), each strategy of
+    base * factor**attempt gives its formula's values to the last float."""
+    for _ in range(2):
+        assert take(exponential(base, factor, cap=cap), 31) == formulas.exponential(
+            base, factor, cap, 31
+        )
+        for strategy in (full_jitter, equal_jitter):
+            got = take(strategy(base, cap, factor=factor, rng=Random(5)), 31)
+            formula = getattr(formulas, strategy.__name__)
+            assert got == formula(base, cap, factor, 31, Random(5)), strategy
+
+
+@pytest.mark.parametrize("base, cap, factor", [*SCHEDULES, (1.0, INF, 1e100)])
+def test_jitters_make_one_draw_per_value(base, cap, factor):
+    """Below the cap, at it and at an infinite one (reached at the fifth value
+    of the last schedule), each value draws once from the rng: no more, no less."""
+    for strategy in (full_jitter, equal_jitter):
+        mine, theirs = Random(7), Random(7)
+        take(strategy(base, cap, factor=factor, rng=mine), 40)
+        for _ in range(40):
+            theirs.random()
+        assert mine.random() == theirs.random(), strategy
+
+
+def test_schedules_from_the_cache_are_checked_as_any_other():
+    """1 and True are one key to a cache, but True is no number of seconds: each
+    argument is refused at every call, after the plain numbers were cached."""
+    for strategy in (exponential, full_jitter, equal_jitter):
+        take(strategy(1, cap=1, factor=1), 3)
+        for name in ("base", "cap", "factor"):
+            arguments = {"base": 1, "cap": 1, "factor": 1, name: True}
+            with pytest.raises(TypeError, match=name):
+                strategy(**arguments)
+
+
+@pytest.mark.parametrize("first", [0.0, -0.0])
+def test_a_cap_of_negative_zero_gives_zeros_not_negative_zeros(first):
+    """A cap of -0.0 is 0.0, whichever of the two a cache saw first."""
+    from backoff_iter.strategies import _planned
+
+    _planned.cache_clear()
+    makers = [
+        lambda cap: exponential(0.0, cap=cap),
+        lambda cap: full_jitter(0.0, cap, rng=Random(1)),
+        lambda cap: equal_jitter(0.0, cap, rng=Random(1)),
+        lambda cap: fibonacci(0.0, cap=cap),
+        lambda cap: linear(0.0, cap=cap),
+        lambda cap: smooth_jitter(0.1, cap, rng=Random(1)),
+    ]
+    for make in makers:
+        for cap in (first, -first):
+            assert [math.copysign(1, v) for v in take(make(cap), 3)] == [1.0] * 3, (make, cap)
+
+
+@pytest.mark.parametrize("base, cap", [(0.1, 30.0), (1, 8), (1e-300, 1e300), (1e-320, 1e300)])
+def test_fibonacci_is_its_formula_however_its_delays_are_made(base, cap):
+    """Few values below the cap (a cached tuple) or many (added up one by one,
+    past the last float Fibonacci number for the tiniest base): made twice, the
+    same values."""
+    from backoff_iter.strategies import _fibonacci
+
+    for _ in range(2):
+        got = take(fibonacci(base, cap=cap), 1600)
+        assert got[:70] == formulas.fibonacci(base, cap, 70)
+        assert got == take(_fibonacci(base, cap), 1600)  # the generator, tested on its own
+
+
 def test_default_factors_are_the_aws_ones():
     """full and equal jitter double by default; decorrelated triples."""
     assert take(full_jitter(1, rng=Random(1)), 9) == formulas.full_jitter(1, INF, 2, 9, Random(1))
