@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ._streams import StreamState
     from .breakers import Breaker
     from .budgets import Budget
-    from .limiters import RateLimiter
+    from .limiters import CubicRateLimiter, RateLimiter
     from .throttles import Throttle
 
 __all__ = ["DecoratorOptions", "HedgeOptions", "Policy", "RetryOptions", "default_delays"]
@@ -295,6 +295,7 @@ class Policy:
     allows: tuple[Callable[[Any, str], float], ...] = ()  # ... before each retry
     guarded: bool = False  # something to do before each attempt
     checks: tuple[Breaker | Throttle, ...] = ()  # ... and on a bare first try, all of it: check()
+    limiter: CubicRateLimiter | None = None  # ... but a rate limiter, skipped while it is off
     fast: bool = True  # the first try may run bare: checks guard it
     quiet: bool = True  # ... and a success is told to nobody
     simple: bool = True  # a retry is just the next delay: no hint, deadline or gate
@@ -341,12 +342,12 @@ class Policy:
         parts.extend(self.parts)
         if self.timeout_part is not None:
             parts.append(self.timeout_part)
-        befores, abefores, afters, allows, checks = stages(parts)
+        befores, abefores, afters, allows, checks, limiter = stages(parts)
         guarded = bool(abefores)
         # The first try may run bare when what guards it is a check of no
-        # argument (a breaker's, a throttle's); its result, judged there, goes
-        # to the loop only when on_result rejects it, and a success is told
-        # to the hooks there.
+        # argument (a breaker's, a throttle's) and a CUBIC rate limiter that is
+        # off; its result, judged there, goes to the loop only when on_result
+        # rejects it, and a success is told to the hooks there.
         fast = checks is not None
         observed = self.before_sleep is not None or self.give_up is not None
         for name, value in (
@@ -356,6 +357,7 @@ class Policy:
             ("allows", allows),
             ("guarded", guarded),
             ("checks", checks or ()),
+            ("limiter", limiter),
             ("fast", fast),
             ("quiet", fast and not afters and self.on_result is None and not self.observe),
             ("tells", bool(afters) or self.throttled is not None),

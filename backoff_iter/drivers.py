@@ -11,7 +11,8 @@ outcome means.  ``@retry`` is that same loop around the decorated function::
     return result
 
 with one shortcut: when at most a breaker's or a throttle's check guards
-the first try (no other part asked before an attempt, and no timeout), it
+the first try (no other part asked before an attempt, and no timeout; a
+CUBIC rate limiter only while it is off, when it lets every request go), it
 runs bare - ``on_result`` judges its result, and a success is told to the
 parts and the hooks as the loop would tell them - and the loop starts only
 if it fails or its result is rejected.
@@ -360,14 +361,14 @@ def _sync_wrapper(
     policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
 ) -> Callable[P, R]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
-    checks, on_result = policy.checks, policy.on_result
+    checks, limiter, on_result = policy.checks, policy.limiter, policy.on_result
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast:  # the first try runs bare
+        if fast and (limiter is None or not limiter.enabled):  # the first try runs bare
             start: float | None
             if hears:  # the hooks as the call begins: it keeps them
                 heard, start = hooks_now(policy), clock()
@@ -413,14 +414,14 @@ def _async_wrapper(
     policy: Policy, func: Callable[P, Awaitable[R]], timeout_arg: str | None = None
 ) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
-    checks, on_result = policy.checks, policy.on_result
+    checks, limiter, on_result = policy.checks, policy.limiter, policy.on_result
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast:  # the first try runs bare
+        if fast and (limiter is None or not limiter.enabled):  # the first try runs bare
             start: float | None
             if hears:  # the hooks as the call begins: it keeps them
                 heard, start = hooks_now(policy), clock()

@@ -64,6 +64,9 @@ _SMOOTHING = 0.8  # weight of the newest measured rate
 _TIME_BUCKET = 0.5  # seconds per measurement of the send rate
 _MIN_RATE = 0.5  # the token bucket's least fill rate, per second
 _MAX_RATE_ADJUST = 2.0  # the new rate is at most this times the measured rate
+# ... as botocore computes them each time (2.0 and 0.19999999999999996).
+_BUCKETS_PER_SECOND = 1 / _TIME_BUCKET
+_EARLIER_WEIGHT = 1 - _SMOOTHING
 
 
 class CubicRateLimiter:
@@ -147,9 +150,21 @@ class CubicRateLimiter:
 
     def record(self, throttled: bool) -> None:
         """Tell the limiter a response came back, and whether it was a throttle."""
+        # One method, its steps written out: it runs on every success.  Each
+        # min() and max() is written as the comparison they make.
         with self._lock:
             now = self._now()
-            measured = self._measure(now)
+            # The measured response rate: responses per 0.5 s bucket, smoothed.
+            count = self._count + 1
+            bucket = math.floor(now * _BUCKETS_PER_SECOND) / _BUCKETS_PER_SECOND
+            if bucket > self._measured_at:
+                measured = count / (bucket - self._measured_at) * _SMOOTHING
+                measured = self._measured = measured + self._measured * _EARLIER_WEIGHT
+                self._count = 0
+                self._measured_at = bucket
+            else:
+                self._count = count
+                measured = self._measured
             if throttled:
                 w_max = min(measured, self._fill) if self._enabled else measured
                 self._w_max = w_max
@@ -162,27 +177,21 @@ class CubicRateLimiter:
                     rate = _SCALE * (now - self._last_throttle - self._k) ** 3 + self._w_max
                 except OverflowError:  # a clock of astronomical seconds: as far as floats go
                     rate = math.inf
-            self._set_rate(min(rate, _MAX_RATE_ADJUST * measured), now)
-
-    def _measure(self, now: float) -> float:
-        """Count a response and return the smoothed response rate."""
-        self._count += 1
-        bucket = math.floor(now * (1 / _TIME_BUCKET)) / (1 / _TIME_BUCKET)
-        if bucket > self._measured_at:
-            rate = self._count / (bucket - self._measured_at)
-            self._measured = rate * _SMOOTHING + self._measured * (1 - _SMOOTHING)
-            self._count = 0
-            self._measured_at = bucket
-        return self._measured
+            most = _MAX_RATE_ADJUST * measured
+            if most < rate:
+                rate = most
+            # The time so far fills the bucket at the old rate (_refill) ...
+            tokens = self._tokens + (now - self._filled_at) * self._fill
+            capacity = self._capacity
+            self._tokens = tokens if tokens < capacity else capacity
+            self._filled_at = now
+            # ... and the new rate holds from now on.
+            self._fill = _MIN_RATE if rate < _MIN_RATE else rate
+            self._capacity = rate if rate >= 1 else 1.0  # every use refills first, clamping to it
 
     def _refill(self, now: float) -> None:
         self._tokens = min(self._capacity, self._tokens + (now - self._filled_at) * self._fill)
         self._filled_at = now
-
-    def _set_rate(self, rate: float, now: float) -> None:
-        self._refill(now)  # the time so far fills at the old rate
-        self._fill = max(rate, _MIN_RATE)
-        self._capacity = rate if rate >= 1 else 1.0  # every use refills first, clamping to it
 
     def _reserve(self) -> float:
         """Take a token, in advance if need be: the seconds until it is ours."""

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import _checks
 from .breakers import CircuitBreaker
 from .budgets import RetryQuota
+from .limiters import CubicRateLimiter
 from .throttles import AdaptiveThrottle
 
 if TYPE_CHECKING:
@@ -126,8 +127,11 @@ class Stages(NamedTuple):
     allows: tuple[Callable[[Any, str], float], ...]
     #: The befores as the breakers and throttles whose ``check()`` they ask,
     #: which a first attempt may ask before any call is made; None when a
-    #: part reads the call (its timeout, its sleep) or is awaited.
+    #: part reads the call (its timeout, its sleep) or is awaited ...
     checks: tuple[Breaker | Throttle, ...] | None
+    #: ... but for a CubicRateLimiter, which a first attempt may skip while it
+    #: is off (it would let the attempt go at once, taking nothing).
+    limiter: CubicRateLimiter | None
 
 
 def stages(parts: list[Part]) -> Stages:
@@ -137,9 +141,16 @@ def stages(parts: list[Part]) -> Stages:
     afters: list[Callable[[Any, str, int, float], None]] = []
     allows: list[Callable[[Any, str], float]] = []
     checks: list[Breaker | Throttle] | None = []
+    limiter = None
     for part in parts:
         before, abefore, after, allow = _overridden(type(part))
-        if before or abefore:
+        if (
+            limiter is None
+            and type(part) is RateLimiterPart
+            and type(part.limiter) is CubicRateLimiter
+        ):
+            limiter = part.limiter
+        elif before or abefore:
             check = _first_check(part)
             checks = None if check is None or checks is None else [*checks, check]
         if before:
@@ -159,6 +170,7 @@ def stages(parts: list[Part]) -> Stages:
         tuple(afters),
         tuple(allows),
         None if checks is None else tuple(checks),
+        limiter,
     )
 
 

@@ -2145,21 +2145,72 @@ def test_the_rate_limiter_is_asked_before_every_attempt_and_told_every_response(
     assert ours.enabled and any(s != 0.5 for s in clock.slept)  # it made attempts wait
 
 
-@pytest.mark.parametrize("form", ["retrying", "aretrying"])
-def test_the_rate_limiters_wait_goes_through_the_drivers_sleep(form):
-    """An empty bucket makes every attempt wait, first included, slept with the policy's sleep."""
+@each_driver
+def test_the_rate_limiters_wait_goes_through_the_drivers_sleep(run):
+    """An empty bucket makes every attempt wait, first included (@retry's first
+    try runs bare only while a CUBIC limiter is off), slept with the policy's sleep."""
     from backoff_iter import CubicRateLimiter
 
     clock = Clock()
     limiter = CubicRateLimiter(clock=clock)
     limiter.record(True)  # on, at its lowest rate: each attempt waits for a token
     operation = Operation([OSError()])
-    if form == "retrying":
-        run_with(run_loop, clock, operation, [0.0], rate_limiter=limiter)
-    else:
-        run_with(run_async_loop, clock, operation, [0.0], rate_limiter=limiter)
+    run_with(run, clock, operation, [0.0], rate_limiter=limiter)
     waits = [s for s in clock.slept if s > 0]
     assert operation.calls == 2 and len(waits) == 2
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_cubic_rate_limiter_that_is_off_is_not_asked_before_retrys_first_try(asynchronous):
+    """Off, a CubicRateLimiter lets every request go at once and takes nothing: @retry's
+    first try runs bare, the limiter not asked, and the success is told to it as any
+    response is (its rate moves as one fed by hand).  A rate limiter of the user's own
+    is asked before every attempt, first included, as it may make any of them wait."""
+    import asyncio
+    from unittest import mock
+
+    from backoff_iter import CubicRateLimiter
+
+    clock, by_hand = Clock(), Clock()
+    ours, reference = CubicRateLimiter(clock=clock), CubicRateLimiter(clock=by_hand)
+
+    class Own:
+        def __init__(self):
+            self.asked, self.told = 0, []
+
+        def acquire(self, sleep=None):
+            self.asked += 1
+            return 0.0
+
+        async def aacquire(self, sleep=None):
+            self.asked += 1
+            return 0.0
+
+        def record(self, throttled):
+            self.told.append(throttled)
+
+    own = Own()
+
+    def call(limiter):
+        options = {"on": OSError, "rate_limiter": limiter, "sleep": clock.sleep}
+        if asynchronous:
+
+            async def operation():
+                return "ok"
+
+            return asyncio.run(retry([0.0], clock=clock.clock, **options)(operation)())
+        return retry([0.0], clock=clock.clock, **options)(lambda: "ok")()
+
+    with mock.patch.object(CubicRateLimiter, "acquire", autospec=True) as acquire:
+        with mock.patch.object(CubicRateLimiter, "aacquire", autospec=True) as aacquire:
+            clock.now = by_hand.now = 3.25
+            assert call(ours) == "ok"
+            assert not acquire.called and not aacquire.called
+    reference.record(False)
+    assert ours.rate == reference.rate != 1.0  # told the success
+    assert not ours.enabled
+    assert call(own) == "ok"
+    assert own.asked == 1 and own.told == [False]
 
 
 def test_parts_without_their_methods_are_rejected():
@@ -2177,7 +2228,7 @@ def test_what_the_defaults_mean_is_what_derive_finds():
     policy = Policy()
     policy._derive()
     flags = ("befores", "abefores", "afters", "allows", "guarded", "timed", "observed")
-    flags += ("fast", "quiet", "simple", "tells")
+    flags += ("checks", "limiter", "fast", "quiet", "simple", "tells")
     assert [getattr(policy, f) for f in flags] == [getattr(Policy, f) for f in flags]
 
 
@@ -2195,7 +2246,7 @@ def test_options_read_as_given_derive_nothing():
     }
     assert set(given) == _READ_AS_GIVEN
     flags = ("befores", "abefores", "afters", "allows", "guarded", "timed", "observed")
-    flags += ("fast", "quiet", "simple", "tells")
+    flags += ("checks", "limiter", "fast", "quiet", "simple", "tells")
     for name, value in given.items():
         policy = Policy(**{name: value})  # type: ignore[misc]
         assert "fast" not in vars(policy), name  # _derive() did not run ...
