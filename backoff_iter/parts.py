@@ -51,14 +51,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import _checks
 from .breakers import CircuitBreaker
 from .budgets import RetryQuota
-from .limiters import CubicRateLimiter
 from .throttles import AdaptiveThrottle
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeGuard
+
     from ._core import Call
     from .breakers import Breaker
     from .budgets import Budget
-    from .limiters import RateLimiter
+    from .limiters import CubicRateLimiter, RateLimiter
     from .throttles import Throttle
 
 __all__ = ["ERROR", "FAILURE", "SUCCESS", "THROTTLE", "Part"]
@@ -144,11 +145,7 @@ def stages(parts: list[Part]) -> Stages:
     limiter = None
     for part in parts:
         before, abefore, after, allow = _overridden(type(part))
-        if (
-            limiter is None
-            and type(part) is RateLimiterPart
-            and type(part.limiter) is CubicRateLimiter
-        ):
+        if limiter is None and type(part) is RateLimiterPart and _cubic(part.limiter):
             limiter = part.limiter
         elif before or abefore:
             check = _first_check(part)
@@ -172,6 +169,14 @@ def stages(parts: list[Part]) -> Stages:
         None if checks is None else tuple(checks),
         limiter,
     )
+
+
+def _cubic(limiter: object) -> TypeGuard[CubicRateLimiter]:
+    """Whether *limiter* is a CubicRateLimiter itself, not a subclass (whose
+    acquire() may wait when it is off): a first try may skip it while it is off."""
+    from .limiters import CubicRateLimiter  # loaded already if it is one
+
+    return type(limiter) is CubicRateLimiter
 
 
 def _first_check(part: Part) -> Breaker | Throttle | None:

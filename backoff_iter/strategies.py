@@ -44,7 +44,8 @@ def _growth(
     base: object, cap: object, factor: object, *, above_one: bool = False
 ) -> tuple[float, float, float]:
     """(base, cap, factor) checked: the common case of plain numbers in range at
-    once (strategies are made per call), anything else by the full checks."""
+    once (strategies are made per call), anything else by the full checks.
+    -0.0 is 0.0, as the checks make it."""
     if (
         base.__class__ in _PLAIN
         and cap.__class__ in _PLAIN
@@ -54,7 +55,7 @@ def _growth(
         and (1.0 < factor < _INF if above_one else 1.0 <= factor < _INF)  # type: ignore[operator]
     ):
         try:
-            return float(base) + 0.0, float(cap), float(factor)  # type: ignore[arg-type]
+            return float(base) + 0.0, float(cap) + 0.0, float(factor)  # type: ignore[arg-type]
         except OverflowError:  # an int beyond floats: let the checks name it
             pass
     return (
@@ -176,10 +177,10 @@ def _planned(
 ) -> tuple[float, float, float, tuple[float, ...] | None]:
     """:func:`_schedule` of plain numbers, its values below the cap only if few
     (a tuple; None when an iterator must be made per schedule).  1 and 1.0 are
-    one key, as their checked values are; -0.0 and 0.0 too: the cap is made 0.0."""
+    one key, as their checked values are (-0.0 and 0.0 too: both are 0.0)."""
     base, cap, factor = _growth(base, cap, factor)
     below = _below_cap(base, factor, cap)
-    return base, cap + 0.0, factor, below if isinstance(below, tuple) else None
+    return base, cap, factor, below if isinstance(below, tuple) else None
 
 
 # -- deterministic strategies -----------------------------------------------
@@ -207,8 +208,13 @@ def linear(base: float = 1.0, step: float | None = None, *, cap: float = _INF) -
     >>> list(islice(linear(0.5, 0.25, cap=1), 4))
     [0.5, 0.75, 1.0, 1.0]
     """
-    base, cap = _base_and_cap(base, cap)
-    step = base if step is None else _checks.seconds("step", step)
+    if step is None:
+        base, cap = _base_and_cap(base, cap)
+        step = base
+    else:  # checked in the order given
+        base = _checks.seconds("base", base)
+        step = _checks.seconds("step", step)
+        cap = _checks.seconds("cap", cap, infinite=True)
     if step == 0.0 or base >= cap:
         return repeat(min(base, cap))
     return _linear(base, step, cap)

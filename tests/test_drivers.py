@@ -1692,19 +1692,23 @@ def test_three_failures_then_success_report_three_retries_and_a_success(run):
     assert events[3].outcome == ("ok" if run in (run_decorator, run_async_decorator) else None)
 
 
+@pytest.mark.parametrize("limited", [False, True])  # a CUBIC limiter that is off, or none
 @pytest.mark.parametrize("readings", [[100.0, 101.0], [math.nan, 5.0]])
 @each_driver
-def test_a_success_at_once_is_one_event_alike_in_every_form(run, readings, no_process_hooks):
+def test_a_success_at_once_is_one_event_alike_in_every_form(
+    run, readings, limited, no_process_hooks
+):
     """A first attempt that succeeds (@retry's runs bare) is one success event, with the same
     fields in every form: the clock read as the call began and at the event (a first reading
     that is NaN starts the call at the next one), the policy's hooks and the process's told."""
-    from backoff_iter import instrument
+    from backoff_iter import CubicRateLimiter, instrument
 
     clock = FakeTime()
     clock.clock = iter(readings).__next__  # read twice: as the call begins, at its event
     mine, everyones = [], []
     instrument.enable(everyones.append)
-    result = run([1.0], Operation([]), clock, observe=mine.append)
+    options = {"rate_limiter": CubicRateLimiter()} if limited else {}
+    result = run([1.0], Operation([]), clock, observe=mine.append, **options)
     assert result == "ok" and len(mine) == 1 and everyones == mine
     (event,) = mine
     outcome = "ok" if run in (run_decorator, run_async_decorator) else None
@@ -2191,6 +2195,17 @@ def test_a_cubic_rate_limiter_that_is_off_is_not_asked_before_retrys_first_try(a
 
     own = Own()
 
+    class Slower(CubicRateLimiter):  # a subclass's acquire may wait even while it is off
+        __slots__ = ()
+
+        def acquire(self, sleep=None):
+            own.asked += 1
+            return 0.0
+
+        async def aacquire(self, sleep=None):
+            own.asked += 1
+            return 0.0
+
     def call(limiter):
         options = {"on": OSError, "rate_limiter": limiter, "sleep": clock.sleep}
         if asynchronous:
@@ -2211,6 +2226,38 @@ def test_a_cubic_rate_limiter_that_is_off_is_not_asked_before_retrys_first_try(a
     assert not ours.enabled
     assert call(own) == "ok"
     assert own.asked == 1 and own.told == [False]
+    assert call(Slower(clock=clock)) == "ok"
+    assert own.asked == 2
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_second_cubic_rate_limiter_is_asked_before_retrys_first_try(asynchronous):
+    """Two CUBIC limiters (the second a part of its own): the first try runs bare only if
+    every limiter it must pass is off - here the first is on, and makes it wait."""
+    import asyncio
+
+    from backoff_iter import CubicRateLimiter
+    from backoff_iter.parts import RateLimiterPart
+
+    clock = Clock()
+    on, off = CubicRateLimiter(clock=clock), CubicRateLimiter(clock=clock)
+    on.record(True)  # on, at its lowest rate: an attempt waits for a token
+    options = {
+        "on": OSError,
+        "rate_limiter": on,
+        "parts": [RateLimiterPart(off, True)],
+        "sleep": clock.asleep if asynchronous else clock.sleep,
+        "clock": clock.clock,
+    }
+    if asynchronous:
+
+        async def operation():
+            return "ok"
+
+        assert asyncio.run(retry([0.0], **options)(operation)()) == "ok"
+    else:
+        assert retry([0.0], **options)(lambda: "ok")() == "ok"
+    assert [s for s in clock.slept if s > 0] and on.tokens < 1
 
 
 def test_parts_without_their_methods_are_rejected():

@@ -127,6 +127,10 @@ SCHEDULES = [
 def test_growing_strategies_are_their_formulas_however_their_delays_are_made(base, cap, factor):
     """Made twice (the second from the cache of schedules), each strategy of
     base * factor**attempt gives its formula's values to the last float."""
+    from backoff_iter.strategies import _plan, _planned
+
+    _planned.cache_clear()
+    _plan.cache_clear()
     for _ in range(2):
         assert take(exponential(base, factor, cap=cap), 31) == formulas.exponential(
             base, factor, cap, 31
@@ -151,13 +155,36 @@ def test_jitters_make_one_draw_per_value(base, cap, factor):
 
 def test_schedules_from_the_cache_are_checked_as_any_other():
     """1 and True are one key to a cache, but True is no number of seconds: each
-    argument is refused at every call, after the plain numbers were cached."""
+    argument is refused at every call, after the plain numbers were cached; 1
+    and 1.0 give the same values from it, as the formula does."""
+    from backoff_iter.strategies import _planned
+
+    _planned.cache_clear()
     for strategy in (exponential, full_jitter, equal_jitter):
-        take(strategy(1, cap=1, factor=1), 3)
-        for name in ("base", "cap", "factor"):
-            arguments = {"base": 1, "cap": 1, "factor": 1, name: True}
-            with pytest.raises(TypeError, match=name):
-                strategy(**arguments)
+        for base, cap, factor in [(1, 8, 2), (2, 8, 1), (1, 1, 1)]:
+            made = take(strategy(base, cap=cap, factor=factor, **RNG[strategy]()), 6)
+            floats = take(strategy(float(base), cap=float(cap), factor=float(factor),
+                                   **RNG[strategy]()), 6)  # fmt: skip
+            assert made == floats
+            for name, value in (("base", base), ("cap", cap), ("factor", factor)):
+                if value == 1:
+                    arguments = {"base": base, "cap": cap, "factor": factor, name: True}
+                    with pytest.raises(TypeError, match=name):
+                        strategy(**arguments)
+
+
+RNG = {  # each strategy's seeded rng, if it draws
+    exponential: dict,
+    full_jitter: lambda: {"rng": Random(3)},
+    equal_jitter: lambda: {"rng": Random(3)},
+}
+
+
+def test_linear_checks_its_arguments_in_the_order_it_takes_them():
+    """A bad step is named before a bad cap, as linear(base, step, cap=) takes them."""
+    rejects(lambda: linear(1.0, -1, cap=-1.0), ValueError, "step")
+    rejects(lambda: linear(1.0, "x", cap=math.nan), TypeError, "step")
+    rejects(lambda: linear(1.0, cap=-1.0), ValueError, "cap")
 
 
 @pytest.mark.parametrize("first", [0.0, -0.0])
@@ -173,6 +200,9 @@ def test_a_cap_of_negative_zero_gives_zeros_not_negative_zeros(first):
         lambda cap: fibonacci(0.0, cap=cap),
         lambda cap: linear(0.0, cap=cap),
         lambda cap: smooth_jitter(0.1, cap, rng=Random(1)),
+        lambda cap: decorrelated(0.0, cap, rng=Random(1)),
+        lambda cap: decorrelated(1, cap, rng=Random(1)),
+        lambda cap: linear(0.0, 0.5, cap=cap),
     ]
     for make in makers:
         for cap in (first, -first):
