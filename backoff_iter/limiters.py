@@ -105,6 +105,7 @@ class CubicRateLimiter:
         "_measured",
         "_count",
         "_measured_at",
+        "_next_bucket",
         "_fill",
         "_capacity",
         "_tokens",
@@ -125,6 +126,7 @@ class CubicRateLimiter:
         self._measured = 0.0
         self._count = 0
         self._measured_at = float(math.floor(start))  # botocore starts on a whole second
+        self._next_bucket = self._measured_at + _TIME_BUCKET
         # The token bucket (TokenBucket(max_rate=1)): it starts empty.
         self._fill = 1.0
         self._capacity = 1.0
@@ -156,12 +158,16 @@ class CubicRateLimiter:
             now = self._now()
             # The measured response rate: responses per 0.5 s bucket, smoothed.
             count = self._count + 1
-            bucket = math.floor(now * _BUCKETS_PER_SECOND) / _BUCKETS_PER_SECOND
+            if now < self._next_bucket:  # in the bucket measured last (a half second's count)
+                bucket = self._measured_at
+            else:
+                bucket = math.floor(now * _BUCKETS_PER_SECOND) / _BUCKETS_PER_SECOND
             if bucket > self._measured_at:
                 measured = count / (bucket - self._measured_at) * _SMOOTHING
                 measured = self._measured = measured + self._measured * _EARLIER_WEIGHT
                 self._count = 0
                 self._measured_at = bucket
+                self._next_bucket = bucket + _TIME_BUCKET
             else:
                 self._count = count
                 measured = self._measured

@@ -307,14 +307,16 @@ class RateLimiterPart(Part):
     it, and it hears whether each response was a throttle (every failure
     retried, without a ``throttled`` predicate)."""
 
-    __slots__ = ("limiter", "every_failure")
+    __slots__ = ("limiter", "every_failure", "record")
 
     limiter: RateLimiter
     every_failure: bool
+    record: Callable[[bool], None]
 
     def __init__(self, limiter: RateLimiter, every_failure: bool) -> None:
         self.limiter = limiter
         self.every_failure = every_failure
+        self.record = limiter.record
 
     def before_attempt(self, call: Call) -> float:
         return self.limiter.acquire(call.policy.sleep) or 0.0
@@ -323,7 +325,7 @@ class RateLimiterPart(Part):
         return await self.limiter.aacquire(call.policy.sleep) or 0.0
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
-        self.limiter.record(kind is THROTTLE or (kind is FAILURE and self.every_failure))
+        self.record(kind is THROTTLE or (kind is FAILURE and self.every_failure))
 
 
 class TimeoutPart(Part):
