@@ -278,6 +278,7 @@ class CircuitBreaker:
         """Tell the breaker how a call it let go ended; *failure*, the outcome
         of one that failed, becomes the cause of the refusals it leads to."""
         now = self._now()  # read before the lock is taken
+        counts = self._counts
         with self._lock:
             state = self._state
             if state is _HALF_OPEN:
@@ -285,14 +286,22 @@ class CircuitBreaker:
                     self._close()
                 else:
                     self._open(now, failure)
-            elif success:
-                self._counts.add_first(now)
-            else:
-                successes, failures = self._counts.add_second(now)  # counted while open too,
-                if state is _CLOSED:  # as Polly does
-                    calls = successes + failures
-                    if calls >= self.minimum_throughput and failures / calls >= self.failure_ratio:
-                        self._open(now, failure)
+                return
+            # counts.add_first(now) or add_second(now) inline: within the newest
+            # bucket, no call under the lock (see budgets._MOST_NOTED).
+            if now >= counts._ends:
+                counts._advance(now)
+            totals = counts._totals
+            if success:
+                counts._first[counts._index] += 1
+                totals[0] += 1
+                return
+            counts._second[counts._index] += 1
+            totals[1] = failures = totals[1] + 1  # counted while open too,
+            if state is _CLOSED:  # as Polly does
+                calls = totals[0] + failures
+                if calls >= self.minimum_throughput and failures / calls >= self.failure_ratio:
+                    self._open(now, failure)
 
     def _open(self, now: float, failure: object) -> None:
         self._opened_by = detached(failure)

@@ -522,15 +522,21 @@ def test_every_use_of_the_counts_and_state_holds_the_lock():
     breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=2, clock=clock)
     counts, unguarded = breaker._counts, []
 
-    class Guarded:
+    def note_if_unguarded(name):
+        if breaker._lock.acquire(blocking=False):  # free: this thread does not hold it
+            breaker._lock.release()
+            unguarded.append(name)
+
+    class Guarded:  # record() reads the counts' lists inline, and calls their methods
         def __getattr__(self, name):
-            method = getattr(counts, name)
+            note_if_unguarded(name)
+            value = getattr(counts, name)
+            if not callable(value):
+                return value
 
             def guarded(*args):
-                if breaker._lock.acquire(blocking=False):  # free: this thread does not hold it
-                    breaker._lock.release()
-                    unguarded.append(name)
-                return method(*args)
+                note_if_unguarded(name)
+                return value(*args)
 
             return guarded
 

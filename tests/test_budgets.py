@@ -623,3 +623,61 @@ def test_a_clock_jumping_1e18_seconds_ahead_clears_the_window_in_one_pass():
     now[0] = 1e18
     assert budget.try_retry(None) is False  # the deposit left the window long ago
     assert CountingSlots.reads == 10
+
+
+# -- Successes noted without the lock -----------------------------------------
+
+
+def drained(kind, clock):
+    """A budget of *kind* with nothing left to retry on, whose successes (calls) each add a thousandth of a retry."""
+    if kind == "token_bucket":
+        bucket = TokenBucket(max_tokens=1000, token_ratio=0.001)
+        for _ in range(1000):
+            bucket.record_failure(False)
+        return bucket
+    if kind == "retry_quota":
+        quota = RetryQuota(capacity=1000, retry_cost=1, success_refund=0.001)
+        while quota.try_retry(None):
+            pass
+        return quota
+    return RetryBudget(ratio=0.001, min_per_second=0, window=10, clock=clock)
+
+
+@pytest.mark.parametrize("kind", ["token_bucket", "retry_quota", "retry_budget"])
+def test_a_long_run_of_successes_is_taken_in_as_it_goes_and_every_one_counts(kind):
+    """A success (a retry budget's call) is noted without the lock and taken in under it
+    by the next failure or decision; past _MOST_NOTED noted, by a success itself: the
+    list stays short, and each one adds its thousandth of a retry."""
+    from backoff_iter.budgets import _MOST_NOTED
+
+    budget = drained(kind, lambda: 5.0)
+    noted = budget._calls if kind == "retry_budget" else budget._successes
+    longest = 0
+    for _ in range(3 * _MOST_NOTED + 1500):  # 4,572: 4 retries' worth and some
+        budget.record_success(True)
+        longest = max(longest, len(noted))
+    assert _MOST_NOTED // 2 < longest <= _MOST_NOTED
+    if kind == "token_bucket":  # far below half: no retry, so read the tokens
+        assert budget.tokens == 4.572
+        return
+    if kind == "retry_quota":
+        assert budget.available == 4.572
+    assert [bool(budget.try_retry(None)) for _ in range(5)] == [True] * 4 + [False]
+
+
+def test_a_decision_takes_in_the_successes_noted_capped_at_full():
+    """Successes taken in by a decision fill the bucket (the quota) up to full, not beyond:
+    a failure after them counts from full."""
+    bucket = TokenBucket(max_tokens=4, token_ratio=0.5)
+    bucket.record_failure(True)
+    bucket.record_failure(False)  # 2 tokens
+    for _ in range(10):  # 5 tokens' worth
+        bucket.record_success(True)
+    assert bucket.try_retry(None)
+    bucket.record_failure(False)
+    assert bucket.tokens == 3.0
+    quota = RetryQuota(capacity=30, retry_cost=5)
+    assert quota.try_retry(None) == 5.0  # 25 left
+    for _ in range(10):  # 10 refunds' worth
+        quota.record_success(True)
+    assert quota.available == 30.0

@@ -211,6 +211,72 @@ def test_one_member_decides_exactly_as_the_in_process_budget(kind, interval, eve
             assert member.available == alone.available
 
 
+@pytest.mark.parametrize("kind", ["token_bucket", "retry_quota"])
+def test_a_member_takes_in_a_long_run_of_successes_as_it_goes_and_as_the_in_process_one(kind):
+    """A member's successes are noted without the lock, as the in-process budget's, and past
+    _MOST_NOTED taken in by a success itself: its list stays short, and its counts are the
+    in-process budget's after every one of them."""
+    from backoff_iter.budgets import _MOST_NOTED
+
+    clock = Clock(1000.0)
+    if kind == "token_bucket":
+        pair = [
+            TokenBucket(max_tokens=1000, token_ratio=0.001, store=store)
+            for store in (None, _SharedState(60.0, clock=clock))
+        ]
+    else:
+        pair = [
+            RetryQuota(capacity=1000, retry_cost=1, success_refund=0.001, store=store)
+            for store in (None, _SharedState(60.0, clock=clock))
+        ]
+    alone, member = pair
+    for budget in pair:  # drained: the bucket by failures, the quota by retries
+        for _ in range(1000):
+            if kind == "token_bucket":
+                budget.record_failure(False)
+            else:
+                assert budget.try_retry(None)
+    longest = 0
+    for _ in range(2 * _MOST_NOTED + 700):
+        for budget in pair:
+            budget.record_success(True)
+        longest = max(longest, len(member._successes))
+    assert _MOST_NOTED // 2 < longest <= _MOST_NOTED
+    if kind == "token_bucket":
+        assert member.tokens == alone.tokens == 2.748
+    else:
+        assert member.available == alone.available == 2.748
+
+
+@pytest.mark.parametrize("kind", ["token_bucket", "retry_quota"])
+def test_a_members_failures_and_decisions_take_in_the_successes_noted_before_them(kind):
+    """Successes noted, then a decision or a failure with nothing read between: each takes the
+    successes in once, as the in-process budget's does (the test above reads the budget after
+    every event, which takes them in first)."""
+    clock = Clock(1000.0)
+    alone, member = make(kind, clock), make(kind, clock, _SharedState(60.0, clock=clock))
+    answers = {id(alone): [], id(member): []}
+    # Successes about as many as a round's failures and retries take: mid-way, not full.
+    pattern = (3, 5, 4, 2, 6, 4, 3, 5, 4, 1, 7, 4, 0, 0, 0)
+    for successes in pattern:
+        for budget in (alone, member):
+            for _ in range(
+                successes
+            ):  # as other threads' calls, between a failure and its decision
+                budget.record_success(True)
+            answers[id(budget)].append(float(budget.try_retry(None)))
+            budget.record_failure(False)
+            for _ in range(successes // 2):
+                budget.record_success(True)
+            budget.record_failure(False)
+            answers[id(budget)].append(float(budget.try_retry(None)))
+            # Read once the round's failure took in what was noted: nothing left to take in.
+            level = budget.tokens if kind == "token_bucket" else budget.available
+            answers[id(budget)].append(level)
+    assert answers[id(member)] == answers[id(alone)]
+    assert 0.0 in answers[id(alone)] and answers[id(alone)].count(0.0) < len(answers[id(alone)])
+
+
 def test_a_member_quota_charges_a_throttled_retry_the_throttle_cost():
     """A fleet member's quota (on a _SharedState, whose members exchange inline) takes
     throttle_cost (5) for a retry after a throttle and retry_cost (14) for any other, as the

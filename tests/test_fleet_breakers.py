@@ -223,6 +223,67 @@ def test_the_fleet_breakers_counts_count_a_first_event_for_the_fleet_whichever_w
     assert counts.count_first(0.5) == (1, 0) and counts.first == 2
 
 
+def test_what_a_member_counts_alone_reaches_the_fleet_when_it_hears_again():
+    """Alone (no answer), a member's breaker is the in-process one, which counts in its
+    window only; the member counts for the fleet too: once it hears again, the failures
+    it saw alone open the fleet's circuit, and the other member refuses."""
+    clock = Clock()
+    (alone, other), store = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    for _ in range(2):  # both heard from the fleet
+        clock.now += 0.2
+        for breaker in (alone, other):
+            breaker.check()
+            breaker.record(True)
+    assert not alone._alone and not refuses(other)
+    alone._wait()  # no answer: alone until the next one
+    for _ in range(20):  # failing: the fleet's 5th to 24th calls
+        alone.record(False, ConnectionError("down"))
+    for _ in range(2):  # its exchange sends them (it hears again), the other's hears the fleet
+        clock.now += 0.2
+        refused = [refuses(breaker) for breaker in (alone, other)]
+    assert refused == [True, True]
+    assert store._ledger.ledger["state"] == "open"
+
+
+def test_the_successes_a_member_counts_alone_reach_the_fleet_too():
+    """As above, with 30 successes before the 20 failures: 20 of the fleet's 54 calls fail,
+    below the ratio, and the circuit stays closed for both."""
+    clock = Clock()
+    (alone, other), store = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    for _ in range(2):
+        clock.now += 0.2
+        for breaker in (alone, other):
+            breaker.check()
+            breaker.record(True)
+    alone._wait()
+    for success in [True] * 30 + [False] * 20:
+        alone.record(success, ConnectionError("down"))
+    for _ in range(2):
+        clock.now += 0.2
+        refused = [refuses(breaker) for breaker in (alone, other)]
+    assert refused == [False, False]
+    assert store._ledger.ledger["state"] == "closed"
+
+
+def test_a_members_own_window_moves_with_its_calls_for_when_it_is_alone():
+    """A member counts its calls in its own window too: failures that left it (a sampling
+    duration ago) do not count once the member is alone."""
+    clock = Clock()
+    (member,), _ = fleet_of(CircuitBreaker, 1, clock, **BREAKER)
+    clock.now += 0.2
+    member.check()  # heard from the fleet
+    for _ in range(15):  # below the minimum throughput: the fleet stays closed
+        member.record(False, ConnectionError("down"))
+    clock.now += 0.2
+    assert not refuses(member)
+    clock.now += 31.0  # the 15 left the 30-second window
+    member.check()
+    member._wait()  # alone: the in-process breaker on its own window
+    for _ in range(10):  # 10 calls in the window: below the minimum, closed
+        member.record(False, ConnectionError("down"))
+    assert member.state == "closed"
+
+
 def test_a_poisoned_breaker_state_is_dropped_and_the_circuit_works_on():
     """A state no exchange could have written (a word, or open with no end) counts as closed; the circuit opens again on the fleet's failures."""
     clock = Clock()

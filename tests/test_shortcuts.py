@@ -18,9 +18,8 @@ class PlainBucket(TokenBucket):
     __slots__ = ()
 
     def _add_successes(self):
-        seen = self._successes()  # this call counts one more: not a success
-        added = seen - self._counted
-        self._counted = seen + 1
+        added = len(self._successes)
+        self._successes.clear()
         if added:
             self._milli = min(self._max, self._milli + added * self._ratio)
 
@@ -47,9 +46,8 @@ class PlainQuota(RetryQuota):
     __slots__ = ()
 
     def _add_refunds(self):
-        seen = self._successes()  # this call counts one more: not a success
-        added = seen - self._counted
-        self._counted = seen + 1
+        added = len(self._successes)
+        self._successes.clear()
         if added:
             self._milli = min(self._capacity, self._milli + added * self._refund)
 
@@ -61,7 +59,7 @@ class PlainQuota(RetryQuota):
 
     def record_success(self, first_attempt, spent=0.0):
         if first_attempt:
-            self._successes()
+            self._successes.append(None)
         if spent > 0.0:
             with self._lock:
                 self._add_refunds()

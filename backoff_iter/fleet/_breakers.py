@@ -214,6 +214,9 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
     KIND = "breaker"
     SCRIPT = "breaker"
 
+    if TYPE_CHECKING:
+        _counts: Counts
+
     def __init__(
         self,
         failure_ratio: float = 0.1,
@@ -281,15 +284,28 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
     def record(self, success: bool, failure: object = None) -> None:
         """Tell the breaker how a call it let go ended: counted for the fleet;
         the outcome of this process's probe decides for the fleet."""
+        counts = self._counts
         if self._alone:
             CircuitBreaker.record(self, success, failure)
+            with self._lock:  # that counted in the window only (SlidingCounts' ways inline)
+                if success:
+                    counts.first += 1
+                else:
+                    counts.second += 1
             return
         with self._lock:
             now = self._now()
+            # counts.add_first(now) or add_second(now) inline, as the in-process record's
+            if now >= counts._ends:
+                counts._advance(now)
             if success:
-                self._counts.add_first(now)
+                counts._first[counts._index] += 1
+                counts._totals[0] += 1
+                counts.first += 1
             else:
-                self._counts.add_second(now)
+                counts._second[counts._index] += 1
+                counts._totals[1] += 1
+                counts.second += 1
                 if self._cause is None and failure is not None:
                     self._cause = detached(failure)  # one copy an exchange, at most
             if self._probing:  # as the fleet will, at once

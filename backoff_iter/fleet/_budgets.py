@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from backoff_iter import _checks
-from backoff_iter.budgets import RetryBudget, RetryQuota, TokenBucket
+from backoff_iter.budgets import _MOST_NOTED, RetryBudget, RetryQuota, TokenBucket
 
 from ._budget_script import CREDIT, OWED
 from ._ledger import LIMIT
@@ -67,8 +67,7 @@ class BudgetMember(Member):
     _each: int  # a bucket's or a quota's: what one success gains, in thousandths
 
     if TYPE_CHECKING:  # a bucket's and a quota's own
-        _successes: Callable[[], int]
-        _counted: int
+        _successes: list[None]
 
         def _gain(self, units: int) -> None: ...
 
@@ -87,11 +86,11 @@ class BudgetMember(Member):
         return self._cum == self._acked and not self._wants
 
     def _add_successes(self) -> None:
-        """A bucket's or a quota's: take in the successes counted without the
+        """A bucket's or a quota's: take in the successes noted without the
         lock since the last time, each gaining ``_each`` (lock held)."""
-        seen = self._successes()  # this call counts one more: not a success
-        added = seen - self._counted
-        self._counted = seen + 1
+        successes = self._successes
+        added = len(successes)
+        del successes[:added]
         if added:
             self._gain(added * self._each)
 
@@ -215,10 +214,11 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
     def record_failure(self, first_attempt: bool) -> None:
         """A failed attempt takes one token."""
         with self._lock:
-            seen = self._successes()  # _add_successes() inline, as in try_retry
-            if seen != self._counted:
-                self._gain((seen - self._counted) * self._each)
-            self._counted = seen + 1
+            successes = self._successes  # _add_successes() inline, as in try_retry
+            if successes:
+                added = len(successes)
+                del successes[:added]
+                self._gain(added * self._each)
             self._wants += 1
             self._cum -= 1000
             left = self._value + self._own  # not below empty, as last heard
@@ -230,12 +230,13 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
         with self._lock:
-            # _add_successes() inline: a failure's path calls no Python function
-            # under the lock but the store's own, as the in-process bucket's.
-            seen = self._successes()
-            if seen != self._counted:
-                self._gain((seen - self._counted) * self._each)
-            self._counted = seen + 1
+            # _add_successes() inline: a failure's path calls no function under
+            # the lock but to take in successes, and the store's own.
+            successes = self._successes
+            if successes:
+                added = len(successes)
+                del successes[:added]
+                self._gain(added * self._each)
             own = 2 * self._own
             head = self._head  # its share of the room up to full: its own successes lift no more
             if self._lease + (own if own < head else head) > 0:  # _room()
@@ -329,7 +330,11 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
         """Give back *success_refund* for a call that succeeded at once, and *spent*."""
         if first_attempt:
-            self._successes()
+            successes = self._successes
+            successes.append(None)
+            if len(successes) > _MOST_NOTED:
+                with self._lock:
+                    self._add_successes()
         if spent > 0.0:
             with self._lock:
                 self._add_successes()
@@ -352,10 +357,11 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         else:
             cost = self._retry
         with self._lock:
-            seen = self._successes()  # _add_successes() inline, as the bucket's try_retry
-            if seen != self._counted:
-                self._gain((seen - self._counted) * self._each)
-            self._counted = seen + 1
+            successes = self._successes  # _add_successes() inline, as the bucket's try_retry
+            if successes:
+                added = len(successes)
+                del successes[:added]
+                self._gain(added * self._each)
             if self._spendable < 2 * cost:
                 # A quiet process of a fleet too large to lend it a retry's worth
                 # may have one on credit, in turn (see _heard).
@@ -449,8 +455,21 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
         with self._lock:
             # The in-process budget's _advance, without this class's: the calls'
             # deposits are taken into _cum and _own at the next exchange, and
-            # until then counted here from where they are.
-            index = RetryBudget._advance(self, now)
+            # until then counted here from where they are.  Within the newest
+            # slot, inline as the in-process try_retry has it: no call under the lock.
+            slots = self._slots
+            if now < self._ends:
+                index = self._slot % len(slots)  # type: ignore[operator]
+                calls = self._calls
+                if calls:
+                    added = len(calls)
+                    del calls[:added]
+                    deposit = added * self._deposit
+                    slots[index] += deposit
+                    self._balance += deposit
+                    self._deposited += deposit
+            else:
+                index = RetryBudget._advance(self, now)
             room = self._lease + self._own + self._deposited  # _room()
             if self._alone:
                 room = min(room, self._slice + self._balance)
@@ -458,7 +477,7 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
                 if not self._asked:
                     self._refused()
                 return False
-            self._slots[index] -= self._UNIT
+            slots[index] -= self._UNIT
             self._balance -= self._UNIT
             self._cum -= self._UNIT
             self._own -= self._UNIT
