@@ -128,7 +128,23 @@ class SlidingCounts:
     newest bucket, as two threads racing may give, counts in that bucket.
     """
 
-    __slots__ = ("_span", "_first", "_second", "_totals", "_index", "_origin", "_passed", "_ends")
+    __slots__ = (
+        "_span",
+        "_first",
+        "_second",
+        "_totals",
+        "_index",
+        "_origin",
+        "_passed",
+        "_ends",
+        "first",
+        "second",
+    )
+
+    first: int
+    """Events of the first kind counted, in all (a fleet part sends them)."""
+    second: int
+    """Events of the second kind counted, in all."""
 
     def __init__(self, span: float, buckets: int) -> None:
         self._span = span
@@ -141,6 +157,7 @@ class SlidingCounts:
         # The first reading past the newest bucket: below it, nothing moves
         # (-inf before the first reading).
         self._ends = -math.inf
+        self.first = self.second = 0
 
     def _advance(self, now: float) -> None:
         """Move the window to *now*, emptying the buckets that left it."""
@@ -181,12 +198,14 @@ class SlidingCounts:
             self._advance(now)
         self._first[self._index] += 1
         self._totals[0] += 1
+        self.first += 1
 
     def count_first(self, now: float) -> tuple[int, int]:
         """Count a first kind of event; the two counts over the window before it."""
         if now >= self._ends:
             self._advance(now)
         self._first[self._index] += 1
+        self.first += 1
         totals = self._totals
         first, second = totals
         totals[0] = first + 1
@@ -197,6 +216,7 @@ class SlidingCounts:
         if now >= self._ends:
             self._advance(now)
         self._second[self._index] += 1
+        self.second += 1
         totals = self._totals
         totals[1] += 1
         return totals[0], totals[1]
@@ -208,7 +228,7 @@ class SlidingCounts:
         return self._totals[0], self._totals[1]
 
     def clear(self) -> None:
-        """Forget every event."""
+        """Forget every event in the window (``first`` and ``second`` count on)."""
         size = len(self._first)
         self._first = [0] * size
         self._second = [0] * size

@@ -295,8 +295,10 @@ class CircuitBreaker:
             if success:
                 counts._first[counts._index] += 1
                 totals[0] += 1
+                counts.first += 1
                 return
             counts._second[counts._index] += 1
+            counts.second += 1
             totals[1] = failures = totals[1] + 1  # counted while open too,
             if state is _CLOSED:  # as Polly does
                 calls = totals[0] + failures

@@ -43,13 +43,14 @@ if TYPE_CHECKING:
 __all__ = ["Budget", "RetryBudget", "RetryQuota", "TokenBucket"]
 
 # Successes (a retry budget's calls) are noted without the lock: appended to
-# a list, which is thread-safe.  Under the lock, the next failure or decision
-# takes them in with ``len()`` and ``del`` of a slice and arithmetic: nothing
-# under a lock calls a function, since CPython may switch threads after a
-# call, and a thread switched out holding the lock makes every other thread
-# queue behind it (one ``itertools.count`` step under a hand-written bucket's
-# lock took 2 threads from 0.96 to 0.45 of one thread's throughput, on 3.11).
-# Past this many noted, a success takes them in itself: the list stays short.
+# a list, which is thread-safe.  Under the lock, whatever reads or decides
+# next takes them in with ``len()`` and ``del`` of a slice and arithmetic: on
+# the hot paths nothing under a lock calls a function but ``len()``, since
+# CPython may switch threads after a call, and a thread switched out holding
+# the lock makes every other thread queue behind it (one ``itertools.count``
+# step under a hand-written bucket's lock took 2 threads from 0.96 to 0.45 of
+# one thread's throughput, on 3.11).  Past this many noted, a success takes
+# them in itself, under the lock: the list stays short.
 _MOST_NOTED = 1024
 
 
@@ -110,7 +111,8 @@ class TokenBucket:
     than ``max_tokens / 2``, checked after the failure took its token.
     Counted in thousandths of a token, as gRPC does, so no float drift moves
     the threshold: both numbers must be whole thousandths (``0.1`` is,
-    ``0.0004`` is not).  Thread-safe; a success takes no lock.
+    ``0.0004`` is not).  Thread-safe; a success takes no lock (but one in
+    1,025 with nothing between to take in those before it).
 
     With ``store=`` a :class:`backoff_iter.fleet.RedisStore`, every process
     using the same store name shares one bucket (see :mod:`backoff_iter.fleet`).
@@ -467,7 +469,8 @@ class RetryQuota:
     1.44 ("retry behavior 2.1", November 2026): 500, a retry 14, a
     throttling retry 5, no cost of its own for a timeout.  botocore before
     1.44 is ``RetryQuota(retry_cost=5, throttle_cost=5, timeout_cost=10)``.
-    Thread-safe; a call that succeeds at once takes no lock.
+    Thread-safe; a call that succeeds at once takes no lock (but one in
+    1,025 with nothing between to take in those before it).
 
     >>> quota = RetryQuota(capacity=30)
     >>> quota.try_retry(ConnectionError()), quota.try_retry(ConnectionError(), throttled=True)

@@ -665,9 +665,9 @@ def test_a_long_run_of_successes_is_taken_in_as_it_goes_and_every_one_counts(kin
     assert [bool(budget.try_retry(None)) for _ in range(5)] == [True] * 4 + [False]
 
 
-def test_a_decision_takes_in_the_successes_noted_capped_at_full():
-    """Successes taken in by a decision fill the bucket (the quota) up to full, not beyond:
-    a failure after them counts from full."""
+def test_successes_taken_in_fill_a_bucket_or_a_quota_up_to_full_not_beyond():
+    """Successes taken in by a decision fill the bucket up to full, not beyond: a failure
+    after them counts from full; refunds taken in by a read fill the quota so."""
     bucket = TokenBucket(max_tokens=4, token_ratio=0.5)
     bucket.record_failure(True)
     bucket.record_failure(False)  # 2 tokens

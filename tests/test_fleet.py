@@ -669,6 +669,19 @@ def test_a_forked_child_has_no_credit_of_its_parents():
     assert child.try_retry(None) == 0.0
 
 
+@pytest.mark.parametrize("kind", ["token_bucket", "retry_quota", "retry_budget"])
+def test_a_forked_child_sends_none_of_its_parents_noted_successes(kind):
+    """After a fork a member counts from nothing (_renew): the successes (a budget's calls)
+    its parent noted and had not taken in are the parent's to send, not the child's."""
+    clock = Clock(1000.0)
+    member = make(kind, clock, _SharedState(3600, clock=clock))
+    for _ in range(3):  # a budget's first call deposits at once, the others are noted
+        member.record_success(True)
+    member._renew("child")
+    member._fold()
+    assert member._cum == 0
+
+
 @pytest.mark.parametrize("lapsed", [False, True])
 def test_own_successes_add_no_room_beyond_a_members_share_of_the_headroom(lapsed):
     """3 members of a bucket one thousandth below full: its share of the headroom rounds to nothing, so a member's own success adds no room."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import threading
 import time
 from itertools import count
@@ -282,6 +283,48 @@ def test_a_members_own_window_moves_with_its_calls_for_when_it_is_alone():
     for _ in range(10):  # 10 calls in the window: below the minimum, closed
         member.record(False, ConnectionError("down"))
     assert member.state == "closed"
+
+
+def test_a_members_calls_count_in_its_own_window_for_when_it_is_alone():
+    """As above, alone within the same window: the 15 failures it counted as a member
+    and 10 more reach the minimum throughput, and the circuit opens."""
+    clock = Clock()
+    (member,), _ = fleet_of(CircuitBreaker, 1, clock, **BREAKER)
+    clock.now += 0.2
+    member.check()  # heard from the fleet
+    for _ in range(15):  # as a member, below the minimum throughput
+        member.record(False, ConnectionError("down"))
+    clock.now += 0.2
+    assert not refuses(member)
+    member._wait()  # alone, within the same 30-second window
+    for _ in range(10):
+        member.record(False, ConnectionError("down"))
+    assert member.state == "open"
+
+
+@pytest.mark.parametrize("probe", [True, False])
+def test_a_half_open_probe_alone_is_not_counted_for_the_fleet(probe):
+    """Alone, the breaker is the in-process one: its half-open probe's outcome closes or opens
+    it and counts nowhere, neither in its window nor in what it sends the fleet."""
+    clock = Clock()
+    breaker = CircuitBreaker(
+        failure_ratio=0.5,
+        minimum_throughput=2,
+        break_duration=5,
+        clock=clock,
+        store=_SharedState(0.1, clock=clock),
+    )
+    breaker._due = math.inf  # no exchange: alone throughout, as with its store down
+    breaker.record(False, ConnectionError())
+    breaker.record(False, ConnectionError())
+    assert breaker.state == "open"
+    clock.now = 6.0
+    breaker.check()
+    assert breaker.state == "half_open"
+    sent = breaker._counts.first, breaker._counts.second
+    breaker.record(probe, None if probe else ConnectionError())
+    assert breaker.state == ("closed" if probe else "open")
+    assert (breaker._counts.first, breaker._counts.second) == sent
 
 
 def test_a_poisoned_breaker_state_is_dropped_and_the_circuit_works_on():

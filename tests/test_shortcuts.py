@@ -135,7 +135,7 @@ EVENTS = st.lists(
 def test_a_retry_budget_counting_calls_without_its_lock_decides_as_with_it(
     events, window, min_per_second
 ):
-    """Calls counted at C speed within the newest slot: the same answers, slot
+    """Calls noted without the lock within the newest slot: the same answers, slot
     boundaries, clocks going back, NaN and inf included."""
     answers = []
     for kind in (RetryBudget, PlainBudget):

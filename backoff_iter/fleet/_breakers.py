@@ -49,32 +49,14 @@ class Counts(SlidingCounts):
     and, cumulative, what it sends the fleet (``first``, ``second``), of
     which the fleet acknowledged ``first_acked`` and ``second_acked``."""
 
-    __slots__ = ("first", "second", "first_acked", "second_acked", "fleet")
+    __slots__ = ("first_acked", "second_acked", "fleet")
 
     fleet: tuple[int, int]
 
     def __init__(self, span: float, buckets: int) -> None:
         super().__init__(span, buckets)
-        self.first = self.second = self.first_acked = self.second_acked = 0
+        self.first_acked = self.second_acked = 0
         self.fleet = (0, 0)  # the fleet's totals, as last heard
-
-    def add_first(self, now: float) -> None:
-        SlidingCounts.add_first(self, now)
-        self.first += 1
-
-    def count_first(self, now: float) -> tuple[int, int]:
-        self.first += 1
-        return SlidingCounts.count_first(self, now)
-
-    def add_second(self, now: float) -> tuple[int, int]:
-        self.second += 1
-        # SlidingCounts.add_second() inline: a throttle's check counts its accepts so
-        if now >= self._ends:
-            self._advance(now)
-        self._second[self._index] += 1
-        totals = self._totals
-        totals[1] += 1
-        return totals[0], totals[1]
 
     def unsent(self) -> bool:
         return self.first != self.first_acked or self.second != self.second_acked
@@ -99,14 +81,14 @@ class FleetTotals(Counts):
 
     def count_first(self, now: float) -> tuple[int, int]:
         if self.part._alone:
-            totals = SlidingCounts.count_first(self, now)
-        else:  # totals() and SlidingCounts.add_first() inline: a check is the hot path
-            first, second = self.fleet
-            totals = first + self.first - self.first_acked, second + self.second - self.second_acked
-            if now >= self._ends:
-                self._advance(now)
-            self._first[self._index] += 1
-            self._totals[0] += 1
+            return SlidingCounts.count_first(self, now)
+        # totals() and SlidingCounts.add_first() inline: a check is the hot path
+        first, second = self.fleet
+        totals = first + self.first - self.first_acked, second + self.second - self.second_acked
+        if now >= self._ends:
+            self._advance(now)
+        self._first[self._index] += 1
+        self._totals[0] += 1
         self.first += 1
         return totals
 
@@ -214,9 +196,6 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
     KIND = "breaker"
     SCRIPT = "breaker"
 
-    if TYPE_CHECKING:
-        _counts: Counts
-
     def __init__(
         self,
         failure_ratio: float = 0.1,
@@ -284,15 +263,10 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
     def record(self, success: bool, failure: object = None) -> None:
         """Tell the breaker how a call it let go ended: counted for the fleet;
         the outcome of this process's probe decides for the fleet."""
-        counts = self._counts
         if self._alone:
             CircuitBreaker.record(self, success, failure)
-            with self._lock:  # that counted in the window only (SlidingCounts' ways inline)
-                if success:
-                    counts.first += 1
-                else:
-                    counts.second += 1
             return
+        counts = self._counts
         with self._lock:
             now = self._now()
             # counts.add_first(now) or add_second(now) inline, as the in-process record's

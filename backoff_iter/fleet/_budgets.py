@@ -102,6 +102,12 @@ class BudgetMember(Member):
         self._acked = self._cum = self._lease = self._own = self._own_sent = 0
         self._wants = 0
         self._credit = False
+        self._forget_noted()
+
+    def _forget_noted(self) -> None:
+        """A bucket's or a quota's: the successes its parent noted and had not taken
+        in are the parent's to send (lock held, or no other thread)."""
+        self._successes.clear()
 
     def _wait(self) -> None:
         self._lease = self._head = 0
@@ -413,6 +419,11 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
         return (
             self._known and now - self._ok_at < self.window
         )  # what it owed is still in the window
+
+    def _forget_noted(self) -> None:
+        """The calls its parent noted or deposited, and had not sent, are the parent's."""
+        self._calls.clear()
+        self._deposited = 0
 
     def _settle(self, now: float) -> None:
         if now - self._ok_at >= self.window:  # unsent counts older than a window are dropped
