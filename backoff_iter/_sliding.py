@@ -211,15 +211,13 @@ class SlidingCounts:
         totals[0] = first + 1
         return first, second
 
-    def add_second(self, now: float) -> tuple[int, int]:
-        """Count a second kind of event; the two counts over the window, with it."""
+    def add_second(self, now: float) -> None:
+        """Count a second kind of event."""
         if now >= self._ends:
             self._advance(now)
         self._second[self._index] += 1
+        self._totals[1] += 1
         self.second += 1
-        totals = self._totals
-        totals[1] += 1
-        return totals[0], totals[1]
 
     def totals(self, now: float) -> tuple[int, int]:
         """The two counts over the window ending at *now*."""

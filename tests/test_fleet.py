@@ -675,8 +675,10 @@ def test_a_forked_child_sends_none_of_its_parents_noted_successes(kind):
     its parent noted and had not taken in are the parent's to send, not the child's."""
     clock = Clock(1000.0)
     member = make(kind, clock, _SharedState(3600, clock=clock))
-    for _ in range(3):  # a budget's first call deposits at once, the others are noted
-        member.record_success(True)
+    for step in (0.0, 5.0):  # a budget's first call in a slot deposits, the others are noted
+        clock.now += step
+        for _ in range(3):
+            member.record_success(True)
     member._renew("child")
     member._fold()
     assert member._cum == 0
