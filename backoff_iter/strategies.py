@@ -13,6 +13,7 @@ draws each delay from the previous one, so it may fall below the cap again.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Iterable, Iterator
 from functools import cache, lru_cache, partial
 from itertools import chain, count, islice, repeat, takewhile
@@ -413,10 +414,12 @@ def smooth_jitter(base: float = 1.0, cap: float = _INF, *, rng: Any = None) -> I
     [0.633, 1.422, 1.622, 4.999, 8.952, 6.286]
     """
     base, cap = _base_and_cap(base, cap)
-    draw = _jitter.random_source(rng)
     if base == 0.0:
+        _jitter.random_source(rng)  # checked all the same
         return repeat(0.0)
-    return _smooth(base, min(cap, _checks.FLOAT_MAX), draw)
+    # random_source(None) and min() inline: calls a short schedule pays for when it is made
+    draw = random.random if rng is None else _jitter.random_source(rng)
+    return _smooth(base, cap if cap < _checks.FLOAT_MAX else _checks.FLOAT_MAX, draw)
 
 
 def _smooth(base: float, cap: float, draw: Callable[[], float]) -> Iterator[float]:

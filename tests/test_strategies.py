@@ -726,3 +726,11 @@ def test_every_strategy_is_in_the_registry_and_made_by_name():
     for name in strategies.STRATEGIES:
         assert take(strategies.make(name, base=1, cap=5, factor=2, step=1, rng=Random(1)), 3)
     rejects(lambda: strategies.make("nope"), ValueError, "strategy", "nope")
+
+
+@pytest.mark.parametrize("strategy", [full_jitter, equal_jitter, decorrelated, smooth_jitter])
+@pytest.mark.parametrize("base", [0.0, 1.0])
+def test_an_rng_without_random_or_uniform_is_refused_when_the_strategy_is_made(strategy, base):
+    """rng= is checked as the schedule is made, whatever its base: a base of 0, whose
+    delays draw nothing, refuses a bad rng all the same."""
+    rejects(lambda: strategy(base, 5.0, rng=object()), TypeError, "rng", "random()")
