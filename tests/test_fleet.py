@@ -959,7 +959,12 @@ def test_four_processes_share_one_retry_budget_in_a_total_outage(fleet):
 
 
 def test_four_processes_share_one_token_bucket_in_a_total_outage(fleet):
-    """The same with a TokenBucket: within one in-process bucket's retries (fed the same calls) plus one per process."""
+    """The same with a TokenBucket: within one in-process bucket's retries (fed the same calls)
+    plus two per process.  Each answer a process hears while the bucket is above half gives it
+    one retry on credit: the answer before the outage, and the answer to an exchange that was
+    in flight as it struck (its store's thread sends one at a time; the next one carries its
+    own failures, which take the bucket below half).  Mostly only the first is spent: 40 or 41
+    retries against one bucket's 37 in runs on 2026-11-29, and 42 in one."""
     results = fleet.run("token_bucket", next(names), 0.05, THREADS, SECONDS)
     calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
     single = make_budget("token_bucket", None)
@@ -971,7 +976,7 @@ def test_four_processes_share_one_token_bucket_in_a_total_outage(fleet):
     print(
         f"{calls} calls: {retries} retries; one bucket allows {alone}, per-process buckets {per_process}"
     )
-    assert 0 < retries <= alone + PROCESSES
+    assert 0 < retries <= alone + 2 * PROCESSES
     assert per_process == PROCESSES * alone
 
 
@@ -1022,7 +1027,7 @@ def test_a_stall_longer_than_the_keys_lifetime_refills_nothing(fleet, server, cl
 
 
 def test_counts_deleted_while_processes_call_are_rebuilt_not_refilled(fleet, client):
-    """4 processes drain a shared 100-token bucket; its keys are deleted mid-run: rebuilt from what they heard, the retries stay within one bucket's (fed the same calls) plus one per process."""
+    """4 processes drain a shared 100-token bucket; its keys are deleted mid-run: rebuilt from what they heard, the retries stay within one bucket's (fed the same calls) plus two per process (the retries on credit, as above)."""
     name = next(names)
     prefix = f"backoff_iter:{{{name}}}:token_bucket"
 
@@ -1034,7 +1039,7 @@ def test_counts_deleted_while_processes_call_are_rebuilt_not_refilled(fleet, cli
     calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
     single = make_budget("token_bucket", None)
     alone = sum(outage_call(single) for _ in range(calls))
-    assert retries <= alone + PROCESSES, (retries, alone)
+    assert retries <= alone + 2 * PROCESSES, (retries, alone)
 
 
 def test_poison_in_a_future_slot_leaves_a_fleet_within_its_bound(fleet, client):
