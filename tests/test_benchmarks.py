@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from importlib import util
@@ -115,7 +116,9 @@ def test_before_and_after_times_every_form_of_both_commits():
         found[form, path] = float(ratio.rstrip("x"))
     forms = ("@retry", "retrying() loop", "module-level policy", "async @retry", "aretrying() loop")
     assert set(found) == {(f, p) for f in forms for p in ("success", "per retry")}
-    assert all(ratio > 0 for ratio in found.values())
+    # A number for each, not its sign: with 2 calls a retry's cost (a difference of two
+    # timings) may come out below zero on a busy machine, as it did in CI twice.
+    assert all(math.isfinite(ratio) for ratio in found.values())
 
 
 def test_the_row_reader_sees_rows_not_headers():
