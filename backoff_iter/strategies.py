@@ -414,11 +414,10 @@ def smooth_jitter(base: float = 1.0, cap: float = _INF, *, rng: Any = None) -> I
     [0.633, 1.422, 1.622, 4.999, 8.952, 6.286]
     """
     base, cap = _base_and_cap(base, cap)
-    if base == 0.0:
-        _jitter.random_source(rng)  # checked all the same
-        return repeat(0.0)
     # random_source(None) and min() inline: calls a short schedule pays for when it is made
     draw = random.random if rng is None else _jitter.random_source(rng)
+    if base == 0.0:
+        return repeat(0.0)
     return _smooth(base, cap if cap < _checks.FLOAT_MAX else _checks.FLOAT_MAX, draw)
 
 
