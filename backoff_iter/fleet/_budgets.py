@@ -220,11 +220,8 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
     def record_failure(self, first_attempt: bool) -> None:
         """A failed attempt takes one token."""
         with self._lock:
-            successes = self._successes  # _add_successes() inline, as in try_retry
-            if successes:
-                added = len(successes)
-                del successes[:added]
-                self._gain(added * self._each)
+            if self._successes:  # taking them in calls _gain() all the same
+                self._add_successes()
             self._wants += 1
             self._cum -= 1000
             left = self._value + self._own  # not below empty, as last heard
@@ -236,13 +233,10 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
         with self._lock:
-            # _add_successes() inline: a failure's path calls no function under
-            # the lock but to take in successes, and the store's own.
-            successes = self._successes
-            if successes:
-                added = len(successes)
-                del successes[:added]
-                self._gain(added * self._each)
+            # A failure's path calls no function under the lock but to take in
+            # successes, and the store's own.
+            if self._successes:
+                self._add_successes()
             own = 2 * self._own
             head = self._head  # its share of the room up to full: its own successes lift no more
             if self._lease + (own if own < head else head) > 0:  # _room()
@@ -363,11 +357,8 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         else:
             cost = self._retry
         with self._lock:
-            successes = self._successes  # _add_successes() inline, as the bucket's try_retry
-            if successes:
-                added = len(successes)
-                del successes[:added]
-                self._gain(added * self._each)
+            if self._successes:  # as the bucket's try_retry
+                self._add_successes()
             if self._spendable < 2 * cost:
                 # A quiet process of a fleet too large to lend it a retry's worth
                 # may have one on credit, in turn (see _heard).
