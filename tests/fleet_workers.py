@@ -135,7 +135,13 @@ class Fleet:
         for index, (queue, job) in enumerate(zip(self.jobs, jobs)):
             queue.put((index, work, job))
         if during is not None:
-            during()
+            try:
+                during()
+            except BaseException:  # end this round, so the next test finds the fleet idle
+                self.halt.set()
+                for _ in self.jobs:
+                    self.results.get(timeout=60)
+                raise
         results = dict(self.results.get(timeout=60) for _ in self.jobs)
         return [results[index] for index in range(len(jobs))]
 

@@ -81,11 +81,14 @@ class RedisServer:
             return False
 
     @staticmethod
-    def wait_until(condition, what, timeout=10.0):
+    def wait_until(condition, what, timeout=10.0, state=None):
+        """A bounded poll until *condition()*; past *timeout* seconds an
+        AssertionError says what it waited for, and *state()* if given."""
         deadline = time.monotonic() + timeout
         while not condition():
             if time.monotonic() > deadline:
-                raise AssertionError(f"waited {timeout} s for {what}")
+                seen = "" if state is None else f"; {state()}"
+                raise AssertionError(f"waited {timeout} s for {what}{seen}")
             time.sleep(0.01)
 
     def pause(self):
