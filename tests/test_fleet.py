@@ -601,6 +601,28 @@ def test_a_quota_too_small_to_lend_pays_quiet_members_on_credit_and_the_fleet_ow
     assert payer.available == 1.0
 
 
+def test_the_last_retry_of_a_quota_whose_timeouts_cost_more_is_spent():
+    """Two members of a quota paying 3 retries (15 of 5; a timeout would cost
+    10), both failing once between exchanges: all 3 are paid.  A lease is
+    lent down to one retry's worth (5), not only to a timeout's (10), the
+    one a lease must hold to pay for any retry."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    quotas = [
+        RetryQuota(capacity=15, retry_cost=5, timeout_cost=10, success_refund=1, store=store)
+        for _ in "ab"
+    ]
+    joined(store, *quotas)
+    paid = 0
+    for _ in range(6):
+        for quota in quotas:
+            quota.record_failure(True)
+            paid += quota.try_retry(ConnectionError()) > 0.0
+        clock.now += 0.05
+        joined(store, *quotas)
+    assert (paid, store.model.counts["level"]) == (3, 0)
+
+
 def test_while_the_fleet_owes_a_members_own_refunds_pay_the_debt_not_its_retries():
     """Two members of a quota with one retry left (shares of half a retry),
     both given a retry on credit: they spend two, and the fleet owes one; a

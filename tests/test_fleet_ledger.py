@@ -12,16 +12,17 @@ from hypothesis import strategies as st
 from redis_server import RedisServer, require_binary
 
 from backoff_iter.fleet import _budget_script, _count_script
-from backoff_iter.fleet._budget_script import CREDIT, OWED, TRIMMED
+from backoff_iter.fleet._budget_script import CREDIT, CRUMB, OWED, TRIMMED
 from backoff_iter.fleet._ledger import GONE, LEFT, REPAIRED, Scores, lua_number, whole
 from backoff_iter.fleet._shared import Ledger
 
 names = (f"ledger-{i}" for i in count())
 NOW = 1_700_000_000_000_000  # microseconds
 TIMING = (100_000, 300_000, 1_200_000, 10**9)  # interval, stale, horizon; ttl (ms): never
-LEVEL = ("level", 2_001, 10_000, 10_000, 0)  # a TokenBucket of 10 tokens
+LEVEL = ("level", 2_001, 10_000, 10_000, 0, 1)  # a TokenBucket of 10 tokens
 WINDOW = ("window", 1_000, 750_000, 2, 3_000, 10**11)  # RetryBudget(window=1.5), reserve 3
-QUOTA = ("level", 20_000, 50_000, 0, 1)  # RetryQuota(capacity=50): owes
+QUOTA = ("level", 20_000, 50_000, 0, 1, 20_000)  # RetryQuota(capacity=50): owes
+MIXED = ("level", 20_000, 50_000, 0, 1, 10_000)  # retry_cost=5, timeout_cost=10
 THROTTLE = (500_000, 4, 10**12)  # a throttle's window: 4 slots of 0.5 s
 BREAKER = (0.5, 4, 500_000, 4, 10**12)  # failure ratio, minimum throughput, the window
 
@@ -222,13 +223,21 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     wanting_credit += [("exchange", m, 0, 0, 0, 0, "heard", "answer") for m in (1, 2, 3, 4)]
     wanting_credit += [("exchange", 1, 0, 1, 0, 1, "heard", "answer")]
     wanting_credit += [("exchange", m, 0, 1, 0, 0, "heard", "answer") for m in (0, 2, 3, 4)] * 2
+    # A crumb: room for 2 retries of 5 (20,000 halves); m0 may still spend
+    # 5,000 - no retry's worth - so holds nothing; m1 holds 15,000 of it, and
+    # the 5,000 left is lent to m0 no more.
+    crumbs = [("exchange", 0, -40_000, 0, 0, 0, "heard", "answer")]
+    crumbs += [("exchange", 1, 0, 1, 0, 1, "heard", "answer")]
+    crumbs += [("exchange", 0, 0, 1, 5_000, 0, "heard", "answer")]
+    crumbs += [("exchange", 1, 0, 1, 15_000, 1, "heard", "answer")]
+    crumbs += [("exchange", 0, 0, 1, 0, 1, "heard", "answer")]
     owed = [  # NOW is half a slot in; 950 ms later its slot leaves within an interval
         ("exchange", 0, -2_000, 0, 0, 0, "heard", "answer"),
         ("exchange", 0, 0, 950_000, 0, 0, "heard", "answer"),
     ]
 
     @settings(max_examples=120)
-    @given(kind=st.sampled_from([LEVEL, WINDOW, QUOTA]), events=budget_events())
+    @given(kind=st.sampled_from([LEVEL, WINDOW, QUOTA, MIXED]), events=budget_events())
     @example(kind=WINDOW, events=leaving)
     @example(kind=LEVEL, events=[*wanting, ("poison", 0, "delete counts"), wanting[0]])
     @example(kind=LEVEL, events=lowered)
@@ -238,6 +247,7 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     @example(kind=QUOTA, events=credit)
     @example(kind=QUOTA, events=beyond)
     @example(kind=QUOTA, events=wanting_credit)
+    @example(kind=MIXED, events=crumbs)
     def run(kind, events):
         nonlocal seen
         twins = Twins(client, "BUDGET")
@@ -559,12 +569,39 @@ def test_a_quota_spent_beyond_empty_owes_it_until_refunds_pay_it_back():
     assert model.counts["level"] == -100_000 and mask & TRIMMED  # never owes more than 2 quotas
 
 
+def test_shared_a_crumb_of_room_that_pays_for_no_retry_is_neither_held_nor_lent():
+    """A quota whose retries cost 5 (timeouts 10): room for 2 retries (20,000
+    halves).  A member that may still spend 5,000 - less than any retry
+    costs - holds nothing for it; one that may spend 15,000 holds it, and the
+    5,000 it leaves are lent to no one.  Held or lent, such crumbs kept the
+    last retry of a fleet's quota from every member: 5,000 + 2,500 + 2,500
+    halves among three processes of the fleet tests, for 30 s."""
+    model = Ledger()
+    assert exchange(model, "a", -40_000, kind=MIXED)[3] == 20_000  # alone: all the room
+    assert exchange(model, "b", at=NOW + 1, want=1, kind=MIXED)[3] == 0  # a holds it
+    quiet = {"acked": -40_000, "kind": MIXED}
+    mask, _, _, lease = exchange(model, "a", -40_000, at=NOW + 2, keep=5_000, **quiet)
+    assert lease == 0 and mask & CRUMB and "l:a" not in model.ledger
+    mask, _, _, lease = exchange(model, "b", at=NOW + 3, want=1, kind=MIXED)
+    assert (lease, mask & CRUMB) == (20_000, 0)  # all of it: a holds no crumb
+    # b, quiet, may still spend 15,000 of it: held; a, failing, is lent no crumb
+    exchange(model, "b", at=NOW + 4, keep=15_000, kind=MIXED)
+    assert model.ledger["l:b"] == 15_000
+    mask, _, _, lease = exchange(model, "a", -40_000, at=NOW + 5, want=1, **quiet)
+    assert lease == 0 and mask & CRUMB and "l:a" not in model.ledger  # 5,000 left: a crumb
+    # a bucket's retry is paid by any room at all: no crumbs
+    model = Ledger()
+    leases(model, "ab", NOW)
+    assert exchange(model, "a", at=NOW + 1, keep=1)[3] == 5_000
+    assert model.ledger["l:a"] == 5_000
+
+
 def test_a_quota_too_small_to_lend_gives_quiet_members_a_retry_on_credit_in_turn():
     """Room for 1 retry among 5 quiet members (shares of a fifth of one): 2
     of every 5 quiet exchanges carry a retry on credit (twice the retries
     the room pays for), none a lease; a bucket, which does not owe, gives
     no credit."""
-    for kind, credits in ((QUOTA, [2, 2, 2]), (("level", 20_000, 50_000, 50_000, 0), [0, 0, 0])):
+    for kind, credits in ((QUOTA, [2, 2, 2]), (("level", 20_000, 50_000, 50_000, 0, 1), [0, 0, 0])):
         model = Ledger()
         exchange(model, "m0", -40_000, kind=kind)  # alone: lent all the room
         leases(model, ["m1", "m2", "m3", "m4"], NOW, kind=kind)  # m0 holds it all: no credit

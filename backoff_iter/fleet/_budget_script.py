@@ -32,6 +32,7 @@ NEED = 8192  # a member wanting room: one retry's worth for each of its failures
 LOWERED = 16384  # counts rebuilt lately, or a slot dropped: lowered to what this member heard
 CREDIT = 32768  # a quiet member of a level that owes: one retry on credit, in turn
 OWED = 65536  # the level is below 0: spent beyond it, owed until refunds pay it back
+CRUMB = 131072  # shared, less than the cheapest retry costs: neither lent nor held
 
 BITS = {
     "REPAIRED": REPAIRED,
@@ -51,6 +52,7 @@ BITS = {
     "LOWERED": LOWERED,
     "CREDIT": CREDIT,
     "OWED": OWED,
+    "CRUMB": CRUMB,
 }
 
 # A budget's exchange.  ARGV, after the prelude's 1-7: 8 acked, 9 cumulative, 10 keep: what the member may
@@ -60,7 +62,8 @@ BITS = {
 # least lease that pays for one retry; then for 'level': 15 cap, 16 the
 # room's zero, doubled, 17 owes: 1 if what is spent beyond empty is owed (a
 # quota's level goes down to -2 cap, and answers 0 meanwhile), 0 if the level
-# stops at 0 (a bucket's); for 'window': 15 slot width in us, 16 slots,
+# stops at 0 (a bucket's), 18 least: what the cheapest retry costs, the
+# least lease of use when shared; for 'window': 15 slot width in us, 16 slots,
 # 17 reserve, 18 the most a slot may hold either way.
 # Answer: {mask, value, n, lease}.
 BUDGET = (
@@ -71,7 +74,7 @@ local delta = since('a', tonumber(ARGV[8]), tonumber(ARGV[9]))
 local keep, kind, unit = tonumber(ARGV[10]), ARGV[13], tonumber(ARGV[14])
 local want = leave and 0 or tonumber(ARGV[11])
 local value, room
-local owes = false
+local owes, least = false, 1
 -- Counts gone (expired or deleted) are rebuilt from what the member heard,
 -- never from full; for a horizon after, each member's view can only lower them.
 local function rebuilding()
@@ -79,7 +82,7 @@ local function rebuilding()
 end
 if kind == 'level' then
   local cap, zero = tonumber(ARGV[15]), tonumber(ARGV[16])
-  owes = ARGV[17] == '1'
+  owes, least = ARGV[17] == '1', tonumber(ARGV[18]) or 1
   local floor = owes and -2 * cap or 0
   local stored = redis.call('HGET', counts, 'level')
   local level, heard = whole(stored, floor, cap), whole(ARGV[12], 0, cap)
@@ -219,6 +222,13 @@ if room > 0 and not leave then
     end
   end
 end
+-- Shared, a lease or a hold that pays for no retry is neither lent nor held:
+-- crumbs held by several members would keep the last retries' worth from all.
+if n > 1 and (lease > 0 and lease < least or keep > 0 and keep < least) then
+  if lease < least then lease = 0 end
+  if keep < least then keep = 0 end
+  flag(CRUMB)
+end
 local held = lease
 if keep > lease then
   held = math.max(lease, math.min(keep, free))
@@ -264,7 +274,7 @@ class BudgetLedger(LedgerBase):
         counts = self.counts
         owes = False
         if kind == "level":
-            cap, zero, owing = parameters
+            cap, zero, owing, least = parameters
             owes = owing == 1
             floor = -2 * cap if owes else 0
             stored = counts.get("level")
@@ -292,8 +302,11 @@ class BudgetLedger(LedgerBase):
                 self._mask |= OWED
             room = 2 * value - zero
         else:
+            least = 1
             value, room = self._slots_window(now, interval, horizon, delta, heard, *parameters)
-        lease = self._lend(member, now, stale, room, n, leased, keep, want, unit, leave, owes)
+        lease = self._lend(
+            member, now, stale, room, n, leased, keep, want, unit, least, leave, owes
+        )
         return self._mask, value, n, lease
 
     def _on_credit(self, room: int, n: int, leased: int, wanting: int, unit: int) -> None:
@@ -380,6 +393,7 @@ class BudgetLedger(LedgerBase):
         keep: int,
         want: int,
         unit: int,
+        least: int,
         leave: int,
         owes: bool,
     ) -> int:
@@ -417,6 +431,12 @@ class BudgetLedger(LedgerBase):
                     self._mask |= STANDBY
                 elif owes:
                     self._on_credit(room, n, leased, wanting, unit)
+        if n > 1 and (0 < lease < least or 0 < keep < least):
+            if lease < least:
+                lease = 0
+            if keep < least:
+                keep = 0
+            self._mask |= CRUMB
         held = lease
         if keep > lease:
             held = max(lease, min(keep, free))

@@ -188,8 +188,10 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
         TokenBucket.__init__(self, max_tokens, token_ratio)
         self._full = self._max  # a full bucket's room above half, in halves
         self._each = self._ratio
-        # A retry needs the room above half to stay positive after its failure's token.
-        self._start(store, ("level", 2001, self._max, self._max, 0), self._max, 0.0)  # type: ignore[arg-type]
+        # A retry needs the room above half to stay positive after its failure's
+        # token; any room at all pays for one.
+        parameters = ("level", 2001, self._max, self._max, 0, 1)
+        self._start(store, parameters, self._max, 0.0)  # type: ignore[arg-type]
 
     _fold = BudgetMember._add_successes
 
@@ -278,10 +280,16 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         )
         self._full = 2 * self._capacity
         self._each = self._refund
-        # A lease that pays for any one retry.
-        unit = 2 * max(self._retry, self._throttle, self._timeout or 0)
+        # A lease that pays for any one retry, and the least that pays for one.
+        costs = (
+            self._retry,
+            self._throttle,
+            self._retry if self._timeout is None else self._timeout,
+        )
+        unit, least = 2 * max(costs), 2 * min(costs)
         # What is spent beyond empty (on credit) is owed: the level goes below 0.
-        self._start(store, ("level", unit, self._capacity, 0, 1), self._capacity, 0.0)  # type: ignore[arg-type]
+        parameters = ("level", unit, self._capacity, 0, 1, least)
+        self._start(store, parameters, self._capacity, 0.0)  # type: ignore[arg-type]
 
     def _gain(self, units: int) -> None:
         """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
