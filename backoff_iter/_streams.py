@@ -209,9 +209,8 @@ def async_stream(
                     continue
                 raise
             if resume is None:  # committed: past its first item the stream is the source's
-                step = iterator.__anext__
                 try:
-                    while True:  # each item, or what answers an asend() or athrow() to it
+                    while True:  # an item, or what answers an asend() or athrow() to it
                         try:
                             sent = yield item
                         except GeneratorExit:
@@ -219,10 +218,25 @@ def async_stream(
                         except BaseException as thrown:
                             item = await _athrow(iterator, thrown)
                             continue
-                        if sent is None:
-                            item = await step()
-                        else:
+                        if sent is not None:
                             item = await iterator.asend(sent)  # type: ignore[attr-defined]
+                            continue
+                        # Then items as `async for` takes them (no call of a bound
+                        # __anext__ per item: 1.95x a bare generator, not 2.3x),
+                        # until the consumer sends or throws something in.
+                        async for item in iterator:
+                            try:
+                                sent = yield item
+                            except GeneratorExit:
+                                raise
+                            except BaseException as thrown:
+                                item = await _athrow(iterator, thrown)
+                                break
+                            if sent is not None:
+                                item = await iterator.asend(sent)  # type: ignore[attr-defined]
+                                break
+                        else:
+                            raise StopAsyncIteration  # the source ended
                 except StopAsyncIteration:
                     await call.asettle(attempt, None, None)
                     return

@@ -505,9 +505,10 @@ def test_an_async_stream_closed_early_closes_its_source(taken):
     assert asyncio.run(main()) == (list(range(taken)), 1) and source.calls == 1
 
 
-def test_an_async_source_that_handles_a_thrown_error_goes_on_to_a_success():
+@pytest.mark.parametrize("taken", [1, 2])
+def test_an_async_source_that_handles_a_thrown_error_goes_on_to_a_success(taken):
     """Without resume=, athrow() reaches the source, which answers and goes on; its end is a
-    success."""
+    success.  After the first item or a later one (those pass through `async for`)."""
     events = []
 
     async def tolerant():
@@ -519,11 +520,10 @@ def test_an_async_source_that_handles_a_thrown_error_goes_on_to_a_success():
 
     async def main():
         stream = retry([0.0], observe=events.append)(tolerant)()
-        return [await stream.__anext__(), await stream.athrow(ValueError())] + [
-            item async for item in stream
-        ]
+        got = [await stream.__anext__() for _ in range(taken)]
+        return got + [await stream.athrow(ValueError())] + [item async for item in stream]
 
-    assert asyncio.run(main()) == [0, "handled", 1, 2]
+    assert asyncio.run(main()) == [*range(taken), "handled", *range(taken, 3)]
     assert [event.kind for event in events] == ["success"]
 
 
