@@ -221,20 +221,10 @@ def async_stream(
                         if sent is not None:
                             item = await iterator.asend(sent)  # type: ignore[attr-defined]
                             continue
-                        # Then items as `async for` takes them (no call of a bound
-                        # __anext__ per item: 1.95x a bare generator, not 2.3x),
-                        # until the consumer sends or throws something in.
+                        # The next item as `async for` takes it, with no call of the
+                        # source's bound __anext__: 2.0x a bare generator, not 2.3x.
                         async for item in iterator:
-                            try:
-                                sent = yield item
-                            except GeneratorExit:
-                                raise
-                            except BaseException as thrown:
-                                item = await _athrow(iterator, thrown)
-                                break
-                            if sent is not None:
-                                item = await iterator.asend(sent)  # type: ignore[attr-defined]
-                                break
+                            break
                         else:
                             raise StopAsyncIteration  # the source ended
                 except StopAsyncIteration:
