@@ -223,7 +223,7 @@ def async_stream(
                             continue
                         # The next item as `async for` takes it, with no call of the
                         # source's bound __anext__: 2.0x a bare generator, not 2.3x.
-                        async for item in iterator:
+                        async for item in iterator:  # noqa: B007 - the item is used after the loop
                             break
                         else:
                             raise StopAsyncIteration  # the source ended
