@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import queue
 import threading
 import time
 
@@ -132,15 +134,16 @@ class Fleet:
     def each(self, work, jobs, during=None):
         """Process i runs work(*jobs[i]) (this one *during*, meanwhile); their results, in order."""
         self.halt.clear()
-        for index, (queue, job) in enumerate(zip(self.jobs, jobs)):
-            queue.put((index, work, job))
+        for index, (inbox, job) in enumerate(zip(self.jobs, jobs)):
+            inbox.put((index, work, job))
         if during is not None:
             try:
                 during()
             except BaseException:  # end this round, so the next test finds the fleet idle
                 self.halt.set()
-                for _ in self.jobs:
-                    self.results.get(timeout=60)
+                with contextlib.suppress(queue.Empty):  # a process that died answers nothing
+                    for _ in self.jobs:
+                        self.results.get(timeout=60)
                 raise
         results = dict(self.results.get(timeout=60) for _ in self.jobs)
         return [results[index] for index in range(len(jobs))]

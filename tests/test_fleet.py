@@ -623,6 +623,72 @@ def test_the_last_retry_of_a_quota_whose_timeouts_cost_more_is_spent():
     assert (paid, store.model.counts["level"]) == (3, 0)
 
 
+def test_own_refunds_a_member_may_spend_while_its_exchange_travels_are_held_for_it():
+    """Two members of a quota with 1 left (11 of 5): a's exchange sends 4
+    refunds, less than a retry, and one more arrives while it travels: a
+    pays a retry with its 5 refunds, and b, heard after, is lent none of
+    them - what a member may still spend is held for it however small (its
+    own refunds may add up while its answer travels).  The fleet spends no
+    room twice: the level stays at 1, nothing owed."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (RetryQuota(capacity=11, retry_cost=5, success_refund=1, store=store) for _ in "ab")
+    joined(store, a, b, a, b)
+    paid = 0
+    for _ in range(4):  # 2 retries spend 10 of 11
+        for quota in (a, b):
+            quota.record_failure(True)
+            paid += quota.try_retry(None) > 0.0
+        clock.now += 0.05
+        joined(store, a, b)
+    clock.now += 0.2
+    joined(store, a, b, a, b)
+    assert (paid, store.model.counts["level"]) == (2, 1_000)
+    for _ in range(4):
+        a.record_success(True)
+    sent = store.send(a)  # under way with 4 refunds: 8,000 halves a may spend
+    a.record_success(True)
+    a.record_failure(True)
+    assert a.try_retry(None) == 5.0  # its own 5 refunds
+    a._merge(sent[0], store.land(a, sent), sent[1])
+    joined(store, b)
+    b.record_failure(True)
+    assert b.try_retry(None) == 0.0
+    joined(store, a, b, a, b)
+    assert store.model.counts["level"] == 1_000
+
+
+@pytest.mark.parametrize("capacity, left", [(25, 5_000), (30, 10_000)])
+def test_a_member_gives_up_what_is_left_of_a_lease_when_it_pays_for_no_retry(capacity, left):
+    """Two members of a quota (costs 5, timeouts 10): a, quiet, is lent half
+    its room and spends 2 retries of it.  5,000 halves left pay for no retry:
+    a gives them up as its next exchange leaves, and nothing is held for
+    them; failing, it is lent the room anew, the crumb with it.  10,000 pay
+    for one: a keeps them, and they are held for it.  Kept, crumbs added up
+    to a retry's worth that no process of the fleet tests could spend, for
+    30 s (5,000 + 2,500 + 2,500 halves)."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (
+        RetryQuota(capacity=capacity, retry_cost=5, timeout_cost=10, success_refund=1, store=store)
+        for _ in "ab"
+    )
+    joined(store, a, b)
+    clock.now += 0.2
+    joined(store, a, b)
+    lent = capacity * 1_000
+    assert (a._lease, a._n) == (lent, 2)
+    for _ in range(2):
+        a.record_failure(True)
+        assert a.try_retry(ConnectionError()) == 5.0
+    assert a._room() == left
+    sent = store.send(a)
+    kept = left if left >= 10_000 else 0
+    assert (sent[0][2], a._lease) == (kept, lent if kept else 0)
+    a._merge(sent[0], store.land(a, sent), sent[1])
+    assert a._lease == store.model.ledger["l:m0"] == 2 * capacity * 1_000 - 20_000  # the room
+
+
 def test_while_the_fleet_owes_a_members_own_refunds_pay_the_debt_not_its_retries():
     """Two members of a quota with one retry left (shares of half a retry),
     both given a retry on credit: they spend two, and the fleet owes one; a

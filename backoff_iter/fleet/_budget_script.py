@@ -32,7 +32,7 @@ NEED = 8192  # a member wanting room: one retry's worth for each of its failures
 LOWERED = 16384  # counts rebuilt lately, or a slot dropped: lowered to what this member heard
 CREDIT = 32768  # a quiet member of a level that owes: one retry on credit, in turn
 OWED = 65536  # the level is below 0: spent beyond it, owed until refunds pay it back
-CRUMB = 131072  # shared, less than the cheapest retry costs: neither lent nor held
+CRUMB = 131072  # shared, less than the cheapest retry costs: not lent
 
 BITS = {
     "REPAIRED": REPAIRED,
@@ -222,11 +222,11 @@ if room > 0 and not leave then
     end
   end
 end
--- Shared, a lease or a hold that pays for no retry is neither lent nor held:
--- crumbs held by several members would keep the last retries' worth from all.
-if n > 1 and (lease > 0 and lease < least or keep > 0 and keep < least) then
-  if lease < least then lease = 0 end
-  if keep < least then keep = 0 end
+-- Shared, a lease that pays for no retry is not lent (nor does a member keep
+-- one: see the budgets' _outgoing): crumbs held by several members would keep
+-- the last retries' worth from all of them.
+if n > 1 and lease > 0 and lease < least then
+  lease = 0
   flag(CRUMB)
 end
 local held = lease
@@ -431,11 +431,8 @@ class BudgetLedger(LedgerBase):
                     self._mask |= STANDBY
                 elif owes:
                     self._on_credit(room, n, leased, wanting, unit)
-        if n > 1 and (0 < lease < least or 0 < keep < least):
-            if lease < least:
-                lease = 0
-            if keep < least:
-                keep = 0
+        if n > 1 and 0 < lease < least:
+            lease = 0
             self._mask |= CRUMB
         held = lease
         if keep > lease:

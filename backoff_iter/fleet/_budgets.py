@@ -51,6 +51,7 @@ class BudgetMember(Member):
     _own_sent: int  # of _own: in the exchange under way
     _lease: int
     _spendable: int  # a quota's _room(), kept up to date for its decisions
+    _least: int  # a quota's cheapest retry: a lease of less is given up (see _outgoing)
     _head: int
     _slice: int
     _full: int
@@ -78,7 +79,7 @@ class BudgetMember(Member):
         self._n = 1
         self._value = value
         self._known = self._asked = self._demanded = self._credit = self._owed = False
-        self._wants = self._wanted = 0
+        self._least = self._wants = self._wanted = 0
         self._wanted_at = -math.inf
         self._join(store, parameters, window)
 
@@ -132,7 +133,16 @@ class BudgetMember(Member):
 
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         self._settle(now)
-        keep = max(0, self._room()) if live else 0
+        room = self._room()
+        if room < self._least and self._lease and self._n > 1:
+            # A crumb of a lease, the remains of one spent: it pays for no retry,
+            # and the script lends none.  Given up, so that it is not held for
+            # this process in turn: only its own refunds are (keep), spendable
+            # while this exchange is under way.
+            self._lease = 0
+            self._settle(now)
+            room = self._room()
+        keep = max(0, room) if live else 0
         if self._wants:  # room wanted until the next exchange: retries of failures may follow
             self._wanted = min(self._wants, 1_000_000)
             self._wants = 0
@@ -290,6 +300,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         # What is spent beyond empty (on credit) is owed: the level goes below 0.
         parameters = ("level", unit, self._capacity, 0, 1, least)
         self._start(store, parameters, self._capacity, 0.0)  # type: ignore[arg-type]
+        self._least = least
 
     def _gain(self, units: int) -> None:
         """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
