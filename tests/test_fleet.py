@@ -689,6 +689,24 @@ def test_a_member_gives_up_what_is_left_of_a_lease_when_it_pays_for_no_retry(cap
     assert a._lease == store.model.ledger["l:m0"] == 2 * capacity * 1_000 - 20_000  # the room
 
 
+def test_a_bucket_whose_failures_took_its_room_below_zero_keeps_its_lease_in_flight():
+    """Two members of a 10-token bucket, a lent 5,000 halves: 3 failures take
+    its room to -1,000; its exchange leaves holding nothing (keep 0), but a
+    keeps its lease, so a success while it travels lifts its room above 0
+    and pays a retry, as before the rule that gives up crumbs of a quota."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (TokenBucket(max_tokens=10, token_ratio=1, store=store) for _ in "ab")
+    joined(store, a, b, a, b)
+    for _ in range(3):
+        a.record_failure(True)
+    assert (a._lease, a._room()) == (5_000, -1_000)
+    sent = store.send(a)
+    assert (sent[0][2], a._lease) == (0, 5_000)
+    a.record_success(True)
+    assert a.try_retry(None)
+
+
 def test_while_the_fleet_owes_a_members_own_refunds_pay_the_debt_not_its_retries():
     """Two members of a quota with one retry left (shares of half a retry),
     both given a retry on credit: they spend two, and the fleet owes one; a

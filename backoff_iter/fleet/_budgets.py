@@ -134,11 +134,12 @@ class BudgetMember(Member):
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         self._settle(now)
         room = self._room()
-        if room < self._least and self._lease and self._n > 1:
+        if 0 < room < self._least and self._lease and self._n > 1:
             # A crumb of a lease, the remains of one spent: it pays for no retry,
             # and the script lends none.  Given up, so that it is not held for
             # this process in turn: only its own refunds are (keep), spendable
-            # while this exchange is under way.
+            # while this exchange is under way.  (Room of 0 or less is not held
+            # anyway; a bucket's own successes may lift it while it travels.)
             self._lease = 0
             self._settle(now)
             room = self._room()
