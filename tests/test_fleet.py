@@ -468,10 +468,10 @@ def test_no_lease_is_kept_for_a_process_whose_answer_is_stale():
     store = Manual(clock)
     bucket = TokenBucket(max_tokens=10, token_ratio=1, store=store)
     joined(store, bucket)
-    (_, _, keep, _, _), _ = store.send(bucket)
+    (_, _, keep, *_), _ = store.send(bucket)
     assert keep == 10_000  # fresh: its whole lease may still be spent
     clock.now += bucket._stale + 0.001
-    (_, _, keep, _, _), _ = store.send(bucket)
+    (_, _, keep, *_), _ = store.send(bucket)
     assert keep == 0
 
 
@@ -687,6 +687,40 @@ def test_a_member_gives_up_what_is_left_of_a_lease_when_it_pays_for_no_retry(cap
     assert (sent[0][2], a._lease) == (kept, lent if kept else 0)
     a._merge(sent[0], store.land(a, sent), sent[1])
     assert a._lease == store.model.ledger["l:m0"] == 2 * capacity * 1_000 - 20_000  # the room
+
+
+def test_pieces_that_pay_only_a_throttled_retry_come_back_and_pay_another():
+    """Two members of a quota (retries 14, throttled ones 5) lent 30 each pay
+    a throttled retry apiece: the 20 left, 10 with each, pay for one more
+    retry.  Their failures now are not throttles: each gives its piece up
+    at its next exchange, and neither is lent a piece that pays for no
+    retry of the kind it needed last, so the two pieces add up and one
+    member is lent the retry.  Kept, they paid for none, however long the
+    failures lasted."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (RetryQuota(capacity=30, store=store) for _ in "ab")
+    joined(store, a, b)
+    clock.now += 0.2
+    joined(store, a, b, a, b)
+    assert (a._lease, b._lease) == (30_000, 30_000)
+    for quota in (a, b):
+        quota.record_failure(True)
+        assert quota.try_retry(None, throttled=True) == 5.0
+    paid = 0
+    for _ in range(6):
+        for quota in (a, b):
+            quota.record_failure(True)
+            paid += quota.try_retry(ConnectionError()) > 0.0
+        clock.now += 0.05
+        joined(store, a, b)
+    assert (paid, store.model.counts["level"]) == (1, 6_000)
+    # The 6 left pay for a throttled retry, which a asks for in vain once: the
+    # exchange before had its need as a retry's.  Its next is lent them.
+    a.record_failure(True)
+    assert a.try_retry(None, throttled=True) == 0.0
+    joined(store, a)
+    assert (a._lease, a.try_retry(None, throttled=True)) == (12_000, 5.0)
 
 
 def test_a_bucket_whose_failures_took_its_room_below_zero_keeps_its_lease_in_flight():
@@ -920,7 +954,7 @@ def test_counts_a_window_old_are_not_sent_after_an_outage():
     budget.record_failure(True)  # deposits 1 at 1000 s: never sent
     clock.now = 1002.0
     budget.record_failure(True)  # and 1 at 1002 s
-    (acked, cumulative, _, _, _), _ = store.send(budget)
+    (acked, cumulative, *_), _ = store.send(budget)
     assert cumulative - acked == 1_000
 
 
@@ -953,10 +987,10 @@ def test_a_retry_budgets_calls_within_a_slot_take_no_lock_and_all_reach_the_flee
     for _ in range(50):
         budget.record_failure(True)
     assert lock.taken == 1
-    (acked, cumulative, _, _, _), _ = store.send(budget)
+    (acked, cumulative, *_), _ = store.send(budget)
     assert cumulative - acked == 150 * 500  # 0.5 of a retry a call, in thousandths
     assert budget.try_retry(ConnectionError())  # 75 retries' worth deposited: one spent
-    (acked, cumulative, _, _, _), _ = store.send(budget)
+    (acked, cumulative, *_), _ = store.send(budget)
     assert cumulative - acked == 150 * 500 - 1000
     assert budget._balance == 150 * 500 - 1000  # the window has them too
 

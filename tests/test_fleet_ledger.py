@@ -164,6 +164,7 @@ def budget_events():
                 st.sampled_from([0, 0, 1, 3, 40]),  # want
                 st.sampled_from(["heard", "heard", ""]),
                 ACTIONS,
+                st.sampled_from([0, 0, 10_000, 20_000]),  # need (the examples below: 0)
             ),
             st.tuples(
                 st.just("poison"),
@@ -230,6 +231,11 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     crumbs += [("exchange", 0, 0, 1, 5_000, 0, "heard", "answer")]
     crumbs += [("exchange", 1, 0, 1, 15_000, 1, "heard", "answer")]
     crumbs += [("exchange", 0, 0, 1, 0, 1, "heard", "answer")]
+    # 15,000 free, m1 wanting a retry whose kind costs 20,000: not lent.
+    needy = [("exchange", 0, -42_500, 0, 0, 0, "heard", "answer")]
+    needy += [("exchange", 1, 0, 1, 0, 1, "heard", "answer")]
+    needy += [("exchange", 0, 0, 1, 0, 0, "heard", "answer")]
+    needy += [("exchange", 1, 0, 1, 0, 1, "heard", "answer", 20_000)]
     owed = [  # NOW is half a slot in; 950 ms later its slot leaves within an interval
         ("exchange", 0, -2_000, 0, 0, 0, "heard", "answer"),
         ("exchange", 0, 0, 950_000, 0, 0, "heard", "answer"),
@@ -247,6 +253,7 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     @example(kind=QUOTA, events=beyond)
     @example(kind=QUOTA, events=wanting_credit)
     @example(kind=MIXED, events=crumbs)
+    @example(kind=MIXED, events=needy)
     def run(kind, events):
         nonlocal seen
         twins = Twins(client, "BUDGET")
@@ -255,7 +262,7 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
             if event[0] == "poison":
                 twins.poison(event[2], f"m{event[1]}")
                 continue
-            _, index, counts, step, keep, want, hear, action = event
+            _, index, counts, step, keep, want, hear, action, *need = event
             now += step
             member = f"m{index}"
             cumulative = sent.get(member, 0) + counts
@@ -270,6 +277,7 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
                 keep,
                 want,
                 heard.get(member, "") if hear else "",
+                need[0] if need else 0,
                 *kind,
             )
             sent[member] = cumulative
@@ -427,12 +435,12 @@ def test_the_model_forgets_its_keys_after_their_ttl():
     """The model, as Redis, empties the keys when no exchange renewed them for ttl milliseconds."""
     model = Ledger()
     arguments = (100_000, 300_000, 1_200_000, 500)  # ttl: half a second
-    model.budget("a", NOW, *arguments, 0, 0, -6_000, 0, 0, "", *LEVEL)
+    model.budget("a", NOW, *arguments, 0, 0, -6_000, 0, 0, "", 0, *LEVEL)
     assert (
-        model.budget("a", NOW + 499_999, *arguments, 0, -6_000, -6_000, 0, 0, "", *LEVEL)[1]
+        model.budget("a", NOW + 499_999, *arguments, 0, -6_000, -6_000, 0, 0, "", 0, *LEVEL)[1]
         == 4_000
     )
-    assert model.budget("b", NOW + 999_999, *arguments, 0, 0, 0, 0, 0, "", *LEVEL)[1] == 10_000
+    assert model.budget("b", NOW + 999_999, *arguments, 0, 0, 0, 0, 0, "", 0, *LEVEL)[1] == 10_000
 
 
 def test_common_bits_are_named_alike_in_every_script():
@@ -447,10 +455,23 @@ def test_common_bits_are_named_alike_in_every_script():
 
 
 def exchange(
-    model, member, cumulative=0, *, at=NOW, acked=0, keep=0, want=0, heard="", leave=0, kind=LEVEL
+    model,
+    member,
+    cumulative=0,
+    *,
+    at=NOW,
+    acked=0,
+    keep=0,
+    want=0,
+    heard="",
+    need=0,
+    leave=0,
+    kind=LEVEL,
 ):
     """One budget exchange of the model: (mask, value, n, lease)."""
-    return model.budget(member, at, *TIMING, leave, acked, cumulative, keep, want, heard, *kind)
+    return model.budget(
+        member, at, *TIMING, leave, acked, cumulative, keep, want, heard, need, *kind
+    )
 
 
 def leases(model, members, at, **options):
@@ -591,6 +612,22 @@ def test_shared_a_crumb_of_room_that_pays_for_no_retry_is_not_lent():
     mask, _, _, lease = exchange(model, "a", -40_000, at=NOW + 6, want=1, **quiet)
     assert lease == 0 and mask & CRUMB and "l:a" not in model.ledger  # 5,000 left: a crumb
     # (a bucket's retry is paid by any room at all: it lends 1,996 halves below)
+
+
+def test_shared_no_lease_is_lent_that_pays_for_no_retry_of_the_kind_the_member_needed_last():
+    """A quota whose retries cost 5 and timeouts 10 (a lease of 20,000 halves
+    pays for any), with 15,000 free: b, wanting a retry, is lent them when its
+    latest retry cost 5 (need 10,000), and none when it was a timeout (need
+    20,000): lent, they would pay for none of its timeouts while other
+    members could not add them up."""
+    for need, lent in ((10_000, 15_000), (20_000, 0)):
+        model = Ledger()
+        assert exchange(model, "a", -42_500, kind=MIXED)[3] == 15_000  # alone: all the room
+        assert exchange(model, "b", at=NOW + 1, want=1, kind=MIXED)[3] == 0  # a holds it
+        assert exchange(model, "a", -42_500, at=NOW + 2, acked=-42_500, kind=MIXED)[3] == 0
+        mask, _, _, lease = exchange(model, "b", at=NOW + 3, want=1, need=need, kind=MIXED)
+        assert (lease, bool(mask & CRUMB)) == (lent, not lent)
+        assert model.ledger.get("l:b", 0) == lent
 
 
 def test_a_quota_too_small_to_lend_gives_quiet_members_a_retry_on_credit_in_turn():

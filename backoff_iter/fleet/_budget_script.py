@@ -58,20 +58,23 @@ BITS = {
 # A budget's exchange.  ARGV, after the prelude's 1-7: 8 acked, 9 cumulative, 10 keep: what the member may
 # still spend of its lease while this exchange is in flight, 11 want: its
 # failures since its last exchange (0: it wants no room), 12 heard: the fleet's value
-# it last heard ('' if none), 13 kind: 'level' or 'window', 14 unit: the
-# least lease that pays for one retry; then for 'level': 15 cap, 16 the
-# room's zero, doubled, 17 owes: 1 if what is spent beyond empty is owed (a
-# quota's level goes down to -2 cap, and answers 0 meanwhile), 0 if the level
-# stops at 0 (a bucket's), 18 least: what the cheapest retry costs, the
-# least lease of use when shared; for 'window': 15 slot width in us, 16 slots,
-# 17 reserve, 18 the most a slot may hold either way.
+# it last heard ('' if none), 13 need: what the member's latest retry cost,
+# in the lease's units (a quota's; 0 if it has none to tell), 14 kind: 'level' or 'window', 15
+# unit: the least lease that pays for any one retry; then for 'level': 16
+# cap, 17 the room's zero, doubled, 18 owes: 1 if what is spent beyond empty
+# is owed (a quota's level goes down to -2 cap, and answers 0 meanwhile), 0
+# if the level stops at 0 (a bucket's), 19 least: what the cheapest retry
+# costs; shared, no lease is lent that is less than least or need; for
+# 'window': 16 slot width in us, 17 slots, 18 reserve, 19 the most a slot
+# may hold either way.
 # Answer: {mask, value, n, lease}.
 BUDGET = (
     lua_bits(BITS)
     + PRELUDE
     + """
 local delta = since('a', tonumber(ARGV[8]), tonumber(ARGV[9]))
-local keep, kind, unit = tonumber(ARGV[10]), ARGV[13], tonumber(ARGV[14])
+local keep, kind, unit = tonumber(ARGV[10]), ARGV[14], tonumber(ARGV[15])
+local need = tonumber(ARGV[13]) or 0
 local want = leave and 0 or tonumber(ARGV[11])
 local value, room
 local owes, least = false, 1
@@ -81,8 +84,8 @@ local function rebuilding()
   return (whole(redis.call('HGET', counts, 'rebuilt'), 0, now + horizon) or 0) > now
 end
 if kind == 'level' then
-  local cap, zero = tonumber(ARGV[15]), tonumber(ARGV[16])
-  owes, least = ARGV[17] == '1', tonumber(ARGV[18]) or 1
+  local cap, zero = tonumber(ARGV[16]), tonumber(ARGV[17])
+  owes, least = ARGV[18] == '1', tonumber(ARGV[19]) or 1
   local floor = owes and -2 * cap or 0
   local stored = redis.call('HGET', counts, 'level')
   local level, heard = whole(stored, floor, cap), whole(ARGV[12], 0, cap)
@@ -112,8 +115,8 @@ if kind == 'level' then
   end
   room = 2 * value - zero
 else
-  local width, slots, reserve = tonumber(ARGV[15]), tonumber(ARGV[16]), tonumber(ARGV[17])
-  local most = tonumber(ARGV[18])
+  local width, slots, reserve = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
+  local most = tonumber(ARGV[19])
   local heard = whole(ARGV[12], -most * slots, most * slots)
   local slot = math.floor(now / width)
   -- the newest slot a server's clock may have written, and the slots that
@@ -222,10 +225,11 @@ if room > 0 and not leave then
     end
   end
 end
--- Shared, a lease that pays for no retry is not lent (nor does a member keep
--- one: see the budgets' _outgoing): crumbs held by several members would keep
--- the last retries' worth from all of them.
-if n > 1 and lease > 0 and lease < least then
+-- Shared, a lease that pays for no retry is not lent, nor one that pays for
+-- none of the kind the member needed last (nor does a member keep one: see
+-- the budgets' _outgoing): crumbs held by several members would keep the last
+-- retries' worth from all of them, where crumbs not lent add up.
+if n > 1 and lease > 0 and (lease < least or lease < need) then
   lease = 0
   flag(CRUMB)
 end
@@ -264,6 +268,7 @@ class BudgetLedger(LedgerBase):
         keep: int,
         want: int,
         heard: int | str,
+        need: int,
         kind: str,
         unit: int,
         *parameters: int,
@@ -305,7 +310,7 @@ class BudgetLedger(LedgerBase):
             least = 1
             value, room = self._slots_window(now, interval, horizon, delta, heard, *parameters)
         lease = self._lend(
-            member, now, stale, room, n, leased, keep, want, unit, least, leave, owes
+            member, now, stale, room, n, leased, keep, want, unit, max(least, need), leave, owes
         )
         return self._mask, value, n, lease
 

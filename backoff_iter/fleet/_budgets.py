@@ -51,7 +51,7 @@ class BudgetMember(Member):
     _own_sent: int  # of _own: in the exchange under way
     _lease: int
     _spendable: int  # a quota's _room(), kept up to date for its decisions
-    _least: int  # a quota's cheapest retry: a lease of less is given up (see _outgoing)
+    _need: int  # a quota's: what its latest retry cost, in halves (0 before one); see _outgoing
     _head: int
     _slice: int
     _full: int
@@ -79,7 +79,7 @@ class BudgetMember(Member):
         self._n = 1
         self._value = value
         self._known = self._asked = self._demanded = self._credit = self._owed = False
-        self._least = self._wants = self._wanted = 0
+        self._need = self._wants = self._wanted = 0
         self._wanted_at = -math.inf
         self._join(store, parameters, window)
 
@@ -134,11 +134,14 @@ class BudgetMember(Member):
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         self._settle(now)
         room = self._room()
-        if 0 < room < self._least and self._lease and self._n > 1:
-            # A crumb of a lease, the remains of one spent: it pays for no retry,
-            # and the script lends none.  Given up, so that it is not held for
-            # this process in turn: only its own refunds are (keep), spendable
-            # while this exchange is under way.  (Room of 0 or less is not held
+        if 0 < room < self._need and self._lease and self._n > 1:
+            # A crumb of a lease, the remains of one spent: it pays for no retry
+            # like this process's latest (nor does the script lend one so small:
+            # it is sent _need).  Given up, it adds up with the others' in the
+            # fleet's free room, where kept by each of several processes it
+            # would keep the last retries from all of them.  Only this
+            # process's own refunds are held for it (keep), spendable while
+            # this exchange is under way.  (Room of 0 or less is not held
             # anyway; a bucket's own successes may lift it while it travels.)
             self._lease = 0
             self._settle(now)
@@ -152,7 +155,7 @@ class BudgetMember(Member):
         self._asked = False
         self._own_sent = self._own
         heard = self._value if self._recent(now) else ""
-        return [self._acked, self._cum, keep, wants, heard]
+        return [self._acked, self._cum, keep, wants, heard, self._need]
 
     def _take(self, sent: list[Any], answer: list[int], sent_at: float) -> None:
         _, value, n, lease = answer
@@ -301,7 +304,6 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         # What is spent beyond empty (on credit) is owed: the level goes below 0.
         parameters = ("level", unit, self._capacity, 0, 1, least)
         self._start(store, parameters, self._capacity, 0.0)  # type: ignore[arg-type]
-        self._least = least
 
     def _gain(self, units: int) -> None:
         """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
@@ -379,6 +381,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         with self._lock:
             if self._successes:  # as the bucket's try_retry
                 self._add_successes()
+            self._need = 2 * cost
             if self._spendable < 2 * cost:
                 # A quiet process of a fleet too large to lend it a retry's worth
                 # may have one on credit, in turn (see _heard).
