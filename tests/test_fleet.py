@@ -693,10 +693,10 @@ def test_pieces_that_pay_only_a_throttled_retry_come_back_and_pay_another():
     """Two members of a quota (retries 14, throttled ones 5) lent 30 each pay
     a throttled retry apiece: the 20 left, 10 with each, pay for one more
     retry.  Their failures now are not throttles: each gives its piece up
-    at its next exchange, and neither is lent a piece that pays for no
-    retry of the kind it needed last, so the two pieces add up and one
-    member is lent the retry.  Kept, they paid for none, however long the
-    failures lasted."""
+    at its next exchange, and neither is lent a piece that pays for none
+    of the retries it was refused, so the two pieces add up and one member
+    is lent the retry.  Kept, they paid for none, however long the failures
+    lasted."""
     clock = Clock(1000.0)
     store = Manual(clock)
     a, b = (RetryQuota(capacity=30, store=store) for _ in "ab")
@@ -707,6 +707,11 @@ def test_pieces_that_pay_only_a_throttled_retry_come_back_and_pay_another():
     for quota in (a, b):
         quota.record_failure(True)
         assert quota.try_retry(None, throttled=True) == 5.0
+    a.record_failure(True)
+    assert a.try_retry(ConnectionError()) == 0.0  # 20,000 halves left: a retry needs 28,000
+    sent = store.send(a)  # given up as the exchange leaves, the need told
+    assert (sent[0][2], sent[0][5], a._lease) == (0, 28_000, 0)
+    a._merge(sent[0], store.land(a, sent), sent[1])
     paid = 0
     for _ in range(6):
         for quota in (a, b):
@@ -721,6 +726,64 @@ def test_pieces_that_pay_only_a_throttled_retry_come_back_and_pay_another():
     assert a.try_retry(None, throttled=True) == 0.0
     joined(store, a)
     assert (a._lease, a.try_retry(None, throttled=True)) == (12_000, 5.0)
+
+
+def test_a_member_whose_failures_alternate_keeps_what_pays_for_the_cheaper_retry():
+    """As above, 10 with each member after a throttled retry apiece; their
+    failures then alternate, a plain one (14) and a throttle (5), each
+    member exchanging before every retry.  What a member needs is the
+    cheapest retry it was refused since it last paid one: the 10 it holds
+    pay for two throttles, so it keeps them and all four are paid, the
+    quota spent to 0.  (Needing only what its latest retry cost, each gave
+    its piece up before every throttle, and two went unpaid.)"""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (RetryQuota(capacity=30, store=store) for _ in "ab")
+    joined(store, a, b)
+    clock.now += 0.2
+    joined(store, a, b, a, b)
+    for quota in (a, b):
+        quota.record_failure(True)
+        assert quota.try_retry(None, throttled=True) == 5.0
+    paid = {"plain": 0, "throttled": 0}
+    for turn in range(20):
+        kind = "throttled" if turn % 2 else "plain"
+        for quota in (a, b):
+            quota.record_failure(True)
+            clock.now += 0.05
+            joined(store, quota)
+            outcome = None if turn % 2 else ConnectionError()
+            paid[kind] += quota.try_retry(outcome, throttled=bool(turn % 2)) > 0.0
+    assert paid == {"plain": 0, "throttled": 4}
+    assert store.model.counts["level"] == 0
+
+
+def test_a_member_keeps_a_piece_that_pays_for_what_it_needs_and_needs_nothing_once_paid():
+    """A member of a quota (retries 14, throttled ones 5) refused a retry of
+    14 with 20,000 halves left needs 28,000: its refunds bring it there, and
+    it keeps its lease.  Once a retry is paid it needs nothing but a retry's
+    worth: the 12,000 its refunds bring next pay for a throttle, and are kept."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (RetryQuota(capacity=30, store=store) for _ in "ab")
+    joined(store, a, b)
+    clock.now += 0.2
+    joined(store, a, b, a, b)
+    a.record_failure(True)
+    assert a.try_retry(None, throttled=True) == 5.0
+    a.record_failure(True)
+    assert a.try_retry(ConnectionError()) == 0.0
+    for _ in range(4):
+        a.record_success(True)  # 8,000 halves of refunds
+    sent = store.send(a)
+    assert (sent[0][2], sent[0][5], a._lease) == (28_000, 28_000, 30_000)
+    a._merge(sent[0], store.land(a, sent), sent[1])
+    a.record_failure(True)
+    assert a.try_retry(ConnectionError()) == 14.0
+    for _ in range(6):
+        a.record_success(True)
+    sent = store.send(a)
+    assert (sent[0][2], sent[0][5], a._lease) == (12_000, 0, 28_000)
 
 
 def test_a_bucket_whose_failures_took_its_room_below_zero_keeps_its_lease_in_flight():

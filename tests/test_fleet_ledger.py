@@ -236,6 +236,9 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     needy += [("exchange", 1, 0, 1, 0, 1, "heard", "answer")]
     needy += [("exchange", 0, 0, 1, 0, 0, "heard", "answer")]
     needy += [("exchange", 1, 0, 1, 0, 1, "heard", "answer", 20_000)]
+    needy_exactly = [*needy[:3], ("exchange", 1, 0, 1, 0, 1, "heard", "answer", 15_000)]  # lent
+    # A bucket spent beyond empty stops at 0, where a quota would owe.
+    emptied = [("exchange", 0, -15_000, 0, 0, 0, "heard", "answer")]
     owed = [  # NOW is half a slot in; 950 ms later its slot leaves within an interval
         ("exchange", 0, -2_000, 0, 0, 0, "heard", "answer"),
         ("exchange", 0, 0, 950_000, 0, 0, "heard", "answer"),
@@ -254,6 +257,8 @@ def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(cli
     @example(kind=QUOTA, events=wanting_credit)
     @example(kind=MIXED, events=crumbs)
     @example(kind=MIXED, events=needy)
+    @example(kind=MIXED, events=needy_exactly)
+    @example(kind=LEVEL, events=emptied)
     def run(kind, events):
         nonlocal seen
         twins = Twins(client, "BUDGET")
@@ -339,11 +344,19 @@ def test_the_count_scripts_and_their_model_answer_alike_and_reach_every_branch(c
         ("exchange", 0, 0, 2, 0, "", False, 0, 200_000, "answer"),
         ("exchange", 0, 2, 0, 1, "", False, 0, 200_000, "answer"),
     ]
+    # The break over, a member that asks as it leaves is given no probe; the
+    # next that asks is.
+    parting = [
+        cycle[0],
+        ("exchange", 0, 0, 0, 400_000, "", False, 1, 200_000, "leave"),
+        ("exchange", 1, 0, 0, 1, "", False, 1, 200_000, "answer"),
+    ]
 
     @settings(max_examples=120)
     @given(events=count_events())
     @example(events=cycle)
     @example(events=late)
+    @example(events=parting)
     def run(events):
         nonlocal seen
         twins = Twins(client, script)
@@ -616,11 +629,12 @@ def test_shared_a_crumb_of_room_that_pays_for_no_retry_is_not_lent():
 
 def test_shared_no_lease_is_lent_that_pays_for_no_retry_of_the_kind_the_member_needed_last():
     """A quota whose retries cost 5 and timeouts 10 (a lease of 20,000 halves
-    pays for any), with 15,000 free: b, wanting a retry, is lent them when its
-    latest retry cost 5 (need 10,000), and none when it was a timeout (need
-    20,000): lent, they would pay for none of its timeouts while other
+    pays for any), with 15,000 free: b, wanting a retry, is lent them when
+    the cheapest retry it was refused cost 5 or 7.5 (need 10,000 or 15,000),
+    and none when it cost a little more (need 15,001) or was a timeout (need
+    20,000): lent, they would pay for none of its retries while other
     members could not add them up."""
-    for need, lent in ((10_000, 15_000), (20_000, 0)):
+    for need, lent in ((10_000, 15_000), (15_000, 15_000), (15_001, 0), (20_000, 0)):
         model = Ledger()
         assert exchange(model, "a", -42_500, kind=MIXED)[3] == 15_000  # alone: all the room
         assert exchange(model, "b", at=NOW + 1, want=1, kind=MIXED)[3] == 0  # a holds it

@@ -51,7 +51,8 @@ class BudgetMember(Member):
     _own_sent: int  # of _own: in the exchange under way
     _lease: int
     _spendable: int  # a quota's _room(), kept up to date for its decisions
-    _need: int  # a quota's: what its latest retry cost, in halves (0 before one); see _outgoing
+    _least: int  # a quota's cheapest retry: a lease of less is given up (see _outgoing)
+    _need: int  # a quota's: its cheapest retry refused since it paid one (or 0): likewise
     _head: int
     _slice: int
     _full: int
@@ -79,7 +80,7 @@ class BudgetMember(Member):
         self._n = 1
         self._value = value
         self._known = self._asked = self._demanded = self._credit = self._owed = False
-        self._need = self._wants = self._wanted = 0
+        self._least = self._need = self._wants = self._wanted = 0
         self._wanted_at = -math.inf
         self._join(store, parameters, window)
 
@@ -134,15 +135,19 @@ class BudgetMember(Member):
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         self._settle(now)
         room = self._room()
-        if 0 < room < self._need and self._lease and self._n > 1:
-            # A crumb of a lease, the remains of one spent: it pays for no retry
-            # like this process's latest (nor does the script lend one so small:
-            # it is sent _need).  Given up, it adds up with the others' in the
-            # fleet's free room, where kept by each of several processes it
-            # would keep the last retries from all of them.  Only this
-            # process's own refunds are held for it (keep), spendable while
-            # this exchange is under way.  (Room of 0 or less is not held
-            # anyway; a bucket's own successes may lift it while it travels.)
+        if 0 < room < max(self._least, self._need) and self._lease and self._n > 1:
+            # A crumb of a lease, the remains of one spent: it pays for no retry,
+            # or for none of those this process was refused since it last paid
+            # one (nor does the script lend one so small: it is sent _need).
+            # Given up, it adds up with the others' in the fleet's free room,
+            # where kept by each of several processes it would keep the last
+            # retries from all of them: a retry of 14 where each holds what pays
+            # for one of 5, its failures not being throttles.  (The cheapest
+            # refused: failures of both kinds in turn keep what pays for the
+            # cheaper.)  Only this process's own refunds are held for it (keep),
+            # spendable while this exchange is under way.  (Room of 0 or less
+            # is not held anyway; a bucket's own successes may lift it while it
+            # travels.)
             self._lease = 0
             self._settle(now)
             room = self._room()
@@ -304,6 +309,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         # What is spent beyond empty (on credit) is owed: the level goes below 0.
         parameters = ("level", unit, self._capacity, 0, 1, least)
         self._start(store, parameters, self._capacity, 0.0)  # type: ignore[arg-type]
+        self._least = least
 
     def _gain(self, units: int) -> None:
         """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
@@ -381,15 +387,17 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         with self._lock:
             if self._successes:  # as the bucket's try_retry
                 self._add_successes()
-            self._need = 2 * cost
             if self._spendable < 2 * cost:
                 # A quiet process of a fleet too large to lend it a retry's worth
                 # may have one on credit, in turn (see _heard).
                 if not self._credit:
+                    if not 0 < self._need <= 2 * cost:  # the cheapest refused since one paid
+                        self._need = 2 * cost
                     if not self._asked:
                         self._refused()
                     return 0.0
                 self._credit = False
+            self._need = 0
             self._cum -= cost
             left = self._value + self._own  # not below empty, as last heard
             self._own -= cost if left >= cost else left  # left >= 0: _settle keeps it so
