@@ -692,10 +692,11 @@ def test_a_member_gives_up_what_is_left_of_a_lease_when_it_pays_for_no_retry(cap
 def test_pieces_that_pay_only_a_throttled_retry_come_back_and_pay_another():
     """Two members of a quota (retries 14, throttled ones 5) lent 30 each pay
     a throttled retry apiece: the 20 left, 10 with each, pay for one more
-    retry.  Their failures now are not throttles: each gives its piece up
-    at its next exchange, and neither is lent a piece that pays for none
-    of the retries it was refused, so the two pieces add up and one member
-    is lent the retry.  Kept, they paid for none, however long the failures
+    retry.  Their failures now are not throttles: once the throttles are
+    not lately any more (0.3 s), each gives its piece up as its next
+    exchange leaves, and neither is lent a piece that pays for none of the
+    retries it asked for lately, so the two pieces add up and one member is
+    lent the retry.  Kept, they paid for none, however long the failures
     lasted."""
     clock = Clock(1000.0)
     store = Manual(clock)
@@ -707,21 +708,22 @@ def test_pieces_that_pay_only_a_throttled_retry_come_back_and_pay_another():
     for quota in (a, b):
         quota.record_failure(True)
         assert quota.try_retry(None, throttled=True) == 5.0
-    a.record_failure(True)
-    assert a.try_retry(ConnectionError()) == 0.0  # 20,000 halves left: a retry needs 28,000
-    sent = store.send(a)  # given up as the exchange leaves, the need told
-    assert (sent[0][2], sent[0][5], a._lease) == (0, 28_000, 0)
-    a._merge(sent[0], store.land(a, sent), sent[1])
-    paid = 0
-    for _ in range(6):
+    paid, given_up = 0, 0
+    for _ in range(12):
         for quota in (a, b):
             quota.record_failure(True)
             paid += quota.try_retry(ConnectionError()) > 0.0
         clock.now += 0.05
-        joined(store, a, b)
-    assert (paid, store.model.counts["level"]) == (1, 6_000)
+        for quota in (a, b):
+            piece = quota._lease and 0 < quota._room() < 28_000
+            sent = store.send(quota)
+            if piece and sent[0][5] == 28_000:  # it asked for retries of 14 only, lately
+                assert (sent[0][2], quota._lease) == (0, 0)  # given up as the exchange leaves
+                given_up += 1
+            quota._merge(sent[0], store.land(quota, sent), sent[1])
+    assert (given_up, paid, store.model.counts["level"]) == (2, 1, 6_000)
     # The 6 left pay for a throttled retry, which a asks for in vain once: the
-    # exchange before had its need as a retry's.  Its next is lent them.
+    # exchange before asked for a retry of 14.  Its next is lent them.
     a.record_failure(True)
     assert a.try_retry(None, throttled=True) == 0.0
     joined(store, a)
@@ -745,6 +747,11 @@ def test_a_member_whose_failures_alternate_keeps_what_pays_for_the_cheaper_retry
     for quota in (a, b):
         quota.record_failure(True)
         assert quota.try_retry(None, throttled=True) == 5.0
+        quota.record_failure(True)
+        assert quota.try_retry(ConnectionError()) == 0.0  # and a retry of 14, refused
+        sent = store.send(quota)
+        assert (sent[0][2], sent[0][5]) == (20_000, 10_000)  # kept: it pays the cheapest asked
+        quota._merge(sent[0], store.land(quota, sent), sent[1])
     paid = {"plain": 0, "throttled": 0}
     for turn in range(20):
         kind = "throttled" if turn % 2 else "plain"
@@ -758,32 +765,49 @@ def test_a_member_whose_failures_alternate_keeps_what_pays_for_the_cheaper_retry
     assert store.model.counts["level"] == 0
 
 
-def test_a_member_keeps_a_piece_that_pays_for_what_it_needs_and_needs_nothing_once_paid():
-    """A member of a quota (retries 14, throttled ones 5) refused a retry of
-    14 with 20,000 halves left needs 28,000: its refunds bring it there, and
-    it keeps its lease.  Once a retry is paid it needs nothing but a retry's
-    worth: the 12,000 its refunds bring next pay for a throttle, and are kept."""
+def test_a_member_keeps_a_piece_that_pays_for_just_what_it_needs():
+    """A member of a quota whose retries cost 5 and timeouts 10 pays a
+    timeout of its 30,000 halves and is refused the next with 10,000 left:
+    it needs 20,000.  Refunds that bring it there keep its lease; one refund
+    short, it gives the piece up (a timeout is all it asked for lately)."""
+    for refunds, kept in ((5, True), (4, False)):
+        clock = Clock(1000.0)
+        store = Manual(clock)
+        a, b = (
+            RetryQuota(capacity=30, retry_cost=5, timeout_cost=10, success_refund=1, store=store)
+            for _ in "ab"
+        )
+        joined(store, a, b)
+        clock.now += 0.2
+        joined(store, a, b, a, b)
+        assert a._lease == 30_000
+        for paid in (10.0, 0.0):
+            a.record_failure(True)
+            assert a.try_retry(TimeoutError()) == paid
+        for _ in range(refunds):
+            a.record_success(True)  # 2,000 halves each
+        sent = store.send(a)
+        assert sent[0][5] == 20_000
+        assert (sent[0][2], a._lease) == ((20_000, 30_000) if kept else (0, 0))
+
+
+def test_the_need_is_the_cheapest_retry_asked_for_in_whatever_order():
+    """A member of a quota whose retries cost 5 and timeouts 10 asks for two
+    timeouts (one paid, one refused), then a retry of 5: it needs 10,000
+    halves, not the 20,000 it asked for first."""
     clock = Clock(1000.0)
     store = Manual(clock)
-    a, b = (RetryQuota(capacity=30, store=store) for _ in "ab")
+    a, b = (
+        RetryQuota(capacity=30, retry_cost=5, timeout_cost=10, success_refund=1, store=store)
+        for _ in "ab"
+    )
     joined(store, a, b)
     clock.now += 0.2
     joined(store, a, b, a, b)
-    a.record_failure(True)
-    assert a.try_retry(None, throttled=True) == 5.0
-    a.record_failure(True)
-    assert a.try_retry(ConnectionError()) == 0.0
-    for _ in range(4):
-        a.record_success(True)  # 8,000 halves of refunds
-    sent = store.send(a)
-    assert (sent[0][2], sent[0][5], a._lease) == (28_000, 28_000, 30_000)
-    a._merge(sent[0], store.land(a, sent), sent[1])
-    a.record_failure(True)
-    assert a.try_retry(ConnectionError()) == 14.0
-    for _ in range(6):
-        a.record_success(True)
-    sent = store.send(a)
-    assert (sent[0][2], sent[0][5], a._lease) == (12_000, 0, 28_000)
+    for outcome, paid in ((TimeoutError(), 10.0), (TimeoutError(), 0.0), (OSError(), 5.0)):
+        a.record_failure(True)
+        assert a.try_retry(outcome) == paid
+    assert store.send(a)[0][5] == 10_000
 
 
 def test_a_bucket_whose_failures_took_its_room_below_zero_keeps_its_lease_in_flight():
@@ -870,6 +894,23 @@ def test_a_forked_child_has_no_credit_of_its_parents():
     child._renew("child")
     child.record_failure(True)
     assert child.try_retry(None) == 0.0
+
+
+def test_a_forked_child_needs_none_of_the_retries_its_parent_asked_for():
+    """What a member of a quota asked for lately is its own: a child renewed
+    after fork tells no need until it asks for a retry itself."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (RetryQuota(capacity=30, store=store) for _ in "ab")
+    joined(store, a, b)
+    a.record_failure(True)
+    a.try_retry(ConnectionError())
+    joined(store, a)  # told, and kept as asked for lately
+    a.record_failure(True)
+    a.try_retry(ConnectionError())  # asked for since
+    assert (len(a._lately), a._asking) == (1, 28_000)
+    a._renew("child")
+    assert store.send(a)[0][5] == 0
 
 
 @pytest.mark.parametrize("kind", ["token_bucket", "retry_quota", "retry_budget"])

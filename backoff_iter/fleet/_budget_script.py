@@ -58,15 +58,15 @@ BITS = {
 # A budget's exchange.  ARGV, after the prelude's 1-7: 8 acked, 9 cumulative, 10 keep: what the member may
 # still spend of its lease while this exchange is in flight, 11 want: its
 # failures since its last exchange (0: it wants no room), 12 heard: the fleet's value
-# it last heard ('' if none), 13 need: the cheapest retry the member was
-# refused since it last paid one, in the lease's units (a quota's; 0 if
-# none), 14 kind: 'level' or 'window', 15 unit: the least lease that pays
-# for any one retry; then for 'level': 16 cap, 17 the room's zero, doubled,
-# 18 owes: 1 if what is spent beyond empty is owed (a quota's level goes
-# down to -2 cap, and answers 0 meanwhile), 0 if the level stops at 0 (a
-# bucket's), 19 least: what the cheapest retry costs (shared, no lease is
-# lent that is less than least or need); for 'window': 16 slot width in us,
-# 17 slots, 18 reserve, 19 the most a slot may hold either way.
+# it last heard ('' if none), 13 need: the cheapest retry the member asked
+# for lately, in the lease's units (a quota's; 0 if none), 14 kind: 'level'
+# or 'window', 15 unit: the least lease that pays for any one retry; then
+# for 'level': 16 cap, 17 the room's zero, doubled, 18 owes: 1 if what is
+# spent beyond empty is owed (a quota's level goes down to -2 cap, and
+# answers 0 meanwhile), 0 if the level stops at 0 (a bucket's), 19 least:
+# what the cheapest retry costs (shared, no lease is lent that is less than
+# least or need); for 'window': 16 slot width in us, 17 slots, 18 reserve,
+# 19 the most a slot may hold either way.
 # Answer: {mask, value, n, lease}.
 BUDGET = (
     lua_bits(BITS)
@@ -226,7 +226,7 @@ if room > 0 and not leave then
   end
 end
 -- Shared, a lease that pays for no retry is not lent, nor one that pays for
--- none of the retries the member was refused lately (nor does a member keep
+-- none of the retries the member asked for lately (nor does a member keep
 -- one: see the budgets' _outgoing): crumbs held by several members would keep
 -- the last retries' worth from all of them, where crumbs not lent add up.
 if n > 1 and lease > 0 and (lease < least or lease < need) then

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -51,8 +52,8 @@ class BudgetMember(Member):
     _own_sent: int  # of _own: in the exchange under way
     _lease: int
     _spendable: int  # a quota's _room(), kept up to date for its decisions
-    _least: int  # a quota's cheapest retry: a lease of less is given up (see _outgoing)
-    _need: int  # a quota's: its cheapest retry refused since it paid one (or 0): likewise
+    _asking: int  # a quota's: its cheapest retry asked for since its last exchange (or 0)
+    _lately: deque[tuple[float, int]]  # ... at each exchange within stale: (when, cheapest)
     _head: int
     _slice: int
     _full: int
@@ -80,7 +81,8 @@ class BudgetMember(Member):
         self._n = 1
         self._value = value
         self._known = self._asked = self._demanded = self._credit = self._owed = False
-        self._least = self._need = self._wants = self._wanted = 0
+        self._asking = self._wants = self._wanted = 0
+        self._lately = deque()
         self._wanted_at = -math.inf
         self._join(store, parameters, window)
 
@@ -102,7 +104,8 @@ class BudgetMember(Member):
     def _renew(self, member: str) -> None:
         super()._renew(member)
         self._acked = self._cum = self._lease = self._own = self._own_sent = 0
-        self._wants = 0
+        self._wants = self._asking = 0
+        self._lately = deque()
         self._credit = False
         self._forget_noted()
 
@@ -132,22 +135,37 @@ class BudgetMember(Member):
         """Whether the fleet's value as last heard may rebuild lost counts."""
         return self._known
 
+    def _needed(self, now: float) -> int:
+        """A quota's: the cheapest retry this process asked for within the
+        last ``stale`` seconds (0 if none), by what it asked between its
+        exchanges.  The cheapest: failures of both kinds now and then keep
+        what pays for the cheaper, as a process whose failures are throttles
+        (5) and others (14) may use it; not the latest, which took it from
+        such a process before each throttle."""
+        lately = self._lately
+        if self._asking:
+            lately.append((now, self._asking))
+            self._asking = 0
+        while lately and now - lately[0][0] > self._timing.stale:
+            lately.popleft()
+        return min([cost for _, cost in lately]) if lately else 0
+
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         self._settle(now)
         room = self._room()
-        if 0 < room < max(self._least, self._need) and self._lease and self._n > 1:
-            # A crumb of a lease, the remains of one spent: it pays for no retry,
-            # or for none of those this process was refused since it last paid
-            # one (nor does the script lend one so small: it is sent _need).
-            # Given up, it adds up with the others' in the fleet's free room,
-            # where kept by each of several processes it would keep the last
-            # retries from all of them: a retry of 14 where each holds what pays
-            # for one of 5, its failures not being throttles.  (The cheapest
-            # refused: failures of both kinds in turn keep what pays for the
-            # cheaper.)  Only this process's own refunds are held for it (keep),
-            # spendable while this exchange is under way.  (Room of 0 or less
-            # is not held anyway; a bucket's own successes may lift it while it
-            # travels.)
+        need = self._needed(now)
+        if 0 < room < need and self._lease and self._n > 1:
+            # A crumb of a lease, the remains of one spent: it pays for none of
+            # the retries this process asked for lately (nor does the script
+            # lend one so small: it is sent the need, and lends none that pays
+            # for no retry at all).  Given up, it adds
+            # up with the others' in the fleet's free room, where kept by each
+            # of several processes it would keep the last retries from all of
+            # them: a retry of 14 where each holds what pays for one of 5, its
+            # failures not being throttles.  Only this process's own refunds
+            # are held for it (keep), spendable while this exchange is under
+            # way.  (Room of 0 or less is not held anyway; a bucket's own
+            # successes may lift it while it travels.)
             self._lease = 0
             self._settle(now)
             room = self._room()
@@ -160,7 +178,7 @@ class BudgetMember(Member):
         self._asked = False
         self._own_sent = self._own
         heard = self._value if self._recent(now) else ""
-        return [self._acked, self._cum, keep, wants, heard, self._need]
+        return [self._acked, self._cum, keep, wants, heard, need]
 
     def _take(self, sent: list[Any], answer: list[int], sent_at: float) -> None:
         _, value, n, lease = answer
@@ -309,7 +327,6 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         # What is spent beyond empty (on credit) is owed: the level goes below 0.
         parameters = ("level", unit, self._capacity, 0, 1, least)
         self._start(store, parameters, self._capacity, 0.0)  # type: ignore[arg-type]
-        self._least = least
 
     def _gain(self, units: int) -> None:
         """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
@@ -387,17 +404,16 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         with self._lock:
             if self._successes:  # as the bucket's try_retry
                 self._add_successes()
+            if not 0 < self._asking <= 2 * cost:  # the cheapest since the last exchange
+                self._asking = 2 * cost
             if self._spendable < 2 * cost:
                 # A quiet process of a fleet too large to lend it a retry's worth
                 # may have one on credit, in turn (see _heard).
                 if not self._credit:
-                    if not 0 < self._need <= 2 * cost:  # the cheapest refused since one paid
-                        self._need = 2 * cost
                     if not self._asked:
                         self._refused()
                     return 0.0
                 self._credit = False
-            self._need = 0
             self._cum -= cost
             left = self._value + self._own  # not below empty, as last heard
             self._own -= cost if left >= cost else left  # left >= 0: _settle keeps it so
