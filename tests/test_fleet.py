@@ -791,10 +791,17 @@ def test_a_member_keeps_a_piece_that_pays_for_just_what_it_needs():
         assert (sent[0][2], a._lease) == ((20_000, 30_000) if kept else (0, 0))
 
 
-def test_the_need_is_the_cheapest_retry_asked_for_in_whatever_order():
+@pytest.mark.parametrize(
+    "asked",
+    [
+        [(TimeoutError(), 10.0), (TimeoutError(), 0.0), (OSError(), 5.0)],
+        [(OSError(), 5.0), (TimeoutError(), 10.0), (TimeoutError(), 0.0)],
+    ],
+)
+def test_the_need_is_the_cheapest_retry_asked_for_in_whatever_order(asked):
     """A member of a quota whose retries cost 5 and timeouts 10 asks for two
-    timeouts (one paid, one refused), then a retry of 5: it needs 10,000
-    halves, not the 20,000 it asked for first."""
+    timeouts (one paid, one refused) and a retry of 5, last or first: it
+    needs 10,000 halves, not the 20,000 of a timeout."""
     clock = Clock(1000.0)
     store = Manual(clock)
     a, b = (
@@ -804,7 +811,7 @@ def test_the_need_is_the_cheapest_retry_asked_for_in_whatever_order():
     joined(store, a, b)
     clock.now += 0.2
     joined(store, a, b, a, b)
-    for outcome, paid in ((TimeoutError(), 10.0), (TimeoutError(), 0.0), (OSError(), 5.0)):
+    for outcome, paid in asked:
         a.record_failure(True)
         assert a.try_retry(outcome) == paid
     assert store.send(a)[0][5] == 10_000

@@ -31,6 +31,10 @@ from ._member import Member, state
 if TYPE_CHECKING:
     from ._store import Store
 
+#: A quota's member asked for no retry since its last exchange (more than any
+#: retry costs: a retry asked for is the cheapest so far with one comparison).
+_NOTHING_ASKED = 1 << 62
+
 #: The most one slot of a fleet RetryBudget's window may hold either way, in
 #: calls' deposits or retries: 10**8 of them (a count beyond is poison).
 _MOST_PER_SLOT = 10**8
@@ -52,7 +56,9 @@ class BudgetMember(Member):
     _own_sent: int  # of _own: in the exchange under way
     _lease: int
     _spendable: int  # a quota's _room(), kept up to date for its decisions
-    _asking: int  # a quota's: its cheapest retry asked for since its last exchange (or 0)
+    _asking: (
+        int  # a quota's: its cheapest retry asked for since its last exchange (or _NOTHING_ASKED)
+    )
     _lately: deque[tuple[float, int]]  # ... at each exchange within stale: (when, cheapest)
     _head: int
     _slice: int
@@ -81,7 +87,8 @@ class BudgetMember(Member):
         self._n = 1
         self._value = value
         self._known = self._asked = self._demanded = self._credit = self._owed = False
-        self._asking = self._wants = self._wanted = 0
+        self._wants = self._wanted = 0
+        self._asking = _NOTHING_ASKED
         self._lately = deque()
         self._wanted_at = -math.inf
         self._join(store, parameters, window)
@@ -104,7 +111,8 @@ class BudgetMember(Member):
     def _renew(self, member: str) -> None:
         super()._renew(member)
         self._acked = self._cum = self._lease = self._own = self._own_sent = 0
-        self._wants = self._asking = 0
+        self._wants = 0
+        self._asking = _NOTHING_ASKED
         self._lately = deque()
         self._credit = False
         self._forget_noted()
@@ -143,9 +151,9 @@ class BudgetMember(Member):
         (5) and others (14) may use it; not the latest, which took it from
         such a process before each throttle."""
         lately = self._lately
-        if self._asking:
+        if self._asking != _NOTHING_ASKED:
             lately.append((now, self._asking))
-            self._asking = 0
+            self._asking = _NOTHING_ASKED
         while lately and now - lately[0][0] > self._timing.stale:
             lately.popleft()
         return min([cost for _, cost in lately]) if lately else 0
@@ -404,7 +412,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         with self._lock:
             if self._successes:  # as the bucket's try_retry
                 self._add_successes()
-            if not 0 < self._asking <= 2 * cost:  # the cheapest since the last exchange
+            if 2 * cost < self._asking:  # the cheapest asked for since the last exchange
                 self._asking = 2 * cost
             if self._spendable < 2 * cost:
                 # A quiet process of a fleet too large to lend it a retry's worth
