@@ -734,7 +734,7 @@ def test_a_member_whose_failures_alternate_keeps_what_pays_for_the_cheaper_retry
     """As above, 10 with each member after a throttled retry apiece; their
     failures then alternate, a plain one (14) and a throttle (5), each
     member exchanging before every retry.  What a member needs is the
-    cheapest retry it was refused since it last paid one: the 10 it holds
+    cheapest retry it asked for lately (within 0.3 s here): the 10 it holds
     pay for two throttles, so it keeps them and all four are paid, the
     quota spent to 0.  (Needing only what its latest retry cost, each gave
     its piece up before every throttle, and two went unpaid.)"""

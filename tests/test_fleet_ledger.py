@@ -627,10 +627,10 @@ def test_shared_a_crumb_of_room_that_pays_for_no_retry_is_not_lent():
     # (a bucket's retry is paid by any room at all: it lends 1,996 halves below)
 
 
-def test_shared_no_lease_is_lent_that_pays_for_no_retry_of_the_kind_the_member_needed_last():
+def test_shared_no_lease_is_lent_that_pays_for_none_of_the_retries_the_member_asked_for():
     """A quota whose retries cost 5 and timeouts 10 (a lease of 20,000 halves
     pays for any), with 15,000 free: b, wanting a retry, is lent them when
-    the cheapest retry it was refused cost 5 or 7.5 (need 10,000 or 15,000),
+    the cheapest retry it asked for lately cost 5 or 7.5 (need 10,000 or 15,000),
     and none when it cost a little more (need 15,001) or was a timeout (need
     20,000): lent, they would pay for none of its retries while other
     members could not add them up."""
