@@ -689,6 +689,26 @@ def test_a_member_gives_up_what_is_left_of_a_lease_when_it_pays_for_no_retry(cap
     assert a._lease == store.model.ledger["l:m0"] == 2 * capacity * 1_000 - 20_000  # the room
 
 
+def lent_halves(clock, store, **costs):
+    """Two members of a quota of 30, each lent half its room: 30,000 halves."""
+    a, b = (RetryQuota(capacity=30, store=store, **costs) for _ in "ab")
+    joined(store, a, b)
+    clock.now += 0.2
+    joined(store, a, b, a, b)
+    assert (a._lease, b._lease) == (30_000, 30_000)
+    return a, b
+
+
+def throttled_once(clock, store):
+    """Two members of a quota of 30 (retries 14, throttled ones 5), each lent
+    30,000 halves and paying a throttled retry of them: 20,000 left with each."""
+    a, b = lent_halves(clock, store)
+    for quota in (a, b):
+        quota.record_failure(True)
+        assert quota.try_retry(None, throttled=True) == 5.0
+    return a, b
+
+
 def test_pieces_that_pay_only_a_throttled_retry_come_back_and_pay_another():
     """Two members of a quota (retries 14, throttled ones 5) lent 30 each pay
     a throttled retry apiece: the 20 left, 10 with each, pay for one more
@@ -700,14 +720,7 @@ def test_pieces_that_pay_only_a_throttled_retry_come_back_and_pay_another():
     lasted."""
     clock = Clock(1000.0)
     store = Manual(clock)
-    a, b = (RetryQuota(capacity=30, store=store) for _ in "ab")
-    joined(store, a, b)
-    clock.now += 0.2
-    joined(store, a, b, a, b)
-    assert (a._lease, b._lease) == (30_000, 30_000)
-    for quota in (a, b):
-        quota.record_failure(True)
-        assert quota.try_retry(None, throttled=True) == 5.0
+    a, b = throttled_once(clock, store)
     paid, given_up = 0, 0
     for _ in range(12):
         for quota in (a, b):
@@ -740,13 +753,8 @@ def test_a_member_whose_failures_alternate_keeps_what_pays_for_the_cheaper_retry
     its piece up before every throttle, and two went unpaid.)"""
     clock = Clock(1000.0)
     store = Manual(clock)
-    a, b = (RetryQuota(capacity=30, store=store) for _ in "ab")
-    joined(store, a, b)
-    clock.now += 0.2
-    joined(store, a, b, a, b)
+    a, b = throttled_once(clock, store)
     for quota in (a, b):
-        quota.record_failure(True)
-        assert quota.try_retry(None, throttled=True) == 5.0
         quota.record_failure(True)
         assert quota.try_retry(ConnectionError()) == 0.0  # and a retry of 14, refused
         sent = store.send(quota)
@@ -773,14 +781,7 @@ def test_a_member_keeps_a_piece_that_pays_for_just_what_it_needs():
     for refunds, kept in ((5, True), (4, False)):
         clock = Clock(1000.0)
         store = Manual(clock)
-        a, b = (
-            RetryQuota(capacity=30, retry_cost=5, timeout_cost=10, success_refund=1, store=store)
-            for _ in "ab"
-        )
-        joined(store, a, b)
-        clock.now += 0.2
-        joined(store, a, b, a, b)
-        assert a._lease == 30_000
+        a, _ = lent_halves(clock, store, retry_cost=5, timeout_cost=10)
         for paid in (10.0, 0.0):
             a.record_failure(True)
             assert a.try_retry(TimeoutError()) == paid
@@ -804,13 +805,7 @@ def test_the_need_is_the_cheapest_retry_asked_for_in_whatever_order(asked):
     needs 10,000 halves, not the 20,000 of a timeout."""
     clock = Clock(1000.0)
     store = Manual(clock)
-    a, b = (
-        RetryQuota(capacity=30, retry_cost=5, timeout_cost=10, success_refund=1, store=store)
-        for _ in "ab"
-    )
-    joined(store, a, b)
-    clock.now += 0.2
-    joined(store, a, b, a, b)
+    a, _ = lent_halves(clock, store, retry_cost=5, timeout_cost=10)
     for outcome, paid in asked:
         a.record_failure(True)
         assert a.try_retry(outcome) == paid
