@@ -398,8 +398,10 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         self._wants += 1
 
     def _room(self) -> int:
-        # Its share of the room up to full: its own refunds pay no more.
-        return self._lease + min(2 * self._own, self._head)
+        # Its share of the room up to full: its own refunds pay no more.  (Each
+        # decision reads it: a comparison, not a call of min().)
+        own, head = 2 * self._own, self._head
+        return self._lease + (own if own < head else head)
 
     def try_retry(self, outcome: Any, throttled: bool = False) -> float:
         """Take a retry's cost from this process's lease (or, given one, its
@@ -412,9 +414,10 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         with self._lock:
             if self._successes:  # as the bucket's try_retry
                 self._add_successes()
-            if 2 * cost < self._asking:  # the cheapest asked for since the last exchange
-                self._asking = 2 * cost
-            if self._spendable < 2 * cost:
+            halves = 2 * cost
+            if halves < self._asking:  # the cheapest asked for since the last exchange
+                self._asking = halves
+            if self._spendable < halves:
                 # A quiet process of a fleet too large to lend it a retry's worth
                 # may have one on credit, in turn (see _heard).
                 if not self._credit:
