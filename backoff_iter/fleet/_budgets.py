@@ -56,9 +56,7 @@ class BudgetMember(Member):
     _own_sent: int  # of _own: in the exchange under way
     _lease: int
     _spendable: int  # a quota's _room(), kept up to date for its decisions
-    _asking: (
-        int  # a quota's: its cheapest retry asked for since its last exchange (or _NOTHING_ASKED)
-    )
+    _asking: int  # a quota's: the cheapest retry asked for since the last exchange
     _lately: deque[tuple[float, int]]  # ... at each exchange within stale: (when, cheapest)
     _head: int
     _slice: int
@@ -166,14 +164,14 @@ class BudgetMember(Member):
             # A crumb of a lease, the remains of one spent: it pays for none of
             # the retries this process asked for lately (nor does the script
             # lend one so small: it is sent the need, and lends none that pays
-            # for no retry at all).  Given up, it adds
-            # up with the others' in the fleet's free room, where kept by each
-            # of several processes it would keep the last retries from all of
-            # them: a retry of 14 where each holds what pays for one of 5, its
-            # failures not being throttles.  Only this process's own refunds
-            # are held for it (keep), spendable while this exchange is under
-            # way.  (Room of 0 or less is not held anyway; a bucket's own
-            # successes may lift it while it travels.)
+            # for no retry at all).  Given up, it adds up with the others' in
+            # the fleet's free room, where kept by each of several processes it
+            # would keep the last retries from all of them: a retry of 14 where
+            # each holds what pays for one of 5, its failures not being
+            # throttles.  Only this process's own refunds are held for it
+            # (keep), spendable while this exchange is under way.  (Room of 0
+            # or less is not held anyway; a bucket's own successes may lift it
+            # while it travels.)
             self._lease = 0
             self._settle(now)
             room = self._room()
