@@ -130,9 +130,13 @@ class BudgetMember(Member):
             self._lease = self._slice = self._full
 
     def _room(self) -> int:
-        """What a decision may spend now, in lease units (lock held); the
-        decisions themselves spell it out, not to pay for a call."""
-        raise NotImplementedError
+        """What a decision may spend now, in lease units (lock held): a
+        bucket's or a quota's lease and its own deposits, up to its share of
+        the room up to full (its own successes or refunds lift no more).  The
+        decisions spell it out or keep it (``_spendable``), not to pay for a
+        call; a comparison, not a call of min()."""
+        own, head = 2 * self._own, self._head
+        return self._lease + (own if own < head else head)
 
     def _settle(self, now: float) -> None:
         """Adjust the counts after an answer, or before sending them (lock held)."""
@@ -272,9 +276,6 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
             left = self._value + self._own  # not below empty, as last heard
             self._own -= 1000 if left >= 1000 else left  # left >= 0: _settle keeps it so
 
-    def _room(self) -> int:
-        return self._lease + min(2 * self._own, self._head)
-
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
         with self._lock:
@@ -394,12 +395,6 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
     def record_failure(self, first_attempt: bool) -> None:
         """A failure costs nothing until it is retried (the fleet hears of it)."""
         self._wants += 1
-
-    def _room(self) -> int:
-        # Its share of the room up to full: its own refunds pay no more.  (Each
-        # decision reads it: a comparison, not a call of min().)
-        own, head = 2 * self._own, self._head
-        return self._lease + (own if own < head else head)
 
     def try_retry(self, outcome: Any, throttled: bool = False) -> float:
         """Take a retry's cost from this process's lease (or, given one, its
