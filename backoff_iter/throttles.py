@@ -178,7 +178,8 @@ class AdaptiveThrottle:
         without its traceback); a driver replaces it with the refused call's
         own last failure."""
         now = self._now()  # read before the lock is taken (see Readings)
-        with self._lock:
+        self._lock.acquire()  # not `with`: see budgets.py, on locks
+        try:
             counts, waiting = self._counts, self._accepts
             while waiting:  # _count_accepts() inline: the check is the hot path
                 counts.add_second(waiting.popleft())
@@ -189,6 +190,8 @@ class AdaptiveThrottle:
             if not self._random() < probability:
                 return
             rejected_by = self._rejected_by
+        finally:
+            self._lock.release()
         refused = ThrottledError(probability)
         if rejected_by is not None:
             refused.__cause__ = rejected_by

@@ -1070,12 +1070,18 @@ class CountingLock:
     def __init__(self):
         self.lock, self.taken = threading.Lock(), 0
 
-    def __enter__(self):
+    def acquire(self):  # as the hot paths take it (budgets.py, on locks)
         self.taken += 1
-        return self.lock.__enter__()
+        return self.lock.acquire()
+
+    def release(self):
+        self.lock.release()
+
+    def __enter__(self):
+        return self.acquire()
 
     def __exit__(self, *exc):
-        return self.lock.__exit__(*exc)
+        self.release()
 
 
 def test_a_retry_budgets_calls_within_a_slot_take_no_lock_and_all_reach_the_fleet():

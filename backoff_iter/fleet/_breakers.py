@@ -239,7 +239,8 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             return
         if self._alone:
             return CircuitBreaker.check(self)
-        with self._lock:
+        self._lock.acquire()  # not `with`: see budgets.py, on locks
+        try:
             if self._state is _CLOSED:
                 return
             if self._holds:  # the fleet's probe: this call sends it
@@ -255,6 +256,8 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             else:
                 retry_after = self._until - now
             half_open, opened_by = self._state is _HALF_OPEN, self._opened_by
+        finally:
+            self._lock.release()
         refused = BrokenCircuitError(retry_after, half_open)
         if opened_by is not None:
             refused.__cause__ = opened_by
@@ -267,7 +270,8 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             CircuitBreaker.record(self, success, failure)
             return
         counts = self._counts
-        with self._lock:
+        self._lock.acquire()  # not `with`: see budgets.py, on locks
+        try:
             now = self._now()
             # counts.add_first(now) or add_second(now) inline, as the in-process record's
             if now >= counts._ends:
@@ -292,6 +296,8 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
                     self._state, self._until = _OPEN, now + self._upcoming_break()
                 if self._signal is not None:
                     self._signal.set()
+        finally:
+            self._lock.release()
 
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         self._sent_now = self._now()
