@@ -15,8 +15,10 @@
   async loop is the same with ``async for`` and ``async with``; the two
   differ only in how they wait (:meth:`Call.settle` and
   :meth:`Call.asettle`).  ``retrying``/``aretrying`` give users these
-  loops; ``@retry``, ``RetryTransport`` and hedging run in them too, and
-  the overload simulator drives :meth:`Call.admit` and :meth:`Call.decide`.
+  loops; ``RetryTransport`` and hedging run in them too, ``@retry`` in
+  the same steps without the ``with`` (``Call.__next__``, then
+  :meth:`Call.settle` on the outcome), and the overload simulator drives
+  :meth:`Call.admit` and :meth:`Call.decide`.
 """
 
 from __future__ import annotations

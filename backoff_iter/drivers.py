@@ -400,12 +400,21 @@ def _sync_wrapper(
                     return result
         else:
             call = begin(policy, shown=False)
-        for attempt in call:
-            with attempt:
-                if timeout_arg is not None:
-                    kwargs[timeout_arg] = attempt.timeout
-                result = attempt.set_result(func(*args, **kwargs))
-        return result  # pyright: ignore[reportPossiblyUnboundVariable, reportReturnType] - set, or raised
+        # The loop of `for attempt in call: with attempt:`, without the `with`:
+        # nobody but the hooks holds these attempts, so none is misused, and
+        # its two calls a try are saved.
+        while True:
+            attempt = call.__next__()  # the parts asked first
+            if timeout_arg is not None:
+                kwargs[timeout_arg] = attempt.timeout
+            try:
+                result = func(*args, **kwargs)
+            except BaseException as error:
+                if call.settle(attempt, error, _NO_RESULT):
+                    continue  # slept: the next attempt
+                raise
+            if call.quiet or not call.settle(attempt, None, result):
+                return result
 
     return wrapper
 
@@ -415,6 +424,10 @@ def _async_wrapper(
 ) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
     checks, limiter, on_result = policy.checks, policy.limiter, policy.on_result
+    guarded = policy.guarded
+    # A part may set an attempt's timeout (attempt_timeout's, or the user's own):
+    # then each attempt runs in its `async with`, which cancels it at the timeout.
+    scoped = policy.timeout_part is not None or bool(policy.parts)
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening
@@ -454,11 +467,24 @@ def _async_wrapper(
                     return result
         else:
             call = begin(policy, in_async=True, shown=False)
-        async for attempt in call:
-            async with attempt:
-                if timeout_arg is not None:
-                    kwargs[timeout_arg] = attempt.timeout
-                result = attempt.set_result(await func(*args, **kwargs))
-        return result  # pyright: ignore[reportPossiblyUnboundVariable, reportReturnType] - set, or raised
+        if scoped:
+            async for attempt in call:
+                async with attempt:
+                    if timeout_arg is not None:
+                        kwargs[timeout_arg] = attempt.timeout
+                    result = attempt.set_result(await func(*args, **kwargs))
+            return result  # pyright: ignore[reportPossiblyUnboundVariable, reportReturnType] - set, or raised
+        # As the sync wrapper's loop: no `async with`, and no __anext__ to await
+        # unless a part is asked first (timeout_arg comes with attempt_timeout: scoped).
+        while True:
+            attempt = await call.__anext__() if guarded else call.__next__()
+            try:
+                result = await func(*args, **kwargs)
+            except BaseException as error:
+                if await call.asettle(attempt, error, _NO_RESULT):
+                    continue  # slept: the next attempt
+                raise
+            if call.quiet or not await call.asettle(attempt, None, result):
+                return result
 
     return wrapper

@@ -61,6 +61,23 @@ def test_a_hanging_first_attempt_is_cut_and_the_second_answers_in_both_async_for
         assert operation.cancelled == 1, form  # the hung attempt was cancelled, not left running
 
 
+def test_a_timeout_set_by_a_part_of_the_users_cuts_an_async_attempt_of_retry_too():
+    """A Part of the user's may set each attempt's timeout (``call.timeout``), as
+    attempt_timeout's does: async @retry runs each attempt in its scope then, and the
+    first, hanging, is cut at 0.05 s and retried."""
+    from backoff_iter.parts import Part
+
+    class ShortAttempts(Part):
+        def before_attempt(self, call):
+            call.timeout = 0.05
+            return 0.0
+
+    operation = Hangs()
+    decorated = retry([0.0], parts=[ShortAttempts()], sleep=lambda s: None)(operation)
+    assert asyncio.run(decorated()) == "answer 2"
+    assert operation.cancelled == 1
+
+
 def test_a_timeout_is_a_failure_that_on_decides_about():
     """The builtin TimeoutError is retried when `on` matches it (the default does); else it propagates."""
     operation = Hangs(slow=5)
