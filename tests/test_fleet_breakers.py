@@ -215,6 +215,28 @@ def test_a_forked_throttle_sends_none_of_its_parents_waiting_accepts():
     assert throttle._tallies() == [0, 0, 0, 0]
 
 
+def test_a_throttle_throttles_by_the_fleets_counts_as_heard_and_a_forked_one_too():
+    """After an exchange, a member's totals are the fleet's as heard plus its own since: 3
+    requests and an accept, heard back, give (3 - 2 x 1) / (3 + 1); one more request gives
+    (4 - 2) / 5.  A child forked then (_renew) counts from nothing but throttles by the same
+    fleet totals as its parent heard them, its parent's acknowledged counts among them."""
+    clock = Clock()
+    throttle = AdaptiveThrottle(clock=clock, rng=Random(1), store=_SharedState(0.1, clock=clock))
+    for _ in range(3):
+        with contextlib.suppress(ThrottledError):
+            throttle.check()
+    clock.now = 0.2
+    throttle.record(True)  # the interval passed: exchanged at once, all of it heard back
+    assert throttle._tallies() == [3, 3, 1, 1]  # acknowledged as sent
+    assert throttle.probability == (3 - 2 * 1) / (3 + 1)
+    with contextlib.suppress(ThrottledError):
+        throttle.check()
+    assert throttle.probability == (4 - 2 * 1) / (4 + 1)
+    throttle._renew("child")
+    assert throttle._tallies() == [0, 0, 0, 0]
+    assert throttle.probability == (3 - 2 * 1) / (3 + 1)  # the fleet's, as last heard
+
+
 def test_the_fleet_breakers_counts_count_a_first_event_for_the_fleet_whichever_way():
     """Counts, what a fleet part sends: count_first counts for the fleet as add_first does."""
     from backoff_iter.fleet._breakers import Counts

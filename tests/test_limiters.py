@@ -338,11 +338,12 @@ def test_every_change_of_the_bucket_is_made_holding_the_lock(monkeypatch):
     from backoff_iter import limiters
 
     limiter, _ = on_and_empty()
+    lock = limiter._lock  # its one lock, as made: a step holding another is unguarded too
     unguarded = []
 
     def guarded_min(*args):
-        if limiter._lock.acquire(blocking=False):  # free: nobody (not this thread) holds it
-            limiter._lock.release()
+        if lock.acquire(blocking=False):  # free: nobody (not this thread) holds it
+            lock.release()
             unguarded.append(args)
         return min(*args)
 

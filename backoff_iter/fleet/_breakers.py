@@ -49,19 +49,25 @@ class Counts(SlidingCounts):
     and, cumulative, what it sends the fleet (``first``, ``second``), of
     which the fleet acknowledged ``first_acked`` and ``second_acked``."""
 
-    __slots__ = ("first_acked", "second_acked", "fleet")
+    __slots__ = ("first_acked", "second_acked", "others")
 
-    fleet: tuple[int, int]
+    others: tuple[int, int]
+    """The fleet's totals as last heard, less this process's counts in them
+    (those acknowledged): the fleet's totals now are these plus this
+    process's own counts, ``first`` and ``second``, in one addition each."""
 
     def __init__(self, span: float, buckets: int) -> None:
         super().__init__(span, buckets)
         self.first_acked = self.second_acked = 0
-        self.fleet = (0, 0)  # the fleet's totals, as last heard
+        self.others = (0, 0)
 
     def unsent(self) -> bool:
         return self.first != self.first_acked or self.second != self.second_acked
 
     def restart(self) -> None:
+        # A fresh member: the fleet's totals as last heard are all the others'.
+        first, second = self.others
+        self.others = (first + self.first_acked, second + self.second_acked)
         self.first = self.second = self.first_acked = self.second_acked = 0
 
 
@@ -76,15 +82,15 @@ class FleetTotals(Counts):
     def totals(self, now: float) -> tuple[int, int]:
         if self.part._alone:
             return SlidingCounts.totals(self, now)
-        first, second = self.fleet
-        return first + self.first - self.first_acked, second + self.second - self.second_acked
+        first, second = self.others
+        return first + self.first, second + self.second
 
     def count_first(self, now: float) -> tuple[int, int]:
         if self.part._alone:
             return SlidingCounts.count_first(self, now)
         # totals() and SlidingCounts.add_first() inline: a check is the hot path
-        first, second = self.fleet
-        totals = first + self.first - self.first_acked, second + self.second - self.second_acked
+        first, second = self.others
+        totals = first + self.first, second + self.second
         if now >= self._ends:
             self._advance(now)
         self._first[self._index] += 1
@@ -117,7 +123,7 @@ class CountMember(Member):
     def _acknowledge(self, sent: list[Any], first: int, second: int) -> None:
         counts = self._tally()
         counts.first_acked, counts.second_acked = sent[1], sent[3]
-        counts.fleet = (first, second)
+        counts.others = (first - sent[1], second - sent[3])
 
     def _tallies(self) -> list[Any]:
         counts = self._tally()

@@ -268,21 +268,17 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
 
     def record_failure(self, first_attempt: bool) -> None:
         """A failed attempt takes one token."""
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             if self._successes:  # taking them in calls _gain() all the same
                 self._add_successes()
             self._wants += 1
             self._cum -= 1000
             left = self._value + self._own  # not below empty, as last heard
             self._own -= 1000 if left >= 1000 else left  # left >= 0: _settle keeps it so
-        finally:
-            self._lock.release()
 
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             # A failure's path calls no function under the lock but to take in
             # successes, and the store's own.
             if self._successes:
@@ -298,8 +294,6 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
             if not self._asked:
                 self._refused()
             return False
-        finally:
-            self._lock.release()
 
     def __repr__(self) -> str:
         return self._describe(TokenBucket.__repr__(self))
@@ -394,12 +388,9 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
                 with self._lock:
                     self._add_successes()
         if spent > 0.0:
-            self._lock.acquire()  # not `with`: see budgets.py, on locks
-            try:
+            with self._lock:
                 self._add_successes()
                 self._gain(self._units(spent))
-            finally:
-                self._lock.release()
 
     def record_failure(self, first_attempt: bool) -> None:
         """A failure costs nothing until it is retried (the fleet hears of it)."""
@@ -413,8 +404,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
             cost = self._cost(outcome, throttled)
         else:
             cost = self._retry
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             if self._successes:  # as the bucket's try_retry
                 self._add_successes()
             halves = 2 * cost
@@ -432,8 +422,6 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
             left = self._value + self._own  # not below empty, as last heard
             self._own -= cost if left >= cost else left  # left >= 0: _settle keeps it so
             self._spendable = self._room()
-        finally:
-            self._lock.release()
         return cost / 1000
 
     def __repr__(self) -> str:
@@ -517,8 +505,7 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
     def try_retry(self, outcome: Any) -> bool:
         """Withdraw one retry if this process's lease and its own deposits allow it."""
         now = self._clock()  # read before the lock is taken
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             # The in-process budget's _advance, without this class's: the calls'
             # deposits are taken into _cum and _own at the next exchange, and
             # until then counted here from where they are.  Within the newest
@@ -547,8 +534,6 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
             self._balance -= self._UNIT
             self._cum -= self._UNIT
             self._own -= self._UNIT
-        finally:
-            self._lock.release()
         return True
 
     def __repr__(self) -> str:
