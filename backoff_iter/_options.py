@@ -18,7 +18,18 @@ from typing import TYPE_CHECKING, Any, TypedDict, Union, cast
 from . import _checks, instrument
 from ._filters import ExceptionFilter, Filter, exception_filter, is_transient
 from .hints import RETRY_AFTER_MAX
-from .parts import Part, check_part, stages, timeout_part, user_parts, wrap
+from .parts import (
+    BreakerPart,
+    BudgetPart,
+    Part,
+    RateLimiterPart,
+    ThrottlePart,
+    check_part,
+    stages,
+    timeout_part,
+    user_parts,
+    wrap,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -241,6 +252,9 @@ SETTERS: dict[str, Setter] = {
 }
 
 
+#: The parts wrapping the options budget=, breaker=, throttle= and rate_limiter=.
+_SETTING_NO_TIMEOUT = frozenset({BudgetPart, BreakerPart, ThrottlePart, RateLimiterPart})
+
 #: time.monotonic as the library found it: the one clock whose readings need
 #: no guard (one patched in later, by a test's fake time, is guarded).
 _MONOTONIC = time.monotonic
@@ -302,6 +316,7 @@ class Policy:
     tells: bool = False  # a failure is told to parts, or sorted by `throttled`
     timed: bool = False  # someone reads the call's start time
     observed: bool = False  # a hook wants to see the Attempt of the first try
+    scoped: bool = False  # a part may set an attempt's timeout: async attempts need their scope
     warned: bool = False  # the endless-schedule warning was given
 
     def __init__(self, delays: Delays | None = None, **options: Unpack[RetryOptions]) -> None:
@@ -343,6 +358,9 @@ class Policy:
         if self.timeout_part is not None:
             parts.append(self.timeout_part)
         befores, abefores, afters, allows, checks, limiter = stages(parts)
+        # attempt_timeout's part, and any Part of the user's (given to any option),
+        # may set an attempt's timeout; the library's wrappers of the options never do.
+        scoped = any(type(part) not in _SETTING_NO_TIMEOUT for part in parts)
         guarded = bool(abefores)
         # The first try may run bare when what guards it is a check of no
         # argument (a breaker's, a throttle's) and a CUBIC rate limiter that is
@@ -363,6 +381,7 @@ class Policy:
             ("tells", bool(afters) or self.throttled is not None),
             ("simple", self.retry_after is None and self.deadline is None and not allows),
             ("observed", observed),
+            ("scoped", scoped),
             ("timed", self.deadline is not None or observed),
         ):
             _store(self, name, value)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 
 # Readings beyond this are taken as "infinite": a time this large cannot be
@@ -200,8 +201,18 @@ class SlidingCounts:
         self._totals[0] += 1
         self.first += 1
 
-    def count_first(self, now: float) -> tuple[int, int]:
-        """Count a first kind of event; the two counts over the window before it."""
+    def count_first(self, now: float, seconds: deque[float]) -> tuple[int, int]:
+        """Count the second kind of events waiting in *seconds* (their times,
+        taken out oldest first), then one of the first kind at *now*: the two
+        counts over the window before it.  One call for a throttle's check,
+        whose accepts wait there (told without its lock)."""
+        while seconds:  # add_second() inline: no call under the lock
+            then = seconds.popleft()
+            if then >= self._ends:
+                self._advance(then)
+            self._second[self._index] += 1
+            self._totals[1] += 1
+            self.second += 1
         if now >= self._ends:
             self._advance(now)
         self._first[self._index] += 1

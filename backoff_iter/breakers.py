@@ -258,8 +258,7 @@ class CircuitBreaker:
         driver replaces it with the refused call's own last failure."""
         if self._state is _CLOSED:  # one read of one attribute: no lock needed
             return
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             state = self._state
             if state is _CLOSED:
                 return
@@ -270,8 +269,6 @@ class CircuitBreaker:
                 return
             retry_after = self._until - now
             opened_by = self._opened_by
-        finally:
-            self._lock.release()
         refused = BrokenCircuitError(retry_after, state is _HALF_OPEN)
         if opened_by is not None:
             refused.__cause__ = opened_by
@@ -282,8 +279,7 @@ class CircuitBreaker:
         of one that failed, becomes the cause of the refusals it leads to."""
         now = self._now()  # read before the lock is taken
         counts = self._counts
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             state = self._state
             if state is _HALF_OPEN:
                 if success:
@@ -308,8 +304,6 @@ class CircuitBreaker:
                 calls = totals[0] + failures
                 if calls >= self.minimum_throughput and failures / calls >= self.failure_ratio:
                     self._open(now, failure)
-        finally:
-            self._lock.release()
 
     def _open(self, now: float, failure: object) -> None:
         self._opened_by = detached(failure)

@@ -424,10 +424,9 @@ def _async_wrapper(
 ) -> Callable[P, Awaitable[R]]:
     fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
     checks, limiter, on_result = policy.checks, policy.limiter, policy.on_result
-    guarded = policy.guarded
     # A part may set an attempt's timeout (attempt_timeout's, or the user's own):
     # then each attempt runs in its `async with`, which cancels it at the timeout.
-    scoped = policy.timeout_part is not None or bool(policy.parts)
+    guarded, scoped = policy.guarded, policy.scoped
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening

@@ -154,8 +154,7 @@ class CubicRateLimiter:
         """Tell the limiter a response came back, and whether it was a throttle."""
         # One method, its steps written out: it runs on every success.  Each
         # min() and max() is written as the comparison they make.
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             now = self._now()
             # The measured response rate: responses per 0.5 s bucket, smoothed.
             count = self._count + 1
@@ -195,8 +194,6 @@ class CubicRateLimiter:
             # ... and the new rate holds from now on.
             self._fill = _MIN_RATE if rate < _MIN_RATE else rate
             self._capacity = rate if rate >= 1 else 1.0  # every use refills first, clamping to it
-        finally:
-            self._lock.release()
 
     def _refill(self, now: float) -> None:
         self._tokens = min(self._capacity, self._tokens + (now - self._filled_at) * self._fill)
@@ -204,29 +201,22 @@ class CubicRateLimiter:
 
     def _reserve(self) -> float:
         """Take a token, in advance if need be: the seconds until it is ours."""
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             if not self._enabled:
                 return 0.0
             self._refill(self._now())
             tokens = self._tokens
             self._tokens = tokens - 1
             return 0.0 if tokens >= 1 else (1 - tokens) / self._fill
-        finally:
-            self._lock.release()
 
     def _give_back(self) -> None:
         """A reserved token whose wait was cut short goes back to the bucket."""
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             self._tokens = min(self._capacity, self._tokens + 1)
-        finally:
-            self._lock.release()
 
     def try_acquire(self) -> bool:
         """Take a token if one is there now; never wait.  True when off."""
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             if not self._enabled:
                 return True
             self._refill(self._now())
@@ -234,8 +224,6 @@ class CubicRateLimiter:
                 self._tokens -= 1
                 return True
             return False
-        finally:
-            self._lock.release()
 
     def acquire(self, sleep: Callable[[float], Any] | None = None) -> float:
         """Wait until a request may go; return the seconds slept (0.0 at once).

@@ -178,20 +178,15 @@ class AdaptiveThrottle:
         without its traceback); a driver replaces it with the refused call's
         own last failure."""
         now = self._now()  # read before the lock is taken (see Readings)
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
-            counts, waiting = self._counts, self._accepts
-            while waiting:  # _count_accepts() inline: the check is the hot path
-                counts.add_second(waiting.popleft())
-            requests, accepts = counts.count_first(now)  # those before this one
+        with self._lock:
+            # the accepts waiting counted first, then this request: one call
+            requests, accepts = self._counts.count_first(now, self._accepts)
             if requests <= self.k * accepts:  # the probability is 0: no draw
                 return
             probability = self._probability(requests, accepts)
             if not self._random() < probability:
                 return
             rejected_by = self._rejected_by
-        finally:
-            self._lock.release()
         refused = ThrottledError(probability)
         if rejected_by is not None:
             refused.__cause__ = rejected_by

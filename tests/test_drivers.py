@@ -2271,7 +2271,7 @@ def test_what_the_defaults_mean_is_what_derive_finds():
     policy = Policy()
     policy._derive()
     flags = ("befores", "abefores", "afters", "allows", "guarded", "timed", "observed")
-    flags += ("checks", "limiter", "fast", "quiet", "simple", "tells")
+    flags += ("checks", "limiter", "fast", "quiet", "simple", "tells", "scoped")
     assert [getattr(policy, f) for f in flags] == [getattr(Policy, f) for f in flags]
 
 
@@ -2289,7 +2289,7 @@ def test_options_read_as_given_derive_nothing():
     }
     assert set(given) == _READ_AS_GIVEN
     flags = ("befores", "abefores", "afters", "allows", "guarded", "timed", "observed")
-    flags += ("checks", "limiter", "fast", "quiet", "simple", "tells")
+    flags += ("checks", "limiter", "fast", "quiet", "simple", "tells", "scoped")
     for name, value in given.items():
         policy = Policy(**{name: value})  # type: ignore[misc]
         assert "fast" not in vars(policy), name  # _derive() did not run ...

@@ -203,6 +203,19 @@ def test_a_throttle_in_the_fleet_keeps_its_own_window_for_when_it_is_alone():
     assert throttle.probability == 1 / 2
 
 
+def test_the_accepts_a_throttle_counts_for_the_fleet_count_in_its_own_window_too():
+    """Hearing the fleet, a throttle's check counts the accepts waiting in its own window
+    as well: alone after 4 requests, each accepted, it rejects nothing (4 - 2 x 4 < 0)."""
+    clock = Clock()
+    throttle = AdaptiveThrottle(clock=clock, rng=Random(1), store=_SharedState(0.1, clock=clock))
+    for _ in range(4):
+        throttle.check()
+        assert not throttle._alone
+        throttle.record(True)
+    throttle._alone = True  # as if its store had gone away
+    assert throttle.probability == 0.0
+
+
 def test_a_forked_throttle_sends_none_of_its_parents_waiting_accepts():
     """After a fork a member counts from nothing (_renew): the accepts its parent told and had
     not counted yet are the parent's to send, not the child's."""
@@ -238,12 +251,17 @@ def test_a_throttle_throttles_by_the_fleets_counts_as_heard_and_a_forked_one_too
 
 
 def test_the_fleet_breakers_counts_count_a_first_event_for_the_fleet_whichever_way():
-    """Counts, what a fleet part sends: count_first counts for the fleet as add_first does."""
+    """Counts, what a fleet part sends: count_first counts for the fleet as add_first does,
+    and the second events waiting (a throttle's accepts) before it, as add_second does."""
+    from collections import deque
+
     from backoff_iter.fleet._breakers import Counts
 
     counts = Counts(10.0, 10)
     counts.add_first(0.0)
-    assert counts.count_first(0.5) == (1, 0) and counts.first == 2
+    waiting = deque([0.2, 0.4])
+    assert counts.count_first(0.5, waiting) == (1, 2) and not waiting
+    assert (counts.first, counts.second) == (2, 2)
 
 
 def test_what_a_member_counts_alone_reaches_the_fleet_when_it_hears_again():

@@ -61,10 +61,11 @@ def test_a_hanging_first_attempt_is_cut_and_the_second_answers_in_both_async_for
         assert operation.cancelled == 1, form  # the hung attempt was cancelled, not left running
 
 
-def test_a_timeout_set_by_a_part_of_the_users_cuts_an_async_attempt_of_retry_too():
+@pytest.mark.parametrize("option", ["parts", "budget", "breaker", "throttle", "rate_limiter"])
+def test_a_timeout_set_by_a_part_of_the_users_cuts_an_async_attempt_of_retry_too(option):
     """A Part of the user's may set each attempt's timeout (``call.timeout``), as
-    attempt_timeout's does: async @retry runs each attempt in its scope then, and the
-    first, hanging, is cut at 0.05 s and retried."""
+    attempt_timeout's does, given in parts= or as any part option: async @retry runs
+    each attempt in its scope then, and the first, hanging, is cut at 0.05 s and retried."""
     from backoff_iter.parts import Part
 
     class ShortAttempts(Part):
@@ -72,8 +73,10 @@ def test_a_timeout_set_by_a_part_of_the_users_cuts_an_async_attempt_of_retry_too
             call.timeout = 0.05
             return 0.0
 
+    part = ShortAttempts()
+    given = {option: [part] if option == "parts" else part}
     operation = Hangs()
-    decorated = retry([0.0], parts=[ShortAttempts()], sleep=lambda s: None)(operation)
+    decorated = retry([0.0], **given, sleep=lambda s: None)(operation)
     assert asyncio.run(decorated()) == "answer 2"
     assert operation.cancelled == 1
 

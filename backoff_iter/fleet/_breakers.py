@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -85,10 +86,17 @@ class FleetTotals(Counts):
         first, second = self.others
         return first + self.first, second + self.second
 
-    def count_first(self, now: float) -> tuple[int, int]:
+    def count_first(self, now: float, seconds: deque[float]) -> tuple[int, int]:
         if self.part._alone:
-            return SlidingCounts.count_first(self, now)
-        # totals() and SlidingCounts.add_first() inline: a check is the hot path
+            return SlidingCounts.count_first(self, now, seconds)
+        # SlidingCounts.count_first() inline, with totals(): a check is the hot path
+        while seconds:
+            then = seconds.popleft()
+            if then >= self._ends:
+                self._advance(then)
+            self._second[self._index] += 1
+            self._totals[1] += 1
+            self.second += 1
         first, second = self.others
         totals = first + self.first, second + self.second
         if now >= self._ends:
@@ -245,8 +253,7 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             return
         if self._alone:
             return CircuitBreaker.check(self)
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             if self._state is _CLOSED:
                 return
             if self._holds:  # the fleet's probe: this call sends it
@@ -262,8 +269,6 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             else:
                 retry_after = self._until - now
             half_open, opened_by = self._state is _HALF_OPEN, self._opened_by
-        finally:
-            self._lock.release()
         refused = BrokenCircuitError(retry_after, half_open)
         if opened_by is not None:
             refused.__cause__ = opened_by
@@ -276,8 +281,7 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             CircuitBreaker.record(self, success, failure)
             return
         counts = self._counts
-        self._lock.acquire()  # not `with`: see budgets.py, on locks
-        try:
+        with self._lock:
             now = self._now()
             # counts.add_first(now) or add_second(now) inline, as the in-process record's
             if now >= counts._ends:
@@ -302,8 +306,6 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
                     self._state, self._until = _OPEN, now + self._upcoming_break()
                 if self._signal is not None:
                     self._signal.set()
-        finally:
-            self._lock.release()
 
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         self._sent_now = self._now()
