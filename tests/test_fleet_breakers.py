@@ -216,6 +216,32 @@ def test_the_accepts_a_throttle_counts_for_the_fleet_count_in_its_own_window_too
     assert throttle.probability == 0.0
 
 
+def test_a_throttle_alone_checks_by_its_own_window_not_the_fleets_last_heard():
+    """Alone (its store silent), a throttle's check judges by its own window: the 10
+    refused requests of another member, heard before, reject none of its own."""
+
+    class Rejects:  # draws 0.0: any probability above 0 rejects
+        def random(self):
+            return 0.0
+
+    clock = Clock()
+    store = _SharedState(0.1, clock=clock)
+    well, sick = (AdaptiveThrottle(clock=clock, rng=Rejects(), store=store) for _ in range(2))
+    for _ in range(10):
+        with contextlib.suppress(ThrottledError):
+            sick.check()
+    for _ in range(2):
+        well.check()
+        well.record(True)
+    clock.now = 0.2
+    sick.record(False)  # the interval passed: each exchanges at once
+    well.record(True)
+    assert well.probability == (12 - 2 * 3) / (12 + 1)  # the fleet's: both members' counts
+    well._alone = True  # as if its store had gone away
+    well.check()  # its own: 3 requests, 3 accepts
+    assert well.probability == 0.0
+
+
 def test_a_forked_throttle_sends_none_of_its_parents_waiting_accepts():
     """After a fork a member counts from nothing (_renew): the accepts its parent told and had
     not counted yet are the parent's to send, not the child's."""

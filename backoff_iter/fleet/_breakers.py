@@ -89,6 +89,8 @@ class FleetTotals(Counts):
     def count_first(self, now: float, seconds: deque[float]) -> tuple[int, int]:
         if self.part._alone:
             return SlidingCounts.count_first(self, now, seconds)
+        # (Calling it, then adding the others' counts, took the fleet's check and
+        # failure to 1.22-1.28x the in-process one, against 1.2x.)
         # SlidingCounts.count_first() inline, with totals(): a check is the hot path
         while seconds:
             then = seconds.popleft()
