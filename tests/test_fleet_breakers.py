@@ -167,20 +167,33 @@ def test_the_throttles_requests_and_accepts_are_the_fleets():
     assert rejected["fleet"] < 30 < 200 < rejected["alone"]
 
 
+class Rejects:
+    """A throttle's rng that draws 0.0: any probability above 0 rejects, and says what it was."""
+
+    def random(self):
+        return 0.0
+
+
+def rejecting_members():
+    """Two throttles of one fleet (exchanging every 0.1 s) that reject at any probability, and their clock."""
+    clock = Clock()
+    store = _SharedState(0.1, clock=clock)
+    return clock, [AdaptiveThrottle(clock=clock, rng=Rejects(), store=store) for _ in range(2)]
+
+
+def requests(throttle, count):
+    """*count* checks of *throttle*, refused or not: each counts as a request."""
+    for _ in range(count):
+        with contextlib.suppress(ThrottledError):
+            throttle.check()
+
+
 def test_an_accept_reaches_the_fleet_with_the_exchange_after_it():
     """A member's accept is sent by the exchange that follows it (in-process it may wait for the
     next check): 3 requests and an accept of one member make the other's check (3 - 2) / 4."""
 
-    class Rejects:  # draws 0.0: any probability above 0 rejects, and says what it was
-        def random(self):
-            return 0.0
-
-    clock = Clock()
-    store = _SharedState(0.1, clock=clock)
-    member, other = (AdaptiveThrottle(clock=clock, rng=Rejects(), store=store) for _ in range(2))
-    for _ in range(3):
-        with contextlib.suppress(ThrottledError):
-            member.check()
+    clock, (member, other) = rejecting_members()
+    requests(member, 3)
     clock.now = 0.2
     member.record(True)  # the interval passed: exchanged at once
     with pytest.raises(ThrottledError) as refused:
@@ -220,16 +233,8 @@ def test_a_throttle_alone_checks_by_its_own_window_not_the_fleets_last_heard():
     """Alone (its store silent), a throttle's check judges by its own window: the 10
     refused requests of another member, heard before, reject none of its own."""
 
-    class Rejects:  # draws 0.0: any probability above 0 rejects
-        def random(self):
-            return 0.0
-
-    clock = Clock()
-    store = _SharedState(0.1, clock=clock)
-    well, sick = (AdaptiveThrottle(clock=clock, rng=Rejects(), store=store) for _ in range(2))
-    for _ in range(10):
-        with contextlib.suppress(ThrottledError):
-            sick.check()
+    clock, (well, sick) = rejecting_members()
+    requests(sick, 10)
     for _ in range(2):
         well.check()
         well.record(True)
