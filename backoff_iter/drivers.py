@@ -402,7 +402,7 @@ def _sync_wrapper(
             call = begin(policy, shown=False)
         # The loop of `for attempt in call: with attempt:`, without the `with`:
         # nobody but the hooks holds these attempts, so none is misused, and
-        # its two calls a try are saved.
+        # each saves the calls of __enter__, __exit__ and set_result.
         while True:
             attempt = call.__next__()  # the parts asked first
             if timeout_arg is not None:
