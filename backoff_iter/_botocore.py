@@ -267,7 +267,7 @@ def botocore_retries(
         aws_standard(service, max_attempts) if delays is None else _within(delays, max_attempts - 1)
     )
     policy = Policy(schedule, **given)
-    if policy.befores:
+    if policy.plan.befores:
         raise _checks.ArgumentTypeError(
             "parts",
             "botocore_retries takes no part with a before_attempt: botocore sends each"

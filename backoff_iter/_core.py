@@ -32,7 +32,7 @@ from . import _checks, _sleeping, instrument
 from ._attempt import _DONE, _NEXT, _NO_RESULT, _READY, _RUNNING, Attempt
 from ._cancelling import cancellations, no_retry_if_cancelled
 from ._filters import matches
-from ._options import Policy
+from ._options import CallPlan, Policy
 from ._sliding import NOT_YET, steady
 from .hints import server_wait, sleep_for
 from .parts import ERROR, FAILURE, SUCCESS, THROTTLE
@@ -116,6 +116,7 @@ class Call:
     # dict) when used.
     __slots__ = (
         "policy",
+        "plan",
         "state",
         "number",
         "last",
@@ -148,6 +149,7 @@ class Call:
     _id: int = 0  # for the hooks' events, given at the first one
 
     policy: Policy
+    plan: CallPlan  # what the policy's options mean for the call
     state: int  # where the loop is (see _attempt.py)
     number: int  # of the current attempt, or the next one to run
     last: BaseException | None  # the latest failure retried
@@ -178,6 +180,7 @@ class Call:
         process_hooks: bool = True,
     ) -> None:
         self.policy = policy
+        self.plan = plan = policy.plan
         self.state = _NEXT
         self.number = 1
         self.delay = self.slept = 0.0
@@ -208,12 +211,12 @@ class Call:
             self._failure_hooks = hooks + failures
             self._retries_heard = True
         else:  # nobody hears a success: quiet if the policy has nothing to tell either
-            self.quiet = policy.quiet
+            self.quiet = plan.quiet
             self._failure_hooks = failures
             self._retries_heard = bool(failures)
         # Someone reads each attempt's elapsed time: the loop's body, a hook,
         # or the deadline shortening a timeout (else no clock is read for it).
-        self._stamp = shown or policy.observed or policy.deadline is not None
+        self._stamp = shown or plan.observed or policy.deadline is not None
 
     # -- the loops: iterate the call, run each attempt in `with attempt:` -------
 
@@ -224,7 +227,7 @@ class Call:
         """The attempt that may run now, handed out to be entered (the parts
         asked first; an async loop asked them in :meth:`__anext__`)."""
         if self.state == _NEXT:
-            if self.policy.guarded and not self.in_async:
+            if self.plan.guarded and not self.in_async:
                 self.admit()
             self.state = _READY
             number = self.number
@@ -240,9 +243,9 @@ class Call:
 
     async def __anext__(self) -> Attempt:
         if self.state == _NEXT:
-            if self.policy.guarded:
+            if self.plan.guarded:
                 try:
-                    for before, is_async in self.policy.abefores:
+                    for before, is_async in self.plan.abefores:
                         if is_async:
                             await before(self)
                         else:
@@ -270,7 +273,7 @@ class Call:
         Returns the seconds the parts made it wait."""
         waited = 0.0
         try:
-            for before in self.policy.befores:
+            for before in self.plan.befores:
                 waited += before(self)
         except Exception as refused:
             self._refused(refused)
@@ -318,7 +321,7 @@ class Call:
         """The sync loop's step: decide on the outcome; True when the call
         retries (it has slept), False when the outcome stands.  *judged*: the
         result was rejected by ``on_result`` already (it is asked once)."""
-        if attempt is None and self.policy.observed:  # @retry's first try, for the hooks
+        if attempt is None and self.plan.observed:  # @retry's first try, for the hooks
             attempt = Attempt(self, 1, 0.0, 0.0)
         delay = self.decide(attempt, exc, result, judged)
         if delay is None:
@@ -342,7 +345,7 @@ class Call:
         self, attempt: Attempt | None, exc: BaseException | None, result: Any, judged: bool = False
     ) -> bool:
         """The async loop's step: :meth:`settle`, awaiting an async hook and sleep."""
-        if attempt is None and self.policy.observed:  # @retry's first try, for the hooks
+        if attempt is None and self.plan.observed:  # @retry's first try, for the hooks
             attempt = Attempt(self, 1, 0.0, 0.0)
         delay = self.decide(attempt, exc, result, judged)
         if delay is None:
@@ -381,11 +384,11 @@ class Call:
             kind = (
                 THROTTLE if policy.throttled is not None and policy.throttled(failure) else FAILURE
             )
-            for after in policy.afters:
+            for after in self.plan.afters:
                 after(failure, kind, self.number, self.spent)
             self._give_up(attempt, failure, "committed")
         else:  # a failure no policy retries: an error, as for any call
-            for after in policy.afters:
+            for after in self.plan.afters:
                 after(failure, ERROR, self.number, self.spent)
             if self._hooks:
                 self.emit("error", failure, self.number)
@@ -485,7 +488,7 @@ class Call:
         the deadline or a part say no, or the delay is too long to sleep).
         The caller then raises the exception or returns the result.
         """
-        policy = self.policy
+        policy, plan = self.policy, self.plan
         self.state = _DONE  # unless a retry follows
         asked = False  # the parts' allow_retry was asked already
         if exc is not None:
@@ -495,7 +498,7 @@ class Call:
                 else matches(policy.on, False, exc)
             ):
                 self.last = None  # the call is over: it keeps no failure (nor its frames)
-                for after in policy.afters:
+                for after in plan.afters:
                     after(exc, ERROR, self.number, self.spent)
                 if self._hooks:
                     self.emit("error", exc, self.number)
@@ -510,7 +513,7 @@ class Call:
             outcome = result
         else:
             self.last = None  # the call is over: it keeps no failure (nor its frames)
-            for after in policy.afters:
+            for after in plan.afters:
                 after(result, SUCCESS, self.number, self.spent)
             if self._hooks:  # a loop body that returned handed over no result
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
@@ -518,10 +521,10 @@ class Call:
         if self.in_async and self._task is not None:  # (3.11+) is the task being cancelled?
             self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
         kind = FAILURE
-        if policy.tells:  # a throttle, or parts to tell (else a plain failure)
+        if plan.tells:  # a throttle, or parts to tell (else a plain failure)
             if policy.throttled is not None and policy.throttled(outcome):
                 kind = THROTTLE
-            for after in policy.afters:
+            for after in plan.afters:
                 after(outcome, kind, self.number, self.spent)
         self.last = exc  # the failure retried (None for a result)
         # The schedule is made at the first failure, then drawn one delay per retry.
@@ -549,7 +552,7 @@ class Call:
                 delay = self._unusual(delay, number)
         elif number > ENDLESS_RETRIES and policy.deadline is None and not policy.warned:
             self._warn_endless(delay)
-        if delay is not _END and (self.hint is not None or not policy.simple):
+        if delay is not _END and (self.hint is not None or not plan.simple):
             delay, reason = self._limit(delay, outcome, kind, asked)
         if delay is _END:
             self.last = None
@@ -624,7 +627,7 @@ class Call:
     def _allowed(self, outcome: Any, kind: str) -> bool:
         """May the call retry: every part's allow_retry says yes (what they
         took is the call's ``spent``)?  Asked once per retry, last."""
-        allows = self.policy.allows
+        allows = self.plan.allows
         if not allows:
             return True
         took = 0.0

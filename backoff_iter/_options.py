@@ -41,7 +41,14 @@ if TYPE_CHECKING:
     from .limiters import CubicRateLimiter, RateLimiter
     from .throttles import Throttle
 
-__all__ = ["DecoratorOptions", "HedgeOptions", "Policy", "RetryOptions", "default_delays"]
+__all__ = [
+    "CallPlan",
+    "DecoratorOptions",
+    "HedgeOptions",
+    "Policy",
+    "RetryOptions",
+    "default_delays",
+]
 
 #: What a policy takes as delays: a zero-argument function returning fresh
 #: delays for each call (the reusable form), a list or tuple (reusable too),
@@ -261,8 +268,84 @@ _MONOTONIC = time.monotonic
 
 #: The options a call reads as they are, which change nothing _derive works
 #: out: a policy given only these (``retrying(f, on=OSError, sleep=...)``, made
-#: for each loop) keeps the class's derived values.  Any other option derives.
+#: for each loop) keeps the bare plan.  Any other option derives.
 _READ_AS_GIVEN = frozenset({"on", "sleep", "name", "clock", "retry_after_max"})
+
+
+class CallPlan:
+    """What a policy's options mean for a call: the parts' stages, in their
+    order, as the bound methods the core calls, and the flags that let a
+    call skip what nobody asked for.  Worked out once (``Policy._derive``),
+    shared by the policies alike, never changed.  ``CallPlan()`` is the bare
+    plan: no part, no hook, nothing to tell."""
+
+    __slots__ = (
+        "befores",
+        "abefores",
+        "afters",
+        "allows",
+        "guarded",
+        "checks",
+        "limiter",
+        "fast",
+        "quiet",
+        "tells",
+        "simple",
+        "observed",
+        "scoped",
+        "timed",
+    )
+
+    befores: tuple[Callable[[Any], float], ...]  # parts asked before each attempt
+    abefores: tuple[tuple[Callable[[Any], Any], bool], ...]  # ... in async loops (awaited?)
+    afters: tuple[Callable[[Any, str, int, float], None], ...]  # ... after each one
+    allows: tuple[Callable[[Any, str], float], ...]  # ... before each retry
+    guarded: bool  # something to do before each attempt
+    checks: tuple[Breaker | Throttle, ...]  # ... and on a bare first try, all of it: check()
+    limiter: CubicRateLimiter | None  # ... but a rate limiter, skipped while it is off
+    fast: bool  # the first try may run bare: checks guard it
+    quiet: bool  # ... and a success is told to nobody
+    tells: bool  # a failure is told to parts, or sorted by `throttled`
+    simple: bool  # a retry is just the next delay: no hint, deadline or gate
+    observed: bool  # a hook wants to see the Attempt of the first try
+    scoped: bool  # a part may set an attempt's timeout: async attempts need their scope
+    timed: bool  # someone reads the call's start time
+
+    def __init__(
+        self,
+        befores: tuple[Callable[[Any], float], ...] = (),
+        abefores: tuple[tuple[Callable[[Any], Any], bool], ...] = (),
+        afters: tuple[Callable[[Any, str, int, float], None], ...] = (),
+        allows: tuple[Callable[[Any, str], float], ...] = (),
+        guarded: bool = False,
+        checks: tuple[Breaker | Throttle, ...] = (),
+        limiter: CubicRateLimiter | None = None,
+        fast: bool = True,
+        quiet: bool = True,
+        tells: bool = False,
+        simple: bool = True,
+        observed: bool = False,
+        scoped: bool = False,
+        timed: bool = False,
+    ) -> None:
+        self.befores, self.abefores, self.afters, self.allows = befores, abefores, afters, allows
+        self.guarded, self.checks, self.limiter = guarded, checks, limiter
+        self.fast, self.quiet, self.tells, self.simple = fast, quiet, tells, simple
+        self.observed, self.scoped, self.timed = observed, scoped, timed
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"CallPlan({fields})"
+
+
+#: The plan of a policy whose options derive nothing (see _READ_AS_GIVEN).
+_BARE = CallPlan()
+
+#: The plans worked out, by what they depend on (Policy._derive), each with
+#: the objects its key names by id.  Bounded: a program making parts for
+#: every call fills it, and then it starts again.
+_PLANS: dict[tuple[Any, ...], tuple[CallPlan, tuple[Any, ...]]] = {}
+_PLANS_KEPT = 128
 
 
 class Policy:
@@ -302,21 +385,8 @@ class Policy:
     used: bool = False  # ... which a loop has used
     timeout_part: Part | None = None  # attempt_timeout, as a part
 
-    # -- what the options mean for a call (_derive; a test checks these defaults) --------------
-    befores: tuple[Callable[[Any], float], ...] = ()  # parts asked before each attempt
-    abefores: tuple[tuple[Callable[[Any], Any], bool], ...] = ()  # ... in async loops
-    afters: tuple[Callable[[Any, str, int, float], None], ...] = ()  # ... after each one
-    allows: tuple[Callable[[Any, str], float], ...] = ()  # ... before each retry
-    guarded: bool = False  # something to do before each attempt
-    checks: tuple[Breaker | Throttle, ...] = ()  # ... and on a bare first try, all of it: check()
-    limiter: CubicRateLimiter | None = None  # ... but a rate limiter, skipped while it is off
-    fast: bool = True  # the first try may run bare: checks guard it
-    quiet: bool = True  # ... and a success is told to nobody
-    simple: bool = True  # a retry is just the next delay: no hint, deadline or gate
-    tells: bool = False  # a failure is told to parts, or sorted by `throttled`
-    timed: bool = False  # someone reads the call's start time
-    observed: bool = False  # a hook wants to see the Attempt of the first try
-    scoped: bool = False  # a part may set an attempt's timeout: async attempts need their scope
+    # -- what the options mean for a call ---------------------------------------------------------
+    plan: CallPlan = _BARE  # worked out by _derive(); the bare plan for a policy of defaults
     warned: bool = False  # the endless-schedule warning was given
 
     def __init__(self, delays: Delays | None = None, **options: Unpack[RetryOptions]) -> None:
@@ -347,7 +417,51 @@ class Policy:
         )
 
     def _derive(self) -> None:
-        """What the options mean for a call, in one place."""
+        """What the options mean for a call, in one place: the policy's :class:`CallPlan`.
+
+        The plan depends on the parts - the objects given as ``budget``,
+        ``breaker``, ``throttle``, ``rate_limiter``, ``parts`` and
+        ``attempt_timeout`` - and on which of a few options are given at all.
+        Policies alike in these share one plan, worked out the first time:
+        ``retrying(f, budget=shared)``, made for every loop, finds its plan
+        in :data:`_PLANS` instead of wrapping the budget and reading its
+        methods again.
+        """
+        parts, timeout = self.parts, self.attempt_timeout
+        key = (
+            id(self.budget),
+            id(self.breaker),
+            id(self.throttle),
+            id(self.rate_limiter),
+            tuple(map(id, parts)) if parts else (),
+            # seconds by their value (the same timeouts), a schedule of them by its id
+            None
+            if timeout is None
+            else (timeout,)
+            if timeout.__class__ in (float, int) or _checks.is_real(timeout)
+            else id(timeout),
+            self.throttled is None,
+            self.on_result is None,
+            not self.observe,
+            self.before_sleep is None and self.give_up is None,
+            self.retry_after is None,
+            self.deadline is None,
+        )
+        known = _PLANS.get(key)
+        if known is None:
+            plan = self._work_out()
+            if len(_PLANS) >= _PLANS_KEPT:
+                _PLANS.clear()  # (one step, so threads never see it half done)
+            # The entry holds the objects whose ids the key names: while it is
+            # kept, no other object can take one of their ids.
+            kept = (self.budget, self.breaker, self.throttle, self.rate_limiter, parts, timeout)
+            _PLANS[key] = plan, kept
+        else:
+            plan = known[0]
+        _store(self, "plan", plan)
+
+    def _work_out(self) -> CallPlan:
+        """The :class:`CallPlan` of this policy's options, worked out afresh."""
         every_failure = self.throttled is None
         named = zip(
             ("budget", "breaker", "throttle", "rate_limiter"),
@@ -358,33 +472,30 @@ class Policy:
         if self.timeout_part is not None:
             parts.append(self.timeout_part)
         befores, abefores, afters, allows, checks, limiter = stages(parts)
-        # attempt_timeout's part, and any Part of the user's (given to any option),
-        # may set an attempt's timeout; the library's wrappers of the options never do.
-        scoped = any(type(part) not in _SETTING_NO_TIMEOUT for part in parts)
-        guarded = bool(abefores)
         # The first try may run bare when what guards it is a check of no
         # argument (a breaker's, a throttle's) and a CUBIC rate limiter that is
         # off; its result, judged there, goes to the loop only when on_result
         # rejects it, and a success is told to the hooks there.
         fast = checks is not None
         observed = self.before_sleep is not None or self.give_up is not None
-        for name, value in (
-            ("befores", befores),
-            ("abefores", abefores),
-            ("afters", afters),
-            ("allows", allows),
-            ("guarded", guarded),
-            ("checks", checks or ()),
-            ("limiter", limiter),
-            ("fast", fast),
-            ("quiet", fast and not afters and self.on_result is None and not self.observe),
-            ("tells", bool(afters) or self.throttled is not None),
-            ("simple", self.retry_after is None and self.deadline is None and not allows),
-            ("observed", observed),
-            ("scoped", scoped),
-            ("timed", self.deadline is not None or observed),
-        ):
-            _store(self, name, value)
+        return CallPlan(
+            befores=befores,
+            abefores=abefores,
+            afters=afters,
+            allows=allows,
+            guarded=bool(abefores),
+            checks=checks or (),
+            limiter=limiter,
+            fast=fast,
+            quiet=fast and not afters and self.on_result is None and not self.observe,
+            tells=bool(afters) or self.throttled is not None,
+            simple=self.retry_after is None and self.deadline is None and not allows,
+            observed=observed,
+            # attempt_timeout's part, and any Part of the user's (given to any option),
+            # may set an attempt's timeout; the library's wrappers of the options never do.
+            scoped=any(type(part) not in _SETTING_NO_TIMEOUT for part in parts),
+            timed=self.deadline is not None or observed,
+        )
 
     def claim(self) -> None:
         """Refuse a second loop over a policy made from a one-shot iterator."""

@@ -69,7 +69,7 @@ class _Storm:
         self.policy, self.clients = self.policies[0], len(self.policies)
         # Whether an attempt must be admitted first (a breaker, throttle or
         # limiter), and whether a success needs telling to anyone.
-        self.guarded, self.quiet = self.policy.guarded, self.policy.quiet
+        self.guarded, self.quiet = self.policy.plan.guarded, self.policy.plan.quiet
         self.first = _DUE if self.guarded else _SEND
         self.seconds = model.seconds
         self.length = math.ceil(model.seconds)

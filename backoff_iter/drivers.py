@@ -360,8 +360,9 @@ def _either_role(
 def _sync_wrapper(
     policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
 ) -> Callable[P, R]:
-    fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
-    checks, limiter, on_result = policy.checks, policy.limiter, policy.on_result
+    plan, clock, on_result = policy.plan, policy.clock, policy.on_result
+    fast, timed, afters = plan.fast, plan.timed, plan.afters
+    checks, limiter = plan.checks, plan.limiter
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening
@@ -422,11 +423,12 @@ def _sync_wrapper(
 def _async_wrapper(
     policy: Policy, func: Callable[P, Awaitable[R]], timeout_arg: str | None = None
 ) -> Callable[P, Awaitable[R]]:
-    fast, timed, clock, afters = policy.fast, policy.timed, policy.clock, policy.afters
-    checks, limiter, on_result = policy.checks, policy.limiter, policy.on_result
+    plan, clock, on_result = policy.plan, policy.clock, policy.on_result
+    fast, timed, afters = plan.fast, plan.timed, plan.afters
+    checks, limiter = plan.checks, plan.limiter
     # A part may set an attempt's timeout (attempt_timeout's, or the user's own):
     # then each attempt runs in its `async with`, which cancels it at the timeout.
-    guarded, scoped = policy.guarded, policy.scoped
+    guarded, scoped = plan.guarded, plan.scoped
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening

@@ -174,7 +174,7 @@ class _Hedging:
             for attempt, exc, result in await group.finished(timeout):
                 if exc is not None:
                     if not matches(policy.on, policy.only_exceptions, exc):
-                        for after in policy.afters:
+                        for after in policy.plan.afters:
                             after(exc, "error", attempt, 0.0)
                         await self._cancel_rest(group, events)
                         if events._hooks:
@@ -185,14 +185,14 @@ class _Hedging:
                     cancelled = await self._cancel_rest(group, events)
                     # Given back: what the winner took, if a hedge, and every hedge not needed.
                     spent = took.get(attempt, 0.0) + sum(took.get(k, 0.0) for k in cancelled)
-                    for after in policy.afters:
+                    for after in policy.plan.afters:
                         after(result, SUCCESS, attempt, spent)
                     if events._hooks:
                         events.emit("success", result, attempt)
                     return result, False
                 else:
                     last, failed = result, False
-                for after in policy.afters:
+                for after in policy.plan.afters:
                     after(last, FAILURE, attempt, 0.0)
                 if due is not None:  # the next hedge goes at once, or when the server says
                     now = group.now()
@@ -224,12 +224,12 @@ class _Hedging:
 def _allowed(policy: Policy, outcome: Any) -> float:
     """What the parts' allow_retry took for one more hedge (0.0: refused)."""
     taken = 0.0
-    for allow in policy.allows:
+    for allow in policy.plan.allows:
         took = allow(outcome, FAILURE)
         if not took:
             return 0.0
         taken += took
-    return taken if policy.allows else 1.0
+    return taken if policy.plan.allows else 1.0
 
 
 class _Attempts:

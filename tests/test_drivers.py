@@ -2265,20 +2265,19 @@ def test_parts_without_their_methods_are_rejected():
 
 
 def test_what_the_defaults_mean_is_what_derive_finds():
-    """The class's derived flags for an all-default policy are those _derive() computes."""
-    from backoff_iter._options import Policy
+    """The bare plan, a policy's default, is the one _derive() works out for no options."""
+    from backoff_iter._options import CallPlan, Policy
 
     policy = Policy()
     policy._derive()
-    flags = ("befores", "abefores", "afters", "allows", "guarded", "timed", "observed")
-    flags += ("checks", "limiter", "fast", "quiet", "simple", "tells", "scoped")
-    assert [getattr(policy, f) for f in flags] == [getattr(Policy, f) for f in flags]
+    flags = CallPlan.__slots__
+    assert [getattr(policy.plan, f) for f in flags] == [getattr(CallPlan(), f) for f in flags]
 
 
 def test_options_read_as_given_derive_nothing():
     """A policy given only options the call reads as they are skips _derive():
     for each, deriving anyway finds the class's flags, so nothing was missed."""
-    from backoff_iter._options import _READ_AS_GIVEN, Policy
+    from backoff_iter._options import _READ_AS_GIVEN, CallPlan, Policy
 
     given = {
         "on": OSError,
@@ -2288,14 +2287,15 @@ def test_options_read_as_given_derive_nothing():
         "retry_after_max": 9.0,
     }
     assert set(given) == _READ_AS_GIVEN
-    flags = ("befores", "abefores", "afters", "allows", "guarded", "timed", "observed")
-    flags += ("checks", "limiter", "fast", "quiet", "simple", "tells", "scoped")
+    flags = CallPlan.__slots__
     for name, value in given.items():
         policy = Policy(**{name: value})  # type: ignore[misc]
-        assert "fast" not in vars(policy), name  # _derive() did not run ...
+        assert "plan" not in vars(policy), name  # _derive() did not run ...
         policy._derive()
-        assert [getattr(policy, f) for f in flags] == [getattr(Policy, f) for f in flags], name
-    assert "fast" in vars(Policy(deadline=1.0))  # ... and does for any other option
+        assert [getattr(policy.plan, f) for f in flags] == [
+            getattr(CallPlan(), f) for f in flags
+        ], name
+    assert "plan" in vars(Policy(deadline=1.0))  # ... and does for any other option
 
 
 # -- every option counts, given alone; every bad one is named -----------------------------------
