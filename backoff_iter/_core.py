@@ -67,21 +67,24 @@ def hooks_now(policy: Policy) -> tuple[instrument.Hook, ...]:
     return policy.observe + every if every else policy.observe
 
 
-def tell_success(
-    policy: Policy, hooks: tuple[instrument.Hook, ...], start: float, result: Any
-) -> None:
-    """``@retry``'s bare first try (begun at *start* by the policy's clock,
-    *hooks* listening) returned *result*, a success: the hooks hear of it as
-    a call's would tell them."""
-    if policy.steady_clock:
-        elapsed = policy.clock() - start
-    else:  # a clock of the user's, read through a call's guard
-        elapsed = Call(policy, start, process_hooks=False).elapsed()
-    event = instrument.event(
-        "success", policy.name, 1, result, None, 0.0, elapsed, None, instrument.new_call_id()
-    )
-    for hook in hooks:
-        hook(event)
+def success_teller(policy: Policy) -> Callable[[tuple[instrument.Hook, ...], float, Any], None]:
+    """How ``@retry``'s bare first try tells its hooks of a success:
+    ``tell(hooks, start, result)``, for a try begun at *start* by the policy's
+    clock, *hooks* listening; they hear of it as a call's would tell them.
+    What it reads of the policy is read once, here."""
+    name, clock, steady = policy.name, policy.clock, policy.steady_clock
+    make_event, new_id = instrument.event, instrument.new_call_id
+
+    def tell(hooks: tuple[instrument.Hook, ...], start: float, result: Any) -> None:
+        if steady:
+            elapsed = clock() - start
+        else:  # a clock of the user's, read through a call's guard
+            elapsed = Call(policy, start, process_hooks=False).elapsed()
+        event = make_event("success", name, 1, result, None, 0.0, elapsed, None, new_id())
+        for hook in hooks:
+            hook(event)
+
+    return tell
 
 
 def tell_refused(
@@ -237,6 +240,18 @@ class Call:
             elapsed = self.elapsed() if self._stamp else 0.0
             return Attempt(self, number, self.delay, elapsed, self.timeout)
         raise self._over(StopIteration)
+
+    def proceed(self) -> Attempt | None:
+        """``@retry``'s step to its next attempt: ``__next__``, but an
+        Attempt is made only for the hooks that are handed one (``before_sleep``,
+        ``give_up``); nobody else holds it, and its timeout is ``call.timeout``."""
+        if self.plan.observed:
+            return self.__next__()
+        if self.plan.guarded and not self.in_async:
+            self.admit()
+        # (The state stays _NEXT: it is for an Attempt's `with`, which nobody enters here.)
+        self.last = None  # the parts have seen it: hold no failure (nor its frames) any longer
+        return None
 
     def __aiter__(self) -> Call:
         return self

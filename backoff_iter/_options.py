@@ -424,7 +424,7 @@ class Policy:
         ``attempt_timeout`` - and on which of a few options are given at all.
         Policies alike in these share one plan, worked out the first time:
         ``retrying(f, budget=shared)``, made for every loop, finds its plan
-        in :data:`_PLANS` instead of wrapping the budget and reading its
+        in ``_PLANS`` instead of wrapping the budget and reading its
         methods again.
         """
         parts, timeout = self.parts, self.attempt_timeout

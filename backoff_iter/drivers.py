@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from . import _checks, instrument
 from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
-from ._core import Call, begin, hooks_now, tell_refused, tell_success
+from ._core import Call, begin, hooks_now, success_teller, tell_refused
 from ._options import Policy
 from .parts import SUCCESS
 
@@ -366,6 +366,7 @@ def _sync_wrapper(
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening
+    tell_success = success_teller(policy)
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -394,7 +395,7 @@ def _sync_wrapper(
                         for after in afters:
                             after(result, SUCCESS, 1, 0.0)
                     if heard:
-                        tell_success(policy, heard, start, result)  # type: ignore[arg-type]
+                        tell_success(heard, start, result)  # type: ignore[arg-type]
                     return result
                 call = Call(policy, start)  # a result to retry: the loop takes it from here
                 if not call.settle(None, None, result, True):
@@ -405,9 +406,9 @@ def _sync_wrapper(
         # nobody but the hooks holds these attempts, so none is misused, and
         # each saves the calls of __enter__, __exit__ and set_result.
         while True:
-            attempt = call.__next__()  # the parts asked first
+            attempt = call.proceed()  # the parts asked first; an Attempt if a hook takes one
             if timeout_arg is not None:
-                kwargs[timeout_arg] = attempt.timeout
+                kwargs[timeout_arg] = call.timeout
             try:
                 result = func(*args, **kwargs)
             except BaseException as error:
@@ -432,6 +433,7 @@ def _async_wrapper(
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
     hears = policy.observe or instrument.listening
+    tell_success = success_teller(policy)
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -461,13 +463,14 @@ def _async_wrapper(
                         for after in afters:
                             after(result, SUCCESS, 1, 0.0)
                     if heard:
-                        tell_success(policy, heard, start, result)  # type: ignore[arg-type]
+                        tell_success(heard, start, result)  # type: ignore[arg-type]
                     return result
                 call = Call(policy, start, True, cancelling)  # a result to retry: to the loop
                 if not await call.asettle(None, None, result, True):
                     return result
         else:
             call = begin(policy, in_async=True, shown=False)
+        attempt: Attempt | None
         if scoped:
             async for attempt in call:
                 async with attempt:
@@ -478,7 +481,7 @@ def _async_wrapper(
         # As the sync wrapper's loop: no `async with`, and no __anext__ to await
         # unless a part is asked first (timeout_arg comes with attempt_timeout: scoped).
         while True:
-            attempt = await call.__anext__() if guarded else call.__next__()
+            attempt = await call.__anext__() if guarded else call.proceed()
             try:
                 result = await func(*args, **kwargs)
             except BaseException as error:
