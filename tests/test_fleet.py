@@ -830,6 +830,27 @@ def test_a_bucket_whose_failures_took_its_room_below_zero_keeps_its_lease_in_fli
     assert a.try_retry(None)
 
 
+def test_a_retry_on_credit_empties_the_quota_as_heard_and_takes_it_no_lower():
+    """A member given a retry on credit while the quota, as it last heard, holds
+    less than a retry's cost (4 of 9, the cost 5) spends it all: it reads 0,
+    not 4 - 5, until the fleet's answer says what the fleet owes."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (RetryQuota(capacity=9, retry_cost=5, success_refund=1, store=store) for _ in "ab")
+    joined(store, a, b)
+    a.record_failure(True)
+    assert a.try_retry(None) == 5.0
+    for _ in range(4):
+        clock.now += 0.2  # past its failure's interval: a wants no room
+        joined(store, a, b)
+    assert b._credit and b.available == 4.0  # 4 left: less than a retry
+    b.record_failure(True)
+    assert b.try_retry(None) == 5.0  # on credit
+    assert b.available == 0.0
+    joined(store, a, b, a, b)
+    assert store.model.counts["level"] == -1_000  # the fleet owes the one beyond
+
+
 def test_while_the_fleet_owes_a_members_own_refunds_pay_the_debt_not_its_retries():
     """Two members of a quota with one retry left (shares of half a retry),
     both given a retry on credit: they spend two, and the fleet owes one; a
