@@ -73,14 +73,15 @@ def success_teller(policy: Policy) -> Callable[[tuple[instrument.Hook, ...], flo
     clock, *hooks* listening; they hear of it as a call's would tell them.
     What it reads of the policy is read once, here."""
     name, clock, steady = policy.name, policy.clock, policy.steady_clock
-    make_event, new_id = instrument.event, instrument.new_call_id
 
     def tell(hooks: tuple[instrument.Hook, ...], start: float, result: Any) -> None:
         if steady:
             elapsed = clock() - start
         else:  # a clock of the user's, read through a call's guard
             elapsed = Call(policy, start, process_hooks=False).elapsed()
-        event = make_event("success", name, 1, result, None, 0.0, elapsed, None, new_id())
+        event = instrument.event(
+            "success", name, 1, result, None, 0.0, elapsed, None, instrument.new_call_id()
+        )
         for hook in hooks:
             hook(event)
 

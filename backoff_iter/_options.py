@@ -229,10 +229,19 @@ def _attempt_timeout(policy: Policy, name: str, value: Any) -> None:
             _store(policy, "one_shot", True)
 
 
-def _part(name: str, value: object) -> object:
+def _part(policy: Policy, name: str, value: Any) -> None:
     if value is not None:
         check_part(name, value)  # checked now; made into a part by _derive
-    return value
+        if isinstance(value, Part):
+            _store(policy, "own_parts", True)
+    _store(policy, name, value)
+
+
+def _parts(policy: Policy, name: str, value: Any) -> None:
+    parts = user_parts(name, value)
+    _store(policy, name, parts)
+    if parts:
+        _store(policy, "own_parts", True)
 
 
 #: How each option is checked and stored: setter(policy, name, value).
@@ -242,7 +251,7 @@ SETTERS: dict[str, Setter] = {
     "retry_after": _set(_checks.optional_function),
     "retry_after_max": _set(lambda name, value: _checks.seconds(name, value, infinite=True)),
     "retry_after_beyond": _set(_optional_seconds),
-    "budget": _set(_part),
+    "budget": _part,
     "name": _set(_checks.text),
     "observe": _set(lambda name, value: instrument.hooks(value, name)),
     "deadline": _set(_optional_seconds),
@@ -251,11 +260,11 @@ SETTERS: dict[str, Setter] = {
     "before_sleep": _set(_checks.optional_function),
     "give_up": _set(_checks.optional_function),
     "attempt_timeout": _attempt_timeout,
-    "rate_limiter": _set(_part),
-    "throttle": _set(_part),
-    "breaker": _set(_part),
+    "rate_limiter": _part,
+    "throttle": _part,
+    "breaker": _part,
     "throttled": _set(_checks.optional_function),
-    "parts": _set(user_parts),
+    "parts": _parts,
 }
 
 
@@ -341,11 +350,12 @@ class CallPlan:
 #: The plan of a policy whose options derive nothing (see _READ_AS_GIVEN).
 _BARE = CallPlan()
 
-#: The plans worked out, by what they depend on (Policy._derive), each with
-#: the objects its key names by id.  Bounded: a program making parts for
-#: every call fills it, and then it starts again.
-_PLANS: dict[tuple[Any, ...], tuple[CallPlan, tuple[Any, ...]]] = {}
-_PLANS_KEPT = 128
+#: The plans worked out, by what they depend on (Policy._derive).  A plan
+#: holds the objects its key names by id, which live as long as it is kept:
+#: at most _PLANS_KEPT plans, then all are dropped (a program making a
+#: budget for every call fills it, and then it starts again).
+_PLANS: dict[tuple[Any, ...], CallPlan] = {}
+_PLANS_KEPT = 64
 
 
 class Policy:
@@ -384,6 +394,7 @@ class Policy:
     one_shot: bool = False  # made from a one-shot iterable: one loop only
     used: bool = False  # ... which a loop has used
     timeout_part: Part | None = None  # attempt_timeout, as a part
+    own_parts: bool = False  # parts of the user's: parts=, or a Part given to an option
 
     # -- what the options mean for a call ---------------------------------------------------------
     plan: CallPlan = _BARE  # worked out by _derive(); the bare plan for a policy of defaults
@@ -419,27 +430,31 @@ class Policy:
     def _derive(self) -> None:
         """What the options mean for a call, in one place: the policy's :class:`CallPlan`.
 
-        The plan depends on the parts - the objects given as ``budget``,
-        ``breaker``, ``throttle``, ``rate_limiter``, ``parts`` and
-        ``attempt_timeout`` - and on which of a few options are given at all.
-        Policies alike in these share one plan, worked out the first time:
-        ``retrying(f, budget=shared)``, made for every loop, finds its plan
-        in ``_PLANS`` instead of wrapping the budget and reading its
-        methods again.
+        Policies given the same objects as ``budget``, ``breaker``,
+        ``throttle`` and ``rate_limiter``, the same number of seconds as
+        ``attempt_timeout`` (or none) and the same few options or none share
+        one plan, worked out the first time: ``retrying(f, budget=shared)``,
+        made for every loop, finds its plan in ``_PLANS`` instead of wrapping
+        the budget and reading its part's methods again.  The library's
+        wrappers of those objects look their methods up at each call, so a
+        method patched later is the one called.  A policy with parts of your
+        own (``parts=``, or a :class:`~backoff_iter.parts.Part` given to an
+        option) or a schedule of attempt timeouts works its plan out afresh:
+        it binds your part's methods, and a schedule's iterator, as they are
+        now.
         """
-        parts, timeout = self.parts, self.attempt_timeout
+        timeout = self.attempt_timeout
+        if self.own_parts or not (
+            timeout is None or timeout.__class__ in (float, int) or _checks.is_real(timeout)
+        ):
+            _store(self, "plan", self._work_out())
+            return
         key = (
             id(self.budget),
             id(self.breaker),
             id(self.throttle),
             id(self.rate_limiter),
-            tuple(map(id, parts)) if parts else (),
-            # seconds by their value (the same timeouts), a schedule of them by its id
-            None
-            if timeout is None
-            else (timeout,)
-            if timeout.__class__ in (float, int) or _checks.is_real(timeout)
-            else id(timeout),
+            timeout,  # None, or seconds: the same timeouts for equal numbers
             self.throttled is None,
             self.on_result is None,
             not self.observe,
@@ -447,17 +462,15 @@ class Policy:
             self.retry_after is None,
             self.deadline is None,
         )
-        known = _PLANS.get(key)
-        if known is None:
+        plan = _PLANS.get(key)
+        if plan is None:
             plan = self._work_out()
             if len(_PLANS) >= _PLANS_KEPT:
                 _PLANS.clear()  # (one step, so threads never see it half done)
-            # The entry holds the objects whose ids the key names: while it is
-            # kept, no other object can take one of their ids.
-            kept = (self.budget, self.breaker, self.throttle, self.rate_limiter, parts, timeout)
-            _PLANS[key] = plan, kept
-        else:
-            plan = known[0]
+            # The plan's stages are methods of the parts wrapping the objects
+            # the key names by id: while it is kept, no other object can take
+            # one of their ids.
+            _PLANS[key] = plan
         _store(self, "plan", plan)
 
     def _work_out(self) -> CallPlan:

@@ -9,6 +9,7 @@ import inspect
 import weakref
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -172,32 +173,39 @@ def test_policies_alike_share_one_plan_and_any_difference_gets_its_own():
             assert Policy(**parts, **given).plan is policy.plan, (parts, given)
 
 
+_OPTION_PARTS = (
+    ("budget", TokenBucket),
+    ("breaker", CircuitBreaker),
+    ("throttle", AdaptiveThrottle),
+    ("rate_limiter", CubicRateLimiter),
+)
+
+
 def test_a_plan_is_kept_for_the_very_objects_and_seconds_it_was_made_for():
-    """Equal is not the same: another bucket, breaker or part gets a plan of its
-    own (each call must consult its own); attempt timeouts of the same seconds
-    share one, a schedule of them is known by itself."""
+    """Equal is not the same: another bucket, breaker, throttle or limiter gets
+    a plan of its own (each call must consult its own); attempt timeouts of
+    the same seconds share one."""
     one, other = TokenBucket(), TokenBucket()
     assert Policy(budget=one).plan is not Policy(budget=other).plan
     assert Policy(budget=one).plan.afters[0].__self__.budget is one  # type: ignore[attr-defined]
     assert Policy(budget=other).plan.afters[0].__self__.budget is other  # type: ignore[attr-defined]
-    for name, make in (
-        ("budget", TokenBucket),
-        ("breaker", CircuitBreaker),
-        ("throttle", AdaptiveThrottle),
-        ("rate_limiter", CubicRateLimiter),
-    ):
+    for name, make in _OPTION_PARTS:
         shared = make()
         assert Policy(**{name: shared}).plan is Policy(**{name: shared}).plan, name
         assert Policy(**{name: make()}).plan is not Policy(**{name: make()}).plan, name
     assert Policy(attempt_timeout=2).plan is Policy(attempt_timeout=2.0).plan
     assert Policy(attempt_timeout=2).plan is not Policy(attempt_timeout=3).plan
-    timeouts = [1.0, 2.0]
-    assert Policy(attempt_timeout=timeouts).plan is Policy(attempt_timeout=timeouts).plan
-    assert Policy(attempt_timeout=timeouts).plan is not Policy(attempt_timeout=[1.0, 2.0]).plan
 
 
-class _Inert(Part):
-    """A part that overrides nothing: no plan holds on to it."""
+def test_a_plan_holds_the_objects_its_key_names_by_id():
+    """What keeps the ids of a kept plan's key from passing to new objects: its
+    stages are methods of the parts wrapping each object given."""
+    for name, make in _OPTION_PARTS:
+        given = make()
+        plan = Policy(**{name: given}).plan
+        stages = (*plan.befores, *plan.afters, *plan.allows)
+        wrapped = [getattr(stage.__self__, name.split("_")[-1]) for stage in stages]
+        assert wrapped and all(held is given for held in wrapped), name
 
 
 class _Refusing(Part):
@@ -205,19 +213,48 @@ class _Refusing(Part):
         raise RuntimeError("refused")
 
 
-def test_a_part_dropped_never_lends_its_id_to_a_new_one_while_its_plan_is_kept():
-    """The plans are known by their parts' ids; while a plan is kept, so are the
-    objects its key names (even a part that overrides nothing, which no stage
-    holds), so a new part never comes to have one of their ids and find a plan
-    not its own.  Made, used and dropped, then a refusing part made where
-    CPython would put it: the refusing part is asked, every time."""
-    for _ in range(200):
-        inert = _Inert()
-        assert Policy(parts=[inert]).plan.befores == ()
-        dropped = weakref.ref(inert)
-        del inert
-        assert dropped() is not None  # kept with its plan: its id is not free
-        assert len(Policy(parts=[_Refusing()]).plan.befores) == 1
+def test_parts_of_your_own_and_schedules_of_timeouts_are_read_afresh_and_not_kept():
+    """A policy with a part of the user's (parts=, or a Part given to an
+    option) or a schedule of attempt timeouts gets a plan of its own: the
+    part's methods as they are now, the schedule's iterator its own (a set
+    is iterated once per policy), and nothing of theirs is kept after."""
+    mine = _Refusing()
+    assert Policy(parts=[mine]).plan is not Policy(parts=[mine]).plan
+    assert Policy(budget=mine).plan is not Policy(budget=mine).plan  # type: ignore[arg-type]
+    dropped = weakref.ref(mine)
+    del mine
+    assert dropped() is None
+    once = {2.0}  # iterable, not a sequence: each policy iterates it once
+    for _ in range(2):
+        seen = []
+        for attempt in retrying([0.0, 0.0], on=OSError, attempt_timeout=once, sleep=lambda s: None):
+            with attempt:
+                seen.append(attempt.timeout)
+        assert seen == [2.0]
+
+
+class _DuckBreaker:
+    """A breaker of the protocol, not the library's: its record() patched in a test."""
+
+    def check(self) -> None:
+        pass
+
+    def record(self, success: bool) -> None:
+        pass
+
+
+def test_a_method_patched_after_a_plan_was_made_is_the_one_called():
+    """The library's wrappers look their object's methods up at each call: a
+    policy made after a patch calls the patched one, though its plan is shared."""
+    breaker = _DuckBreaker()
+    for attempt in retrying([0.0], on=OSError, breaker=breaker):
+        with attempt:
+            pass
+    with mock.patch.object(breaker, "record") as record:
+        for attempt in retrying([0.0], on=OSError, breaker=breaker):
+            with attempt:
+                pass
+    record.assert_called_once_with(True)
 
 
 def test_the_plans_kept_are_bounded():
@@ -225,3 +262,27 @@ def test_the_plans_kept_are_bounded():
     for _ in range(_PLANS_KEPT * 3):
         Policy(breaker=CircuitBreaker())
         assert len(_PLANS) <= _PLANS_KEPT
+
+
+def test_every_option_a_plan_reads_is_in_its_key():
+    """_derive shares a plan only among policies alike in all _work_out reads:
+    each attribute _work_out reads of the policy is read by _derive too (the
+    timeout's part by its seconds, the user's parts by own_parts, which
+    sends such a policy to _work_out itself).  An option added to a plan but
+    not to its key fails here."""
+    tree = ast.parse(SOURCE.read_text())
+    policy = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Policy")
+    reads = {
+        function.name: {
+            node.attr
+            for node in ast.walk(function)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        }
+        for function in policy.body
+        if isinstance(function, ast.FunctionDef) and function.name in ("_derive", "_work_out")
+    }
+    stand_ins = {"timeout_part": "attempt_timeout", "parts": "own_parts"}
+    keyed = {stand_ins.get(name, name) for name in reads["_work_out"]}
+    assert keyed and keyed <= reads["_derive"], keyed - reads["_derive"]

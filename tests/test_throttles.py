@@ -12,7 +12,7 @@ from random import Random
 import pytest
 from checks import rejects
 
-from backoff_iter import AdaptiveThrottle, ThrottledError
+from backoff_iter import AdaptiveThrottle, ThrottledError, retrying
 
 
 class Clock:
@@ -345,6 +345,40 @@ def test_a_rejection_carries_the_latest_refusal_of_the_backend_as_its_cause():
     cause = raised.value.__cause__
     assert isinstance(cause, ConnectionRefusedError) and cause.args == ("overloaded",)
     assert cause is not failure and cause.__traceback__ is None
+
+
+class _ProtocolThrottle:
+    """A throttle of the protocol, not the library's: record(accepted) only."""
+
+    def __init__(self) -> None:
+        self.told: list[bool] = []
+
+    def check(self) -> None:
+        pass
+
+    def record(self, accepted: bool) -> None:
+        self.told.append(accepted)
+
+
+def test_a_throttle_given_to_a_driver_hears_each_outcome_as_its_protocol_takes_it():
+    """A throttle of the protocol hears record(accepted); the library's hears the
+    failure too, which its rejections then carry as their cause."""
+    mine = _ProtocolThrottle()
+    failures = [ConnectionRefusedError("overloaded")]
+    for attempt in retrying([0.0], on=OSError, throttle=mine, sleep=lambda s: None):
+        with attempt:
+            if failures:
+                raise failures.pop()
+    assert mine.told == [False, True]
+    throttle = AdaptiveThrottle(k=1.0, rng=Random(3))
+    with pytest.raises(ThrottledError) as raised:
+        for _ in range(200):
+            with contextlib.suppress(ConnectionRefusedError):
+                for attempt in retrying([], on=OSError, throttle=throttle):
+                    with attempt:
+                        raise ConnectionRefusedError("overloaded")
+    cause = raised.value.__cause__
+    assert isinstance(cause, ConnectionRefusedError) and cause.args == ("overloaded",)
 
 
 class Guarded:
