@@ -218,9 +218,9 @@ class Call:
             self.quiet = plan.quiet
             self._failure_hooks = failures
             self._retries_heard = bool(failures)
-        # Someone reads each attempt's elapsed time: the loop's body, a hook,
-        # or the deadline shortening a timeout (else no clock is read for it).
-        self._stamp = shown or plan.observed or policy.deadline is not None
+        # Someone reads each attempt's elapsed time: the loop's body, or a hook
+        # (else no clock is read for it; the deadline reads the call's own).
+        self._stamp = shown or plan.observed
 
     # -- the loops: iterate the call, run each attempt in `with attempt:` -------
 

@@ -229,19 +229,10 @@ def _attempt_timeout(policy: Policy, name: str, value: Any) -> None:
             _store(policy, "one_shot", True)
 
 
-def _part(policy: Policy, name: str, value: Any) -> None:
+def _part(name: str, value: object) -> object:
     if value is not None:
         check_part(name, value)  # checked now; made into a part by _derive
-        if isinstance(value, Part):
-            _store(policy, "own_parts", True)
-    _store(policy, name, value)
-
-
-def _parts(policy: Policy, name: str, value: Any) -> None:
-    parts = user_parts(name, value)
-    _store(policy, name, parts)
-    if parts:
-        _store(policy, "own_parts", True)
+    return value
 
 
 #: How each option is checked and stored: setter(policy, name, value).
@@ -251,7 +242,7 @@ SETTERS: dict[str, Setter] = {
     "retry_after": _set(_checks.optional_function),
     "retry_after_max": _set(lambda name, value: _checks.seconds(name, value, infinite=True)),
     "retry_after_beyond": _set(_optional_seconds),
-    "budget": _part,
+    "budget": _set(_part),
     "name": _set(_checks.text),
     "observe": _set(lambda name, value: instrument.hooks(value, name)),
     "deadline": _set(_optional_seconds),
@@ -260,11 +251,11 @@ SETTERS: dict[str, Setter] = {
     "before_sleep": _set(_checks.optional_function),
     "give_up": _set(_checks.optional_function),
     "attempt_timeout": _attempt_timeout,
-    "rate_limiter": _part,
-    "throttle": _part,
-    "breaker": _part,
+    "rate_limiter": _set(_part),
+    "throttle": _set(_part),
+    "breaker": _set(_part),
     "throttled": _set(_checks.optional_function),
-    "parts": _parts,
+    "parts": _set(user_parts),
 }
 
 
@@ -284,8 +275,8 @@ _READ_AS_GIVEN = frozenset({"on", "sleep", "name", "clock", "retry_after_max"})
 class CallPlan:
     """What a policy's options mean for a call: the parts' stages, in their
     order, as the bound methods the core calls, and the flags that let a
-    call skip what nobody asked for.  Worked out once (``Policy._derive``),
-    shared by the policies alike, never changed.  ``CallPlan()`` is the bare
+    call skip what nobody asked for.  Worked out once per policy
+    (``Policy._derive``), never changed after.  ``CallPlan()`` is the bare
     plan: no part, no hook, nothing to tell."""
 
     __slots__ = (
@@ -350,13 +341,6 @@ class CallPlan:
 #: The plan of a policy whose options derive nothing (see _READ_AS_GIVEN).
 _BARE = CallPlan()
 
-#: The plans worked out, by what they depend on (Policy._derive).  A plan
-#: holds the objects its key names by id, which live as long as it is kept:
-#: at most _PLANS_KEPT plans, then all are dropped (a program making a
-#: budget for every call fills it, and then it starts again).
-_PLANS: dict[tuple[Any, ...], CallPlan] = {}
-_PLANS_KEPT = 64
-
 
 class Policy:
     """The checked options of a retry policy, shared by all its calls; frozen.
@@ -394,7 +378,6 @@ class Policy:
     one_shot: bool = False  # made from a one-shot iterable: one loop only
     used: bool = False  # ... which a loop has used
     timeout_part: Part | None = None  # attempt_timeout, as a part
-    own_parts: bool = False  # parts of the user's: parts=, or a Part given to an option
 
     # -- what the options mean for a call ---------------------------------------------------------
     plan: CallPlan = _BARE  # worked out by _derive(); the bare plan for a policy of defaults
@@ -428,59 +411,17 @@ class Policy:
         )
 
     def _derive(self) -> None:
-        """What the options mean for a call, in one place: the policy's :class:`CallPlan`.
-
-        Policies given the same objects as ``budget``, ``breaker``,
-        ``throttle`` and ``rate_limiter``, the same number of seconds as
-        ``attempt_timeout`` (or none) and the same few options or none share
-        one plan, worked out the first time: ``retrying(f, budget=shared)``,
-        made for every loop, finds its plan in ``_PLANS`` instead of wrapping
-        the budget and reading its part's methods again.  The library's
-        wrappers of those objects look their methods up at each call, so a
-        method patched later is the one called.  A policy with parts of your
-        own (``parts=``, or a :class:`~backoff_iter.parts.Part` given to an
-        option) or a schedule of attempt timeouts works its plan out afresh:
-        it binds your part's methods, and a schedule's iterator, as they are
-        now.
-        """
-        timeout = self.attempt_timeout
-        if self.own_parts or not (
-            timeout is None or timeout.__class__ in (float, int) or _checks.is_real(timeout)
-        ):
-            _store(self, "plan", self._work_out())
-            return
-        key = (
-            id(self.budget),
-            id(self.breaker),
-            id(self.throttle),
-            id(self.rate_limiter),
-            timeout,  # None, or seconds: the same timeouts for equal numbers
-            self.throttled is None,
-            self.on_result is None,
-            not self.observe,
-            self.before_sleep is None and self.give_up is None,
-            self.retry_after is None,
-            self.deadline is None,
-        )
-        plan = _PLANS.get(key)
-        if plan is None:
-            plan = self._work_out()
-            if len(_PLANS) >= _PLANS_KEPT:
-                _PLANS.clear()  # (one step, so threads never see it half done)
-            # The plan's stages are methods of the parts wrapping the objects
-            # the key names by id: while it is kept, no other object can take
-            # one of their ids.
-            _PLANS[key] = plan
-        _store(self, "plan", plan)
-
-    def _work_out(self) -> CallPlan:
-        """The :class:`CallPlan` of this policy's options, worked out afresh."""
+        """What the options mean for a call, in one place: the policy's :class:`CallPlan`."""
         every_failure = self.throttled is None
-        named = zip(
-            ("budget", "breaker", "throttle", "rate_limiter"),
-            (self.budget, self.breaker, self.throttle, self.rate_limiter),
-        )
-        parts = [wrap(name, value, every_failure) for name, value in named if value is not None]
+        parts: list[Part] = []
+        if self.budget is not None:
+            parts.append(wrap("budget", self.budget))
+        if self.breaker is not None:
+            parts.append(wrap("breaker", self.breaker))
+        if self.throttle is not None:
+            parts.append(wrap("throttle", self.throttle, every_failure))
+        if self.rate_limiter is not None:
+            parts.append(wrap("rate_limiter", self.rate_limiter, every_failure))
         parts.extend(self.parts)
         if self.timeout_part is not None:
             parts.append(self.timeout_part)
@@ -491,24 +432,22 @@ class Policy:
         # rejects it, and a success is told to the hooks there.
         fast = checks is not None
         observed = self.before_sleep is not None or self.give_up is not None
-        return CallPlan(
-            befores=befores,
-            abefores=abefores,
-            afters=afters,
-            allows=allows,
-            guarded=bool(abefores),
-            checks=checks or (),
-            limiter=limiter,
-            fast=fast,
-            quiet=fast and not afters and self.on_result is None and not self.observe,
-            tells=bool(afters) or self.throttled is not None,
-            simple=self.retry_after is None and self.deadline is None and not allows,
-            observed=observed,
-            # attempt_timeout's part, and any Part of the user's (given to any option),
-            # may set an attempt's timeout; the library's wrappers of the options never do.
-            scoped=any(type(part) not in _SETTING_NO_TIMEOUT for part in parts),
-            timed=self.deadline is not None or observed,
-        )
+        # (made bare, then each field named: keywords would cost twice the set-up)
+        plan = CallPlan.__new__(CallPlan)
+        plan.befores, plan.abefores, plan.afters, plan.allows = befores, abefores, afters, allows
+        plan.guarded = bool(abefores)
+        plan.checks = checks or ()
+        plan.limiter = limiter
+        plan.fast = fast
+        plan.quiet = fast and not afters and self.on_result is None and not self.observe
+        plan.tells = bool(afters) or self.throttled is not None
+        plan.simple = self.retry_after is None and self.deadline is None and not allows
+        plan.observed = observed
+        # attempt_timeout's part, and any Part of the user's (given to any option),
+        # may set an attempt's timeout; the library's wrappers of the options never do.
+        plan.scoped = not _SETTING_NO_TIMEOUT.issuperset(map(type, parts))
+        plan.timed = self.deadline is not None or observed
+        _store(self, "plan", plan)
 
     def claim(self) -> None:
         """Refuse a second loop over a policy made from a one-shot iterator."""

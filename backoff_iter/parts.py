@@ -161,7 +161,7 @@ def stages(parts: list[Part]) -> Stages:
         if allow:
             allows.append(part.allow_retry)
     afters.reverse()
-    return Stages(
+    fields = (
         tuple(befores),
         tuple(abefores),
         tuple(afters),
@@ -169,6 +169,7 @@ def stages(parts: list[Part]) -> Stages:
         None if checks is None else tuple(checks),
         limiter,
     )
+    return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)
 
 
 def _cubic(limiter: object) -> TypeGuard[CubicRateLimiter]:
@@ -243,26 +244,24 @@ class BreakerPart(Part):
     """A :class:`~backoff_iter.Breaker` as a part: it may refuse each attempt,
     and counts each failure the policy retries against the dependency."""
 
-    __slots__ = ("breaker", "hears_outcome")
+    __slots__ = ("breaker", "record")
 
     breaker: Breaker
-    hears_outcome: bool
+    record: Callable[[bool, Any], None]
 
     def __init__(self, breaker: Breaker) -> None:
         self.breaker = breaker
         # The library's breaker hears the failure too: the cause of its refusals.
-        self.hears_outcome = isinstance(breaker, CircuitBreaker)
+        self.record = (
+            breaker.record if isinstance(breaker, CircuitBreaker) else _success_only(breaker.record)
+        )
 
     def before_attempt(self, call: Call) -> float:
         self.breaker.check()
         return 0.0
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
-        # (record looked up at each call: a method patched later is the one called)
-        if self.hears_outcome:
-            self.breaker.record(kind is SUCCESS or kind is ERROR, outcome)  # type: ignore[call-arg]
-        else:
-            self.breaker.record(kind is SUCCESS or kind is ERROR)
+        self.record(kind is SUCCESS or kind is ERROR, outcome)
 
 
 class ThrottlePart(Part):
@@ -270,28 +269,38 @@ class ThrottlePart(Part):
     attempt, and hears whether the server accepted it.  Without a
     ``throttled`` predicate every failure retried counts as a throttle."""
 
-    __slots__ = ("throttle", "every_failure", "hears_outcome")
+    __slots__ = ("throttle", "every_failure", "record")
 
     throttle: Throttle
     every_failure: bool
-    hears_outcome: bool
+    record: Callable[[bool, Any], None]
 
     def __init__(self, throttle: Throttle, every_failure: bool) -> None:
         self.throttle = throttle
         self.every_failure = every_failure
         # The library's throttle hears the failure too: the cause of its refusals.
-        self.hears_outcome = isinstance(throttle, AdaptiveThrottle)
+        self.record = (
+            throttle.record
+            if isinstance(throttle, AdaptiveThrottle)
+            else _success_only(throttle.record)
+        )
 
     def before_attempt(self, call: Call) -> float:
         self.throttle.check()
         return 0.0
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
-        accepted = not (kind is THROTTLE or (kind is FAILURE and self.every_failure))
-        if self.hears_outcome:
-            self.throttle.record(accepted, outcome)  # type: ignore[call-arg]
-        else:
-            self.throttle.record(accepted)
+        throttled = kind is THROTTLE or (kind is FAILURE and self.every_failure)
+        self.record(not throttled, outcome)
+
+
+def _success_only(record: Callable[[bool], None]) -> Callable[[bool, Any], None]:
+    """A protocol's ``record(success)``, called with the outcome too (which it does not take)."""
+
+    def told(success: bool, outcome: Any) -> None:
+        record(success)
+
+    return told
 
 
 class RateLimiterPart(Part):
@@ -299,14 +308,16 @@ class RateLimiterPart(Part):
     it, and it hears whether each response was a throttle (every failure
     retried, without a ``throttled`` predicate)."""
 
-    __slots__ = ("limiter", "every_failure")
+    __slots__ = ("limiter", "every_failure", "record")
 
     limiter: RateLimiter
     every_failure: bool
+    record: Callable[[bool], None]
 
     def __init__(self, limiter: RateLimiter, every_failure: bool) -> None:
         self.limiter = limiter
         self.every_failure = every_failure
+        self.record = limiter.record
 
     def before_attempt(self, call: Call) -> float:
         return self.limiter.acquire(call.policy.sleep) or 0.0
@@ -315,7 +326,7 @@ class RateLimiterPart(Part):
         return await self.limiter.aacquire(call.policy.sleep) or 0.0
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
-        self.limiter.record(kind is THROTTLE or (kind is FAILURE and self.every_failure))
+        self.record(kind is THROTTLE or (kind is FAILURE and self.every_failure))
 
 
 class TimeoutPart(Part):

@@ -14,20 +14,16 @@ from unittest import mock
 import pytest
 
 from backoff_iter import (
-    AdaptiveThrottle,
-    CircuitBreaker,
-    CubicRateLimiter,
     DecoratorOptions,
     HedgeOptions,
     RetryOptions,
-    TokenBucket,
     aretrying,
     hedge,
     hedged,
     retry,
     retrying,
 )
-from backoff_iter._options import _PLANS, _PLANS_KEPT, SETTERS, CallPlan, Policy
+from backoff_iter._options import SETTERS, Policy
 from backoff_iter.interop import RetryTransport
 from backoff_iter.parts import Part
 
@@ -113,99 +109,7 @@ def test_an_option_no_driver_knows_is_refused_naming_it():
             driver(retries=3)
 
 
-# -- the plan: what the options mean, worked out once for policies alike -----------------------
-
-
-def _shape(plan: CallPlan) -> list[object]:
-    """What a plan says, comparable across policies: its flags, and each stage as
-    the method, its part's class, what the part wraps and whether every failure counts."""
-
-    def stage(method: Any) -> tuple[object, ...]:
-        part = method.__self__
-        wrapped = [
-            getattr(part, name)
-            for name in ("budget", "breaker", "throttle", "limiter")
-            if hasattr(part, name)
-        ]
-        return (
-            method.__name__,
-            type(part),
-            [id(o) for o in wrapped],
-            getattr(part, "every_failure", None),
-        )
-
-    said: list[object] = []
-    for name in CallPlan.__slots__:
-        value = getattr(plan, name)
-        if name == "abefores":
-            value = [(stage(method), awaited) for method, awaited in value]
-        elif name in ("befores", "afters", "allows"):
-            value = [stage(method) for method in value]
-        elif name == "checks":
-            value = [id(check) for check in value]
-        said.append((name, value))
-    return said
-
-
-def test_policies_alike_share_one_plan_and_any_difference_gets_its_own():
-    """A plan is reused only where it is the plan worked out afresh: over every
-    combination of the options a plan depends on, each policy's plan says what
-    _work_out() finds for it (a key missing one of them would hand one
-    combination another's plan); and alike policies share one."""
-    bucket, throttle = TokenBucket(), AdaptiveThrottle()
-    hook = lambda *args: None
-    flags = {
-        "throttled": lambda outcome: True,
-        "on_result": lambda result: False,
-        "observe": hook,
-        "before_sleep": hook,
-        "give_up": hook,
-        "retry_after": lambda outcome: None,
-        "deadline": 5.0,
-        "attempt_timeout": 1.0,
-    }
-    names = list(flags)
-    for parts in ({}, {"budget": bucket}, {"throttle": throttle}):
-        for mask in range(2 ** len(names)):
-            given = {name: flags[name] for i, name in enumerate(names) if mask >> i & 1}
-            policy = Policy(**parts, **given)
-            assert _shape(policy.plan) == _shape(policy._work_out()), (parts, given)
-            assert Policy(**parts, **given).plan is policy.plan, (parts, given)
-
-
-_OPTION_PARTS = (
-    ("budget", TokenBucket),
-    ("breaker", CircuitBreaker),
-    ("throttle", AdaptiveThrottle),
-    ("rate_limiter", CubicRateLimiter),
-)
-
-
-def test_a_plan_is_kept_for_the_very_objects_and_seconds_it_was_made_for():
-    """Equal is not the same: another bucket, breaker, throttle or limiter gets
-    a plan of its own (each call must consult its own); attempt timeouts of
-    the same seconds share one."""
-    one, other = TokenBucket(), TokenBucket()
-    assert Policy(budget=one).plan is not Policy(budget=other).plan
-    assert Policy(budget=one).plan.afters[0].__self__.budget is one  # type: ignore[attr-defined]
-    assert Policy(budget=other).plan.afters[0].__self__.budget is other  # type: ignore[attr-defined]
-    for name, make in _OPTION_PARTS:
-        shared = make()
-        assert Policy(**{name: shared}).plan is Policy(**{name: shared}).plan, name
-        assert Policy(**{name: make()}).plan is not Policy(**{name: make()}).plan, name
-    assert Policy(attempt_timeout=2).plan is Policy(attempt_timeout=2.0).plan
-    assert Policy(attempt_timeout=2).plan is not Policy(attempt_timeout=3).plan
-
-
-def test_a_plan_holds_the_objects_its_key_names_by_id():
-    """What keeps the ids of a kept plan's key from passing to new objects: its
-    stages are methods of the parts wrapping each object given."""
-    for name, make in _OPTION_PARTS:
-        given = make()
-        plan = Policy(**{name: given}).plan
-        stages = (*plan.befores, *plan.afters, *plan.allows)
-        wrapped = [getattr(stage.__self__, name.split("_")[-1]) for stage in stages]
-        assert wrapped and all(held is given for held in wrapped), name
+# -- the plan: what the options mean for a call ------------------------------------------------
 
 
 class _Refusing(Part):
@@ -213,28 +117,8 @@ class _Refusing(Part):
         raise RuntimeError("refused")
 
 
-def test_parts_of_your_own_and_schedules_of_timeouts_are_read_afresh_and_not_kept():
-    """A policy with a part of the user's (parts=, or a Part given to an
-    option) or a schedule of attempt timeouts gets a plan of its own: the
-    part's methods as they are now, the schedule's iterator its own (a set
-    is iterated once per policy), and nothing of theirs is kept after."""
-    mine = _Refusing()
-    assert Policy(parts=[mine]).plan is not Policy(parts=[mine]).plan
-    assert Policy(budget=mine).plan is not Policy(budget=mine).plan  # type: ignore[arg-type]
-    dropped = weakref.ref(mine)
-    del mine
-    assert dropped() is None
-    once = {2.0}  # iterable, not a sequence: each policy iterates it once
-    for _ in range(2):
-        seen = []
-        for attempt in retrying([0.0, 0.0], on=OSError, attempt_timeout=once, sleep=lambda s: None):
-            with attempt:
-                seen.append(attempt.timeout)
-        assert seen == [2.0]
-
-
 class _DuckBreaker:
-    """A breaker of the protocol, not the library's: its record() patched in a test."""
+    """A breaker of the protocol, not the library's (and one a weak reference can name)."""
 
     def check(self) -> None:
         pass
@@ -243,46 +127,44 @@ class _DuckBreaker:
         pass
 
 
-def test_a_method_patched_after_a_plan_was_made_is_the_one_called():
-    """The library's wrappers look their object's methods up at each call: a
-    policy made after a patch calls the patched one, though its plan is shared."""
-    breaker = _DuckBreaker()
-    for attempt in retrying([0.0], on=OSError, breaker=breaker):
+def _loop(**options: Any) -> None:
+    for attempt in retrying([0.0], on=OSError, sleep=lambda seconds: None, **options):
         with attempt:
             pass
-    with mock.patch.object(breaker, "record") as record:
-        for attempt in retrying([0.0], on=OSError, breaker=breaker):
+
+
+def test_each_policy_works_out_its_own_plan_and_keeps_nothing_after():
+    """A plan belongs to its policy: two policies of the same objects have
+    their own, and once the policies are gone, so are the parts they were
+    given (a fleet part's thread stops when its part is collected)."""
+    breaker, mine = _DuckBreaker(), _Refusing()
+    assert Policy(breaker=breaker).plan is not Policy(breaker=breaker).plan
+    assert Policy(parts=[mine]).plan is not Policy(parts=[mine]).plan
+    _loop(breaker=breaker)
+    with pytest.raises(RuntimeError, match="refused"):
+        _loop(parts=[mine])
+    dropped = [weakref.ref(breaker), weakref.ref(mine)]
+    del breaker, mine
+    assert [ref() for ref in dropped] == [None, None]
+
+
+def test_a_schedule_of_timeouts_is_iterated_afresh_by_each_policy():
+    """A set of attempt timeouts (iterable, not a sequence) is iterated once by
+    each policy made from it: every loop's first attempt has its timeout."""
+    once = {2.0}
+    for _ in range(2):
+        seen = []
+        for attempt in retrying([0.0, 0.0], on=OSError, attempt_timeout=once, sleep=lambda s: None):
             with attempt:
-                pass
+                seen.append(attempt.timeout)
+        assert seen == [2.0]
+
+
+def test_a_method_patched_after_a_first_policy_is_the_one_a_later_policy_calls():
+    """A policy wraps its breaker's methods as they are when it is made: one
+    made after a patch calls the patched one."""
+    breaker = _DuckBreaker()
+    _loop(breaker=breaker)
+    with mock.patch.object(breaker, "record") as record:
+        _loop(breaker=breaker)
     record.assert_called_once_with(True)
-
-
-def test_the_plans_kept_are_bounded():
-    """A program making a breaker for every call fills the plans no further than _PLANS_KEPT."""
-    for _ in range(_PLANS_KEPT * 3):
-        Policy(breaker=CircuitBreaker())
-        assert len(_PLANS) <= _PLANS_KEPT
-
-
-def test_every_option_a_plan_reads_is_in_its_key():
-    """_derive shares a plan only among policies alike in all _work_out reads:
-    each attribute _work_out reads of the policy is read by _derive too (the
-    timeout's part by its seconds, the user's parts by own_parts, which
-    sends such a policy to _work_out itself).  An option added to a plan but
-    not to its key fails here."""
-    tree = ast.parse(SOURCE.read_text())
-    policy = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Policy")
-    reads = {
-        function.name: {
-            node.attr
-            for node in ast.walk(function)
-            if isinstance(node, ast.Attribute)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "self"
-        }
-        for function in policy.body
-        if isinstance(function, ast.FunctionDef) and function.name in ("_derive", "_work_out")
-    }
-    stand_ins = {"timeout_part": "attempt_timeout", "parts": "own_parts"}
-    keyed = {stand_ins.get(name, name) for name in reads["_work_out"]}
-    assert keyed and keyed <= reads["_derive"], keyed - reads["_derive"]
