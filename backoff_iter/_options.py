@@ -307,31 +307,16 @@ class CallPlan:
     quiet: bool  # ... and a success is told to nobody
     tells: bool  # a failure is told to parts, or sorted by `throttled`
     simple: bool  # a retry is just the next delay: no hint, deadline or gate
-    observed: bool  # a hook wants to see the Attempt of the first try
+    observed: bool  # a hook is handed the Attempts (before_sleep, give_up)
     scoped: bool  # a part may set an attempt's timeout: async attempts need their scope
     timed: bool  # someone reads the call's start time
 
-    def __init__(
-        self,
-        befores: tuple[Callable[[Any], float], ...] = (),
-        abefores: tuple[tuple[Callable[[Any], Any], bool], ...] = (),
-        afters: tuple[Callable[[Any, str, int, float], None], ...] = (),
-        allows: tuple[Callable[[Any, str], float], ...] = (),
-        guarded: bool = False,
-        checks: tuple[Breaker | Throttle, ...] = (),
-        limiter: CubicRateLimiter | None = None,
-        fast: bool = True,
-        quiet: bool = True,
-        tells: bool = False,
-        simple: bool = True,
-        observed: bool = False,
-        scoped: bool = False,
-        timed: bool = False,
-    ) -> None:
-        self.befores, self.abefores, self.afters, self.allows = befores, abefores, afters, allows
-        self.guarded, self.checks, self.limiter = guarded, checks, limiter
-        self.fast, self.quiet, self.tells, self.simple = fast, quiet, tells, simple
-        self.observed, self.scoped, self.timed = observed, scoped, timed
+    def __init__(self) -> None:
+        """The bare plan; ``Policy._derive`` makes each policy's."""
+        self.befores = self.abefores = self.afters = self.allows = self.checks = ()
+        self.limiter = None
+        self.guarded = self.tells = self.observed = self.scoped = self.timed = False
+        self.fast = self.quiet = self.simple = True
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
@@ -432,7 +417,7 @@ class Policy:
         # rejects it, and a success is told to the hooks there.
         fast = checks is not None
         observed = self.before_sleep is not None or self.give_up is not None
-        # (made bare, then each field named: keywords would cost twice the set-up)
+        # (made empty, then each field named: keyword arguments cost twice as much)
         plan = CallPlan.__new__(CallPlan)
         plan.befores, plan.abefores, plan.afters, plan.allows = befores, abefores, afters, allows
         plan.guarded = bool(abefores)
