@@ -46,7 +46,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from . import _checks
 from .breakers import CircuitBreaker
@@ -226,7 +226,7 @@ class BudgetPart(Part):
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
         # The library's quota hears whether the failure is a throttle: its cost.
-        self.weighs_throttles = isinstance(budget, RetryQuota)
+        self.weighs_throttles = _library_signature(budget, RetryQuota, "try_retry")
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         if kind is SUCCESS:
@@ -253,7 +253,9 @@ class BreakerPart(Part):
         self.breaker = breaker
         # The library's breaker hears the failure too: the cause of its refusals.
         self.record = (
-            breaker.record if isinstance(breaker, CircuitBreaker) else _success_only(breaker.record)
+            cast("Callable[[bool, Any], None]", breaker.record)
+            if _library_signature(breaker, CircuitBreaker, "record")
+            else _success_only(breaker.record)
         )
 
     def before_attempt(self, call: Call) -> float:
@@ -280,8 +282,8 @@ class ThrottlePart(Part):
         self.every_failure = every_failure
         # The library's throttle hears the failure too: the cause of its refusals.
         self.record = (
-            throttle.record
-            if isinstance(throttle, AdaptiveThrottle)
+            cast("Callable[[bool, Any], None]", throttle.record)
+            if _library_signature(throttle, AdaptiveThrottle, "record")
             else _success_only(throttle.record)
         )
 
@@ -292,6 +294,22 @@ class ThrottlePart(Part):
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         throttled = kind is THROTTLE or (kind is FAILURE and self.every_failure)
         self.record(not throttled, outcome)
+
+
+def _library_signature(value: object, kind: type, method: str) -> bool:
+    """Whether *value* is one of the library's *kind* whose *method* takes the
+    second argument the library's own does (``record(success, failure)``,
+    ``try_retry(outcome, throttled)``): a subclass may override it with the
+    protocol's shorter signature, and is then called as the protocol says."""
+    if not isinstance(value, kind):
+        return False
+    code = getattr(getattr(type(value), method, None), "__code__", None)
+    if code is None:  # not a Python function (a builtin's, a wrapper's): as the library's
+        return True
+    return code.co_argcount >= 3 or bool(code.co_flags & _VARARGS)  # self and two
+
+
+_VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect
 
 
 def _success_only(record: Callable[[bool], None]) -> Callable[[bool, Any], None]:

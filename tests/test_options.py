@@ -14,9 +14,12 @@ from unittest import mock
 import pytest
 
 from backoff_iter import (
+    AdaptiveThrottle,
+    CircuitBreaker,
     DecoratorOptions,
     HedgeOptions,
     RetryOptions,
+    RetryQuota,
     aretrying,
     hedge,
     hedged,
@@ -168,3 +171,70 @@ def test_a_method_patched_after_a_first_policy_is_the_one_a_later_policy_calls()
     with mock.patch.object(breaker, "record") as record:
         _loop(breaker=breaker)
     record.assert_called_once_with(True)
+
+
+class _OneArgumentBreaker(CircuitBreaker):
+    """A subclass overriding record() with the Breaker protocol's signature."""
+
+    def record(self, success: bool) -> None:  # type: ignore[override]
+        self.told = success
+        super().record(success)
+
+
+class _OneArgumentThrottle(AdaptiveThrottle):
+    def record(self, accepted: bool) -> None:  # type: ignore[override]
+        self.told = accepted
+        super().record(accepted)
+
+
+class _OneArgumentQuota(RetryQuota):
+    def try_retry(self, outcome: Any) -> float:  # type: ignore[override]
+        self.asked = outcome
+        return super().try_retry(outcome)
+
+
+class _FullBreaker(CircuitBreaker):
+    """A subclass overriding record() with the library's own signature, or more."""
+
+    def record(self, *told: Any) -> None:  # type: ignore[override]
+        self.told.append(told)
+        super().record(*told)
+
+
+class _WideDuck(_DuckBreaker):
+    """A breaker of the protocol, not the library's, whose record() takes more."""
+
+    def record(self, success: bool, *more: object) -> None:
+        self.more = more
+
+
+def test_a_subclass_with_the_protocols_signature_is_called_as_the_protocol_says():
+    """The library's breaker, throttle and quota are told the outcome too; a
+    subclass that overrides the method with the protocol's shorter signature
+    is called with what it takes (no TypeError), one with the full signature
+    still hears the outcome."""
+    breaker, throttle, quota = _OneArgumentBreaker(), _OneArgumentThrottle(), _OneArgumentQuota()
+    failure = ConnectionError("reset")
+    failures = [failure]
+    for attempt in retrying([0.0], on=OSError, breaker=breaker, budget=quota, sleep=lambda s: None):
+        with attempt:
+            if failures:
+                raise failures.pop()
+    for attempt in retrying([0.0], on=OSError, throttle=throttle):  # (a failure might be throttled)
+        with attempt:
+            pass
+    assert (breaker.told, throttle.told, quota.asked) == (True, True, failure)
+    full = _FullBreaker()
+    full.told = []
+    failures = [failure]
+    for attempt in retrying([0.0], on=OSError, breaker=full, sleep=lambda s: None):
+        with attempt:
+            if failures:
+                raise failures.pop()
+    assert [told[0] for told in full.told] == [False, True]
+    assert full.told[0][1] is failure  # the failure comes with it
+    duck = _WideDuck()
+    for attempt in retrying([0.0], on=OSError, breaker=duck):
+        with attempt:
+            pass
+    assert duck.more == ()  # not the library's: told as the protocol says
