@@ -1,8 +1,8 @@
 """The overload simulator's event loop: one run's clients, server and events in simulated time.
 
 :func:`~backoff_iter.overload.simulate_overload` checks the run's options
-and reads its figures; a :class:`_Storm` is the run itself, each kind of
-event with its handler.  Every client decision is the library's own retry
+and reads its figures; a :class:`_Storm` is the run itself, one loop that
+takes each event in turn.  Every client decision is the library's own retry
 core (``Call.admit`` and ``Call.decide``) on the simulated clock.
 """
 
@@ -12,7 +12,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._core import Call
 from .breakers import BrokenCircuitError
@@ -37,8 +37,7 @@ _DUE, _SEND = 0, 1
 class _Storm:
     """One run: the clients, the server and the events between them, in simulated time.
 
-    Three kinds of event, each with its handler, and :meth:`run` takes the
-    earliest: a request **arrives** (arrivals are drawn one at a time, the
+    Three kinds of event, and :meth:`run` takes the earliest: a request **arrives** (arrivals are drawn one at a time, the
     next when this one comes, so nothing waits in a heap), an attempt's
     outcome **reaches its client** (told to its call, which may retry), and
     an attempt falls **due** (a retry after its delay, or an attempt the rate
@@ -113,22 +112,118 @@ class _Storm:
         return self.now
 
     def run(self) -> None:
-        """Every event, earliest first, until no arrival, outcome or attempt is left."""
+        """Every event, earliest first, until no arrival, outcome or attempt is left.
+
+        One loop, each event's handling inline below it: the run's state is
+        held in local names while it goes (a method call and the attribute
+        reads of one per event cost more than the simulator's own arithmetic).
+        """
         outcomes, due = self.outcomes, self.due
-        arrive, reach, fall_due = self.arrive, self.reach, self.fall_due
-        settled, pop = outcomes.popleft, heapq.heappop
+        settled, pop, push = outcomes.popleft, heapq.heappop, heapq.heappush
+        quiet, first, policies, clients = self.quiet, self.first, self.policies, self.clients
+        arrivals, sent, goodput, length = self.arrivals, self.sent, self.goodput, self.length
+        draw, expovariate, error_rate = self.draw, self.expovariate, self.error_rate
+        service, timeout, drop = self.service, self.timeout, self.drop
+        free, rate, boundary = self.free, self.rate, self.boundary
+        requests = attempts = succeeded = failed = 0
+        arrival = self.next_arrival
         while True:
             upcoming = outcomes[0][0] if outcomes else _INF
             later = due[0][0]
-            arrival = self.next_arrival
             if arrival <= upcoming and arrival <= later:
+                # A request arrives: the next arrival is drawn, its client's call
+                # made (if anything will hear of it), and its first attempt goes.
                 if arrival == _INF:
-                    return
-                arrive(arrival)
+                    break
+                self.now = now = arrival
+                request = requests
+                requests += 1
+                arrivals[int(now)] += 1
+                arrival = now + expovariate(rate)
+                if arrival >= boundary:
+                    arrival = self._arrival_past_boundary()
+                    rate, boundary = self.rate, self.boundary
+                if now >= self.report_at:
+                    self.progress(self.strategy, self.budget, now / self.seconds)  # type: ignore[misc]
+                    self.report_at = now + self.report_every
+                call = None
+                if not quiet:
+                    policy = policies[int(draw() * clients) if clients > 1 else 0]
+                    call = Call(policy, now, process_hooks=False)
+                kind = first
             elif upcoming <= later:
-                reach(*settled())
+                # An attempt's outcome reaches its client, whose call decides
+                # (a success comes here only when someone needs telling).
+                now, request, call, error = settled()
+                self.now = now
+                if error is None:  # a success
+                    succeeded += 1
+                    if now < length:
+                        goodput[int(now)] += 1
+                    call.decide(None, None, None)  # type: ignore[union-attr]
+                    continue
+                delay = call.decide(None, error, None)  # type: ignore[union-attr]
+                if delay is None:
+                    failed += 1
+                else:
+                    push(due, (now + delay, request, first, call))
+                continue
             else:
-                fall_due(*pop(due))
+                # A retry after its delay, or an attempt after the rate limiter's wait.
+                now, request, kind, call = pop(due)
+                self.now = now
+            if kind == _DUE:
+                # The breaker and throttle may refuse the attempt (the request
+                # fails, never sent); the rate limiter may make it wait (its
+                # sleep is _no_sleep: the wait is an event).
+                try:
+                    wait = call.admit()  # type: ignore[union-attr]
+                except _REFUSED:
+                    failed += 1
+                    continue
+                if wait:
+                    push(due, (now + wait, request, _SEND, call))
+                    continue
+            # The attempt is sent: a transient error at once, an answer in
+            # time, or none within the timeout (too late, or dropped unserved).
+            attempts += 1
+            if now < length:
+                sent[int(now)] += 1
+            if draw() < error_rate:  # a transient error, at once
+                error, ends = _ERROR, now
+            else:
+                start = free if free > now else now
+                deadline = now + timeout
+                if drop and start >= deadline:  # the client has gone: dropped, no work done
+                    error, ends = _TIMEOUT, deadline
+                else:
+                    free = start + service
+                    if free <= deadline:  # answered in time
+                        if quiet:  # nothing to tell: counted at once
+                            succeeded += 1
+                            if free < length:
+                                goodput[int(free)] += 1
+                        else:
+                            outcomes.append((free, request, call, None))
+                        continue
+                    error, ends = _TIMEOUT, deadline  # the answer would come too late
+            if not quiet:
+                if ends == now:  # before anything pending
+                    outcomes.appendleft((now, request, call, error))
+                else:
+                    outcomes.append((ends, request, call, error))
+                continue
+            # Nothing else hears of a quiet client's failure: it decides at once.
+            if call is None:
+                call = Call(policies[0], now, process_hooks=False)  # as @retry makes it after a try
+            delay = call.decide(None, error, None)
+            if delay is None:
+                failed += 1
+            else:
+                push(due, (ends + delay, request, _SEND, call))
+        # What the run's figures read.
+        self.requests, self.attempts = requests, attempts
+        self.succeeded, self.failed = succeeded, failed
 
     def _arrival_past_boundary(self) -> float:
         """The first arrival after the rate changes (a memoryless process
@@ -143,102 +238,3 @@ class _Storm:
             self.boundary = boundary
             arrival = start + self.expovariate(self.rate)
         return arrival
-
-    # -- the events --------------------------------------------------------------------
-
-    def arrive(self, now: float) -> None:
-        """A request arrives: its client's call is made (if anything will hear
-        of it), the next arrival drawn, and its first attempt goes."""
-        self.now = now
-        request = self.requests
-        self.requests += 1
-        self.arrivals[int(now)] += 1
-        arrival = now + self.expovariate(self.rate)
-        self.next_arrival = arrival if arrival < self.boundary else self._arrival_past_boundary()
-        if now >= self.report_at:
-            self.progress(self.strategy, self.budget, now / self.seconds)  # type: ignore[misc]
-            self.report_at = now + self.report_every
-        call = None
-        if not self.quiet:
-            clients = self.clients
-            policy = self.policies[int(self.draw() * clients) if clients > 1 else 0]
-            call = Call(policy, now, process_hooks=False)
-        if self.guarded:
-            self.admit(now, request, call)
-        else:
-            self.send(now, request, call)
-
-    def reach(self, now: float, request: int, call: Call | None, error: Any) -> None:
-        """An attempt's outcome reaches its client, whose call decides."""
-        self.now = now
-        if error is None:  # a success (told only when someone needs telling)
-            self.succeeded += 1
-            if now < self.length:
-                self.goodput[int(now)] += 1
-            call.decide(None, None, None)  # type: ignore[union-attr]
-            return
-        delay = call.decide(None, error, None)  # type: ignore[union-attr]
-        if delay is None:
-            self.failed += 1
-        else:
-            heapq.heappush(self.due, (now + delay, request, self.first, call))
-
-    def fall_due(self, now: float, request: int, kind: int, call: Call | None) -> None:
-        """A retry after its delay, or an attempt after the rate limiter's wait."""
-        self.now = now
-        if kind == _DUE:
-            self.admit(now, request, call)
-        else:
-            self.send(now, request, call)
-
-    def admit(self, now: float, request: int, call: Call | None) -> None:
-        """The breaker and throttle may refuse the attempt; the limiter may make it wait."""
-        try:
-            wait = call.admit()  # type: ignore[union-attr]
-        except _REFUSED:  # refused: the request fails here, never sent
-            self.failed += 1
-            return
-        if wait:  # the rate limiter's wait (its sleep is _no_sleep)
-            heapq.heappush(self.due, (now + wait, request, _SEND, call))
-        else:
-            self.send(now, request, call)
-
-    def send(self, now: float, request: int, call: Call | None) -> None:
-        """The attempt goes to the server: a transient error at once, an answer
-        in time, or none within the timeout (too late, or dropped unserved)."""
-        self.attempts += 1
-        if now < self.length:
-            self.sent[int(now)] += 1
-        if self.draw() < self.error_rate:  # a transient error, at once
-            error, ends = _ERROR, now
-        else:
-            free = self.free
-            start = free if free > now else now
-            deadline = now + self.timeout
-            if self.drop and start >= deadline:  # the client has gone: dropped, no work done
-                error, ends = _TIMEOUT, deadline
-            else:
-                free = self.free = start + self.service
-                if free <= deadline:  # answered in time
-                    if self.quiet:  # nothing to tell: counted at once
-                        self.succeeded += 1
-                        if free < self.length:
-                            self.goodput[int(free)] += 1
-                    else:
-                        self.outcomes.append((free, request, call, None))
-                    return
-                error, ends = _TIMEOUT, deadline  # the answer would come too late
-        if not self.quiet:
-            if ends == now:  # before anything pending
-                self.outcomes.appendleft((now, request, call, error))
-            else:
-                self.outcomes.append((ends, request, call, error))
-            return
-        # Nothing else hears of a quiet client's failure: it decides at once.
-        if call is None:
-            call = Call(self.policy, now, process_hooks=False)  # as @retry makes it after a try
-        delay = call.decide(None, error, None)
-        if delay is None:
-            self.failed += 1
-        else:
-            heapq.heappush(self.due, (ends + delay, request, _SEND, call))
