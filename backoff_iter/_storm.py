@@ -37,17 +37,18 @@ _DUE, _SEND = 0, 1
 class _Storm:
     """One run: the clients, the server and the events between them, in simulated time.
 
-    Three kinds of event, and :meth:`run` takes the earliest: a request **arrives** (arrivals are drawn one at a time, the
-    next when this one comes, so nothing waits in a heap), an attempt's
-    outcome **reaches its client** (told to its call, which may retry), and
-    an attempt falls **due** (a retry after its delay, or an attempt the rate
-    limiter made wait).  An attempt that goes out is **sent**: the server
-    answers in time, too late, or with a transient error.
+    Three kinds of event, and :meth:`run` takes the earliest: a request
+    **arrives** (arrivals are drawn one at a time, the next when this one
+    comes, so nothing waits in a heap), an attempt's outcome **reaches its
+    client** (told to its call, which may retry), and an attempt falls
+    **due** (a retry after its delay, or an attempt the rate limiter made
+    wait).  An attempt that goes out is **sent**: the server answers in
+    time, too late, or with a transient error.  A storm runs once: a second
+    :meth:`run` finds nothing left to do.
     """
 
     __slots__ = (
-        "now", "strategy", "budget", "policies", "policy", "clients", "guarded", "quiet",
-        "first", "seconds", "length", "arrivals", "sent", "goodput", "service", "timeout",
+        "now", "strategy", "budget", "policies", "clients", "quiet", "first", "seconds", "length", "arrivals", "sent", "goodput", "service", "timeout",
         "error_rate", "drop", "draw", "expovariate", "due", "outcomes", "free", "requests",
         "attempts", "succeeded", "failed", "phases", "rate", "boundary", "next_arrival",
         "progress", "report_every", "report_at",
@@ -65,11 +66,13 @@ class _Storm:
         self.now = 0.0  # the simulated clock, started before any part reads it
         self.strategy, self.budget = strategy, budget  # what progress() is told
         self.policies = make_policies(self.clock)  # a policy per client, on this clock
-        self.policy, self.clients = self.policies[0], len(self.policies)
+        self.clients = len(self.policies)
         # Whether an attempt must be admitted first (a breaker, throttle or
-        # limiter), and whether a success needs telling to anyone.
-        self.guarded, self.quiet = self.policy.plan.guarded, self.policy.plan.quiet
-        self.first = _DUE if self.guarded else _SEND
+        # limiter): the kind of a new request's first attempt; and whether a
+        # success needs telling to anyone.
+        plan = self.policies[0].plan
+        self.first = _DUE if plan.guarded else _SEND
+        self.quiet = plan.quiet
         self.seconds = model.seconds
         self.length = math.ceil(model.seconds)
         self.arrivals, self.sent, self.goodput = (
@@ -125,7 +128,12 @@ class _Storm:
         draw, expovariate, error_rate = self.draw, self.expovariate, self.error_rate
         service, timeout, drop = self.service, self.timeout, self.drop
         free, rate, boundary = self.free, self.rate, self.boundary
-        requests = attempts = succeeded = failed = 0
+        requests, attempts, succeeded, failed = (
+            self.requests,
+            self.attempts,
+            self.succeeded,
+            self.failed,
+        )
         arrival = self.next_arrival
         while True:
             upcoming = outcomes[0][0] if outcomes else _INF
@@ -172,6 +180,7 @@ class _Storm:
                 # A retry after its delay, or an attempt after the rate limiter's wait.
                 now, request, kind, call = pop(due)
                 self.now = now
+            # A new request's first attempt, or one due: admitted first if it must be.
             if kind == _DUE:
                 # The breaker and throttle may refuse the attempt (the request
                 # fails, never sent); the rate limiter may make it wait (its
@@ -221,7 +230,8 @@ class _Storm:
                 failed += 1
             else:
                 push(due, (ends + delay, request, _SEND, call))
-        # What the run's figures read.
+        # The run's state, as it ends (the counts are what its figures read).
+        self.free, self.next_arrival = free, arrival
         self.requests, self.attempts = requests, attempts
         self.succeeded, self.failed = succeeded, failed
 
