@@ -178,6 +178,7 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     if kind is tuple and delays and isinstance(delays[0], type):  # type: ignore[index]
         exception_classes(name, delays)
     if kind is list or kind is tuple:
+        listed(name, delays)  # type: ignore[arg-type]
         return delays.__iter__, False  # type: ignore[attr-defined]
     if isinstance(delays, (str, bytes)):  # iterable, but of characters: surely a mistake
         raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {delays!r}")
@@ -190,6 +191,22 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     if isinstance(delays, Sequence) and not isinstance(delays, (str, bytes)):
         return delays.__iter__, False
     return iterable(name, delays).__iter__, True  # type: ignore[arg-type]
+
+
+def listed(name: str, delays: Iterable[Any]) -> None:
+    """Check each delay of a list or tuple as a loop will take it (:func:`wait`),
+    at once: what is given whole is refused when the policy is made, not at a
+    later failure.
+
+    >>> listed("delays", [0.5, 2, float("inf")])
+    >>> listed("delays", [0.5, -1])
+    Traceback (most recent call last):
+    ...
+    backoff_iter.ArgumentValueError: delays must give non-negative numbers of seconds, got -1
+    """
+    for value in delays:
+        if value.__class__ is not float or not value >= 0.0:  # a plain float at once
+            wait(name, value)
 
 
 def exception_classes(name: str, value: object) -> None:

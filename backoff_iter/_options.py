@@ -371,6 +371,7 @@ class Policy:
     def __init__(self, delays: Delays | None = None, **options: Unpack[RetryOptions]) -> None:
         if delays is not None:
             if delays.__class__ is list:  # the common case, at once
+                _checks.listed("delays", cast("list[float]", delays))
                 _store(self, "factory", cast("list[float]", delays).__iter__)
             else:
                 factory, one_shot = _checks.delays_factory("delays", delays)

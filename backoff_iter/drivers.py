@@ -214,6 +214,14 @@ def retry(schedule: Any = None, /, **options: Any) -> Any:
         delays = options.pop("delays")
     elif not options and _decorated_bare(delays):  # @retry without parentheses
         func = delays
+        if getattr(func, "__module__", None) == "backoff_iter.strategies":
+            name = getattr(func, "__name__", "?")
+            raise _checks.ArgumentTypeError(
+                "delays",
+                f"delays must be delays (a list of seconds, or a function returning them),"
+                f" got the strategy {name} itself: pass a function that makes its delays,"
+                f" as in @retry(lambda: islice({name}(0.1), 5))",
+            )
         decorated = _decorate(None, options, func)
         if _checks.is_async(func) or _is_generator(func) or not _takes_no_arguments(func):
             return decorated

@@ -8,6 +8,7 @@ import math
 import sys
 import time
 import traceback
+from fractions import Fraction
 from itertools import islice
 
 import pytest
@@ -21,6 +22,7 @@ from backoff_iter import (
     aretrying,
     constant,
     exponential,
+    full_jitter,
     retry,
     retrying,
 )
@@ -429,12 +431,32 @@ def test_calls_sleeps_and_outcome_follow_the_contract(delays, failures, driver):
 @each_driver
 @pytest.mark.parametrize("bad", [-1.0, math.nan, -5])
 def test_a_bad_delay_from_the_users_iterable_is_never_slept(run, bad):
-    """A negative or NaN delay raises ValueError naming it; sleep never sees it."""
+    """A negative or NaN delay drawn from an iterator raises ValueError naming
+    it when it is drawn; sleep never sees it."""
     time, operation = FakeTime(), Operation([OSError(), OSError()])
     with pytest.raises(ValueError, match="delays") as raised:
-        run([0.5, bad], operation, time)
+        run(iter([0.5, bad]), operation, time)
     assert repr(bad) in str(raised.value)
     assert time.slept == [0.5]
+
+
+@pytest.mark.parametrize(
+    "make, error, parameter, words",
+    [
+        (lambda: retrying([0.5, -1.0]), ValueError, "delays", ["-1.0"]),
+        (lambda: retrying((0.5, math.nan)), ValueError, "delays", ["nan"]),
+        (lambda: aretrying([0.5, True]), TypeError, "delays", ["True"]),
+        (lambda: retry([0.1, "2"]), TypeError, "delays", ["'2'"]),
+        (lambda: retry(delays=(0.1, -(10**400))), ValueError, "delays", ["-1000", "..."]),
+        (lambda: retry([0.1], attempt_timeout=[5.0, -2]), ValueError, "attempt_timeout", ["-2"]),
+    ],
+)
+def test_a_bad_delay_in_a_list_is_refused_when_the_policy_is_made(make, error, parameter, words):
+    """A list or tuple is given whole: each delay is checked at once, as the
+    loop would take it, before any call runs (a very long one stays allowed:
+    it ends the retries)."""
+    rejects(make, error, parameter, *words)
+    retrying([0.5, 2, math.inf, 10**400, Fraction(1, 3)])  # numbers of seconds: accepted
 
 
 @pytest.mark.parametrize(
@@ -454,6 +476,9 @@ def test_a_bad_delay_from_the_users_iterable_is_never_slept(run, bad):
         (lambda: retry([1], on=42), TypeError, ["on", "42"]),
         (lambda: retry([1], deadline=-2), ValueError, ["deadline", "-2"]),
         (lambda: retry([1])(3), TypeError, ["func", "3"]),
+        # a strategy itself, bare: not the function to retry (it would be called with it)
+        (lambda: retry(exponential), TypeError, ["delays", "strategy exponential", "lambda"]),
+        (lambda: retry(full_jitter), TypeError, ["delays", "full_jitter(0.1)"]),
     ],
 )
 def test_bad_arguments_raise_at_the_call(call, error, words):
@@ -767,10 +792,10 @@ def test_the_on_predicate_is_asked_once_per_failure(run):
 @each_driver
 @pytest.mark.parametrize("bad", [None, "1", True, object()])
 def test_a_non_number_delay_is_a_type_error_not_the_end(run, bad):
-    """None, a string, a bool: TypeError naming delays, with the retried failure as context."""
+    """None, a string, a bool drawn: TypeError naming delays, with the retried failure as context."""
     error = OSError("real")
     with pytest.raises(TypeError, match="delays") as raised:
-        run([bad], Operation([error]), FakeTime())
+        run(iter([bad]), Operation([error]), FakeTime())
     assert raised.value.__context__ is error
 
 
@@ -779,7 +804,9 @@ def test_a_numpy_bool_delay_is_a_type_error():
     import numpy  # (matplotlib's, of the test extra)
 
     with pytest.raises(TypeError, match="delays"):
-        run_loop([numpy.bool_(True)], Operation([OSError()]), FakeTime())
+        run_loop(iter([numpy.bool_(True)]), Operation([OSError()]), FakeTime())
+    with pytest.raises(TypeError, match="delays"):
+        retrying([numpy.bool_(True)])  # in a list: when the policy is made
 
 
 @each_driver
@@ -807,7 +834,7 @@ def test_errors_of_hooks_sleep_and_delays_keep_the_failure_as_context(run):
 
     for options, delays, failures, raised_error in (
         ({"before_sleep": boom}, [1.0], 1, LookupError),
-        ({}, [-1.0], 1, ValueError),
+        ({}, iter([-1.0]), 1, ValueError),  # drawn at the failure
         ({}, bad_delays(), 2, LookupError),  # fails at the second failure's delay
     ):
         errors = [OSError(f"failure {i}") for i in range(failures)]
