@@ -24,9 +24,10 @@
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _checks, _sleeping, instrument
 from ._attempt import _DONE, _NEXT, _NO_RESULT, _READY, _RUNNING, Attempt
@@ -38,6 +39,9 @@ from .hints import server_wait, sleep_for
 from .parts import ERROR, FAILURE, SUCCESS, THROTTLE
 from .schedules import END as _PICKED_END
 from .schedules import Deferred
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 __all__ = ["Call", "begin"]
 
@@ -97,6 +101,21 @@ def tell_refused(
     call = Call(policy, start, process_hooks=False)
     call._hooks = hooks
     call._refused(refused)
+
+
+def _outside_the_library() -> int:
+    """The *stacklevel* of a warning given by the caller of the caller: the
+    first frame outside this package (the user's loop, the call of a decorated
+    function, the coroutine awaiting it), so that the warning names the
+    user's line; 2 if every frame is the library's."""
+    frame: FrameType | None = sys._getframe(1)  # the frame that warns: level 1
+    level = 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module != __package__ and not module.startswith(f"{__package__}."):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 2
 
 
 def _no_room(outcome: Any, kind: str) -> Any:
@@ -607,7 +626,7 @@ class Call:
             " delays may never end.  Bound them: islice(delays, n) for at most n"
             " retries, within(delays, seconds) for a total sleep, or deadline=seconds",
             RuntimeWarning,
-            stacklevel=2,
+            stacklevel=_outside_the_library(),
         )
 
     def _limit(self, delay: float, outcome: Any, kind: str, asked: bool) -> tuple[float, str]:

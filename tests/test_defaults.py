@@ -14,6 +14,7 @@ import sys
 import time
 import warnings
 from itertools import islice
+from pathlib import Path
 
 import pytest
 from checks import rejects
@@ -311,6 +312,41 @@ def test_past_a_hundred_retries_a_policy_warns_once_how_to_bound_it():
     assert warning.category is RuntimeWarning
     for word in ("'fetch'", "101 retries", "islice", "within", "deadline="):
         assert word in str(warning.message)
+
+
+@pytest.mark.usefixtures("no_process_hooks")
+def test_the_endless_warning_names_the_users_line_in_every_form():
+    """The warning points at the user's code - the loop's ``with attempt:``, the call of
+    the decorated function, the ``async with`` - not at the library's frames."""
+
+    def long_delays():
+        return constant(3601.0)
+
+    def loop():
+        for attempt in retrying(long_delays, sleep=lambda s: None, on=OSError):
+            with attempt:  # the loop's line
+                if attempt.number == 1:
+                    raise OSError
+
+    async def no_sleep(seconds):
+        pass
+
+    async def async_loop():
+        async for attempt in aretrying(long_delays, sleep=no_sleep, on=OSError):
+            async with attempt:  # the async loop's line
+                if attempt.number == 1:
+                    raise OSError
+
+    decorated = retry(long_delays, sleep=lambda s: None, on=OSError)(Operation([OSError()]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loop()
+        decorated()  # the decorated call's line
+        asyncio.run(async_loop())
+    source = Path(__file__).read_text().splitlines()
+    assert [w.filename for w in caught] == [__file__] * 3, [w.filename for w in caught]
+    said = [source[w.lineno - 1].split("#")[-1].strip() for w in caught]
+    assert said == ["the loop's line", "the decorated call's line", "the async loop's line"]
 
 
 @pytest.mark.usefixtures("no_process_hooks")
