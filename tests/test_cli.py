@@ -865,15 +865,17 @@ def test_a_worker_interrupted_alone_while_it_starts_drops_it_and_works(interrupt
 
 
 # The two ways in: `python -m backoff_iter`, and what the backoff-iter script runs (pip's
-# wrapper of the console script backoff_iter.__main__:run).
+# wrapper of the console script backoff_iter.__main__:script), each with the name its
+# messages give it.
 STARTS = {
     "python -m": COMMAND,
     "script": [
         sys.executable,
         "-c",
-        "import sys; from backoff_iter.__main__ import run; sys.exit(run())",
+        "import sys; from backoff_iter.__main__ import script; sys.exit(script())",
     ],
 }
+NAMES = {"python -m": "python -m backoff_iter", "script": "backoff-iter"}
 
 
 @pytest.mark.parametrize("start", list(STARTS))
@@ -893,7 +895,7 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line_and_130(interrupted, st
     its parser: status 130 and one line, no KeyboardInterrupt traceback."""
     result = finish(interrupted(args, STARTS[start], at=at))
     assert (result.status, result.out) == (130, ""), result.err
-    assert result.err == "python -m backoff_iter: interrupted\n"
+    assert result.err == f"{NAMES[start]}: interrupted\n"
 
 
 @pytest.mark.parametrize("start", list(STARTS))
@@ -928,6 +930,29 @@ def test_ctrl_c_while_the_library_imports_is_one_line_and_130(interrupted):
     """Ctrl-C while the command imports the library's modules (show: the strategies)."""
     result = finish(interrupted(["show", "exponential"], at="backoff_iter.strategies"))
     assert (result.status, result.err) == (130, "python -m backoff_iter: interrupted\n")
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+def test_usage_and_errors_name_the_way_the_command_line_was_started(start):
+    """The backoff-iter script's usage, errors and help say backoff-iter; python -m's
+    say python -m backoff_iter."""
+    name = NAMES[start]
+    bad = subprocess.run(
+        [*STARTS[start], "show", "exponential", "--base", "-1"], capture_output=True, text=True
+    )
+    assert (bad.returncode, bad.stdout) == (2, ""), bad.stderr
+    assert bad.stderr.splitlines()[-1].startswith(f"{name} show: error: "), bad.stderr
+    shown = subprocess.run([*STARTS[start], "--help"], capture_output=True, text=True)
+    assert shown.stdout.startswith(f"usage: {name} "), shown.stdout
+
+
+def test_the_installed_script_runs_the_entry_point_that_names_it():
+    """The installed console script runs script(), not run() (which says python -m)."""
+    from importlib import metadata
+
+    entries = metadata.distribution("backoff_iter").entry_points
+    [script] = [e for e in entries if (e.group, e.name) == ("console_scripts", "backoff-iter")]
+    assert script.value == "backoff_iter.__main__:script"
 
 
 def test_the_entry_point_names_the_command_as_the_command_line_does():
@@ -1149,6 +1174,19 @@ def test_help_lists_each_command_and_the_exit_statuses(cli):
         assert status in text
     assert "milliseconds" in cli("simulate", "--help").out
     assert "seconds" in cli("show", "--help").out
+
+
+@pytest.mark.parametrize("width", ["60", "80", "100"])
+def test_help_never_breaks_a_name_across_lines(cli, monkeypatch, width):
+    """Each command's help wraps between words: every name it lists (a strategy, a
+    budget, a part) is whole on one line, the defaults' included."""
+    from backoff_iter.overload import BUDGETS, PARTS
+
+    known = {*strategies.STRATEGIES, *BUDGETS, *PARTS, "backoff_iter", "breaker+token_bucket"}
+    monkeypatch.setenv("COLUMNS", width)
+    for command in ("show", "plan", "simulate", "overload"):
+        words = {word.strip("(),.;:[]") for word in cli(command, "--help").out.split()}
+        assert {word for word in words if "_" in word} <= known, (command, width)
 
 
 def test_version(cli):

@@ -45,13 +45,14 @@ EXIT_STATUS = (
 )
 
 
-def parser(only: str | None = None) -> Parser:
+def parser(only: str | None = None, prog: str = PROG) -> Parser:
     """The parser of every command; each command module adds its own options.
 
     *only*: the command that runs - the other commands are named (argparse
-    lists them in its errors) but their modules are not imported.
+    lists them in its errors) but their modules are not imported.  *prog*:
+    how the usage names the command line.
     """
-    top = Parser(prog=PROG, description=DESCRIPTION, epilog=EXIT_STATUS)
+    top = Parser(prog=prog, description=DESCRIPTION, epilog=EXIT_STATUS)
     top.add_argument("--version", action="version", version=f"backoff_iter {__version__}")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, module in COMMANDS.items():
@@ -79,16 +80,17 @@ def command_named(arguments: Sequence[str]) -> str | None:
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
+    """Run the command line; returns the exit status.  *prog* is how it was
+    started, as its usage and messages name it (``backoff-iter`` for the script)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    prog = PROG  # the command's own once parsed: "python -m backoff_iter show"
+    who = prog  # the command's own once parsed: "python -m backoff_iter show"
     try:
-        top = parser(command_named(arguments))
+        top = parser(command_named(arguments), prog)
         args = top.parse_args(arguments)  # SystemExit for --help and --version
         if args.command is None:
             top.error("choose a command: show, plan, simulate or overload (see --help)")
-        prog = args.parser.prog
+        who = args.parser.prog
         if sys.stdout is None and args.prints(args):  # `>&-`: fail before any work
             raise OutputError("cannot write the output: stdout is closed")
         try:
@@ -99,15 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit:  # argparse has spoken
         return exit.code if isinstance(exit.code, int) else 2
     except (ParseError, UsageError) as error:
-        prog = error.prog if isinstance(error, ParseError) else prog
-        say(f"{prog}: error: {clip_values(str(error), arguments)}")
+        who = error.prog if isinstance(error, ParseError) else who
+        say(f"{who}: error: {clip_values(str(error), arguments)}")
         return 2
     except OutputError as error:
-        say(f"{PROG}: error: {error}")
+        say(f"{prog}: error: {error}")
         return 1
     except KeyboardInterrupt:
         end_progress = "\n" if sys.stderr is not None and sys.stderr.isatty() else ""
-        say(f"{end_progress}{PROG}: interrupted")  # a progress line may be open
+        say(f"{end_progress}{prog}: interrupted")  # a progress line may be open
         return 130
     except BrokenPipeError:  # the reader has gone (`| head`): stop quietly
         return 0

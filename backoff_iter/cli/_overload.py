@@ -55,7 +55,7 @@ def add(parser: argparse.ArgumentParser) -> None:
         metavar="NAMES",
         help="comma-separated: none (no retries), "
         + ", ".join(strategies.STRATEGIES)
-        + f" ({','.join(default(storm, 'strategies'))})",
+        + f" ({', '.join(default(storm, 'strategies'))})",
     )
     parser.add_argument(
         "--budgets",
@@ -68,7 +68,7 @@ def add(parser: argparse.ArgumentParser) -> None:
         + ", ".join(overload.PARTS)
         + "), each at the library's defaults (retry_quota: botocore 1.44's standard mode,"
         + " 14 units of 500 a retry), joined by + (breaker+token_bucket)"
-        + f" ({','.join(default(storm, 'budgets'))})",
+        + f" ({', '.join(default(storm, 'budgets'))})",
     )
     for parameter, meaning in _MEANINGS.items():
         value = default(storm, parameter)

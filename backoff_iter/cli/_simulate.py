@@ -57,7 +57,7 @@ def add(parser: argparse.ArgumentParser) -> None:
         metavar="NAMES",
         help="comma-separated, from: "
         + ", ".join(STUDY_STRATEGIES)
-        + f" ({','.join(simulation.DEFAULT_STRATEGIES)})",
+        + f" ({', '.join(simulation.DEFAULT_STRATEGIES)})",
     )
     clients = default(study, "clients")
     parser.add_argument(
