@@ -112,6 +112,12 @@ def __getattr__(name: str) -> object:
     return value
 
 
+def __dir__() -> list[str]:
+    """What ``dir(backoff_iter)`` and a REPL's completion show: every public
+    name, those not imported yet included."""
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [  # each name is imported on first use (__getattr__)
     "RETRY_AFTER_MAX",
     "AdaptiveThrottle",

@@ -62,6 +62,18 @@ def test_every_public_name_is_exported_and_typed():
     assert (ROOT / "backoff_iter" / "py.typed").exists()
 
 
+def test_dir_of_the_package_shows_every_public_name_before_it_is_imported():
+    """A REPL's completion and dir() list the names imported on first use too,
+    and asking imports nothing."""
+    code = (
+        "import sys, backoff_iter; before = set(sys.modules); names = dir(backoff_iter); "
+        "print(sorted(set(backoff_iter.__all__) - set(names)), names == sorted(names),"
+        " sorted(set(sys.modules) - before))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "[] True []", result.stdout + result.stderr
+
+
 def test_importing_the_package_leaves_the_simulators_and_heavy_modules_unloaded():
     """A service that only retries does not pay for the simulators, asyncio, logging or inspect."""
     code = (
