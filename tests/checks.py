@@ -1,6 +1,10 @@
-"""The one check behind every "bad arguments" table of the suite."""
+"""The one check behind every "bad arguments" table of the suite, and a fresh
+interpreter's answer for the import checks."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 
@@ -29,3 +33,11 @@ def in_threads(target, count=8):
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def fresh_python(code):
+    """What *code* prints in a fresh interpreter (stripped): nothing imported
+    before it, as in a new process of the user's.  Its failure fails the test."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

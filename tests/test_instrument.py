@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
 import sys
 import threading
 import time
@@ -17,7 +16,7 @@ from random import Random
 import httpx
 import pytest
 import test_drivers
-from checks import rejects
+from checks import fresh_python, rejects
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -682,9 +681,7 @@ def test_importing_backoff_iter_imports_neither_library():
         "print(sorted(m for m in sys.modules if m.split('.')[0] in"
         " ('prometheus_client', 'opentelemetry')))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert fresh_python(code) == "[]"
 
 
 @pytest.mark.parametrize(

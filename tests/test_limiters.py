@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import subprocess
-import sys
 import threading
 import time
 from random import Random
@@ -14,7 +12,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import CapacityNotAvailableError
 from botocore.retries import adaptive, bucket, standard, throttling
-from checks import rejects
+from checks import fresh_python, rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -557,5 +555,4 @@ def test_importing_the_package_loads_neither_asyncio_nor_botocore_nor_trio():
         "new = set(sys.modules) - before; "
         "print(sorted(m for m in new if m.split('.')[0] in ('asyncio', 'botocore', 'trio')))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+    assert fresh_python(code) == "[]"

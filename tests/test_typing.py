@@ -7,6 +7,8 @@ import sys
 import types
 from pathlib import Path
 
+from checks import fresh_python
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -70,8 +72,7 @@ def test_dir_of_the_package_shows_every_public_name_before_it_is_imported():
         "print(sorted(set(backoff_iter.__all__) - set(names)), names == sorted(names),"
         " sorted(set(sys.modules) - before))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.stdout.strip() == "[] True []", result.stdout + result.stderr
+    assert fresh_python(code) == "[] True []"
 
 
 def test_importing_the_package_leaves_the_simulators_and_heavy_modules_unloaded():
@@ -83,5 +84,4 @@ def test_importing_the_package_leaves_the_simulators_and_heavy_modules_unloaded(
         "'backoff_iter.overload', 'backoff_iter.simulation', 'backoff_iter.planning') "
         "if m in new))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.stdout.strip() == "[]", result.stdout + result.stderr
+    assert fresh_python(code) == "[]"
