@@ -1,8 +1,9 @@
 """``python -m backoff_iter`` and the ``backoff-iter`` script: see backoff_iter/cli.
 
-:func:`run` is the entry point of both (:func:`script` the script's, for its name).  It guards what :func:`~backoff_iter.cli.main`
-cannot: a Ctrl-C while the command line's modules import (a tenth of a second or
-more), and one while the interpreter exits.
+:func:`run` is the entry point of both (:func:`script` the script's, for its
+name).  It guards what :func:`~backoff_iter.cli.main` cannot: a Ctrl-C while the
+command line's modules import (a tenth of a second or more), and one while the
+interpreter exits.
 """
 
 import signal

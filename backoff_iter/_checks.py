@@ -177,9 +177,9 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
         return cast("Callable[[], Iterable[float]]", delays), False
     if kind is tuple and delays and isinstance(delays[0], type):  # type: ignore[index]
         exception_classes(name, delays)
-    if kind is list or kind is tuple:
-        listed(name, delays)  # type: ignore[arg-type]
-        return delays.__iter__, False  # type: ignore[attr-defined]
+    if isinstance(delays, (list, tuple)):  # given whole: checked now
+        listed(name, delays)
+        return delays.__iter__, False
     if isinstance(delays, (str, bytes)):  # iterable, but of characters: surely a mistake
         raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {delays!r}")
     if isinstance(delays, type):
@@ -205,8 +205,12 @@ def listed(name: str, delays: Iterable[Any]) -> None:
     backoff_iter.ArgumentValueError: delays must give non-negative numbers of seconds, got -1
     """
     for value in delays:
-        if value.__class__ is not float or not value >= 0.0:  # a plain float at once
-            wait(name, value)
+        kind = value.__class__
+        if (kind is float or kind is int) and value >= 0:  # a plain number at once
+            continue
+        if isinstance(value, type):  # an exception class: on= was meant
+            exception_classes(name, value)
+        wait(name, value)
 
 
 def exception_classes(name: str, value: object) -> None:

@@ -105,14 +105,17 @@ def tell_refused(
 
 def _outside_the_library() -> int:
     """The *stacklevel* of a warning given by the caller of the caller: the
-    first frame outside this package (the user's loop, the call of a decorated
-    function, the coroutine awaiting it), so that the warning names the
-    user's line; 2 if every frame is the library's."""
+    first frame outside this package - the user's loop, the call or the await
+    of a decorated function; the event loop's or the thread's own frame for a
+    task or a thread started on one - so that the warning names the user's
+    line; 2 if every frame is the library's."""
     frame: FrameType | None = sys._getframe(1)  # the frame that warns: level 1
     level = 1
     while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module != __package__ and not module.startswith(f"{__package__}."):
+        module = frame.f_globals.get("__name__")
+        if not isinstance(module, str) or (
+            module != __package__ and not module.startswith(f"{__package__}.")
+        ):
             return level
         frame, level = frame.f_back, level + 1
     return 2

@@ -21,6 +21,7 @@ if it fails or its result is rejected.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
@@ -214,13 +215,13 @@ def retry(schedule: Any = None, /, **options: Any) -> Any:
         delays = options.pop("delays")
     elif not options and _decorated_bare(delays):  # @retry without parentheses
         func = delays
-        if getattr(func, "__module__", None) == "backoff_iter.strategies":
-            name = getattr(func, "__name__", "?")
+        strategy = _strategy_named(func)
+        if strategy is not None:
             raise _checks.ArgumentTypeError(
                 "delays",
-                f"delays must be delays (a list of seconds, or a function returning them),"
-                f" got the strategy {name} itself: pass a function that makes its delays,"
-                f" as in @retry(lambda: islice({name}(0.1), 5))",
+                f"@retry({strategy}) given alone would retry {strategy} itself; a"
+                f" strategy is delays: give a function making a bounded run of them,"
+                f" as in @retry(lambda: islice({strategy}(0.1), 5))",
             )
         decorated = _decorate(None, options, func)
         if _checks.is_async(func) or _is_generator(func) or not _takes_no_arguments(func):
@@ -251,6 +252,21 @@ def retry(schedule: Any = None, /, **options: Any) -> Any:
     if resume is not None:
         options["resume"] = resume
     return functools.partial(_decorate, delays, options)
+
+
+def _strategy_named(func: object) -> str | None:
+    """The name of the library's strategy *func* is (or a partial of one
+    is), else None: given alone to ``@retry``, a strategy is a mistake."""
+    if isinstance(func, functools.partial):
+        func = func.func
+    module = sys.modules.get("backoff_iter.strategies")  # loaded if func is one
+    if module is None or getattr(func, "__module__", None) != module.__name__:
+        return None
+    strategies: dict[str, object] = module.STRATEGIES
+    for name, strategy in strategies.items():
+        if strategy is func:
+            return name
+    return None
 
 
 def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Callable[P, R]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import functools
 import math
 import sys
 import time
@@ -440,6 +442,9 @@ def test_a_bad_delay_from_the_users_iterable_is_never_slept(run, bad):
     assert time.slept == [0.5]
 
 
+Pair = collections.namedtuple("Pair", "first second")
+
+
 @pytest.mark.parametrize(
     "make, error, parameter, words",
     [
@@ -449,6 +454,8 @@ def test_a_bad_delay_from_the_users_iterable_is_never_slept(run, bad):
         (lambda: retry([0.1, "2"]), TypeError, "delays", ["'2'"]),
         (lambda: retry(delays=(0.1, -(10**400))), ValueError, "delays", ["-1000", "..."]),
         (lambda: retry([0.1], attempt_timeout=[5.0, -2]), ValueError, "attempt_timeout", ["-2"]),
+        (lambda: retrying([1, ConnectionError]), TypeError, "delays", ["on=ConnectionError"]),
+        (lambda: retrying(Pair(0.5, -1)), ValueError, "delays", ["-1"]),  # a tuple's subclass
     ],
 )
 def test_a_bad_delay_in_a_list_is_refused_when_the_policy_is_made(make, error, parameter, words):
@@ -456,7 +463,7 @@ def test_a_bad_delay_in_a_list_is_refused_when_the_policy_is_made(make, error, p
     loop would take it, before any call runs (a very long one stays allowed:
     it ends the retries)."""
     rejects(make, error, parameter, *words)
-    retrying([0.5, 2, math.inf, 10**400, Fraction(1, 3)])  # numbers of seconds: accepted
+    retrying([0.5, 2, math.inf, 10**400, Fraction(1, 3), -0.0])  # numbers of seconds: accepted
 
 
 @pytest.mark.parametrize(
@@ -477,8 +484,13 @@ def test_a_bad_delay_in_a_list_is_refused_when_the_policy_is_made(make, error, p
         (lambda: retry([1], deadline=-2), ValueError, ["deadline", "-2"]),
         (lambda: retry([1])(3), TypeError, ["func", "3"]),
         # a strategy itself, bare: not the function to retry (it would be called with it)
-        (lambda: retry(exponential), TypeError, ["delays", "strategy exponential", "lambda"]),
+        (lambda: retry(exponential), TypeError, ["delays", "retry exponential itself", "lambda"]),
         (lambda: retry(full_jitter), TypeError, ["delays", "full_jitter(0.1)"]),
+        (
+            lambda: retry(functools.partial(exponential, 0.1)),
+            TypeError,
+            ["delays", "exponential itself"],
+        ),
     ],
 )
 def test_bad_arguments_raise_at_the_call(call, error, words):
