@@ -1311,6 +1311,19 @@ def test_a_seed_of_more_digits_than_python_converts_says_so(cli):
     assert f"--seed: expected at most {limit:,} digits, got {limit + 700:,}" in line
 
 
+@pytest.mark.parametrize("typed", ["1e400", "-1e999", " 2E+309"])
+def test_a_number_beyond_floats_is_refused_as_typed_and_inf_is_not(cli, typed):
+    """--base 1e400 is refused naming what was typed (it said "base must be finite, got
+    inf"); inf, written so, is still a number where an option takes one (a cap)."""
+    result = cli("show", "exponential", f"--base={typed}")
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert "--base: expected a number within floats" in line and repr(typed) in line, line
+    assert cli("show", "exponential", f"--cap={typed}").status == 2
+    assert cli("show", "exponential", "--base", "1", "--cap", "inf", "-n", "2").status == 0
+    assert cli("show", "exponential", "--base", "1", "--cap", "Infinity", "-n", "2").status == 0
+
+
 def test_the_base_of_simulate_is_named_as_typed(cli):
     """simulate --base 1e308 speaks of the 1e308 typed, not of the doubled inf."""
     result = cli("simulate", "--base", "1e308")

@@ -103,13 +103,19 @@ def clip_values(message: str, arguments: Iterable[str]) -> str:
 
 
 def number(text: str) -> float:
-    """A float, not NaN."""
+    """A float, not NaN; infinite only when spelled so (``inf``): a number
+    beyond floats (``1e400``) is refused as typed, not taken as inf."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if math.isnan(value):
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    if math.isinf(value) and text.strip().lstrip("+-").lower() not in ("inf", "infinity"):
+        raise argparse.ArgumentTypeError(
+            f"expected a number within floats (at most about 1.8e308; inf for no bound),"
+            f" got {text!r}"
+        )
     return value
 
 
