@@ -48,10 +48,11 @@ class _Storm:
     """
 
     __slots__ = (
-        "now", "strategy", "budget", "policies", "clients", "quiet", "first", "seconds", "length", "arrivals", "sent", "goodput", "service", "timeout",
-        "error_rate", "drop", "draw", "expovariate", "due", "outcomes", "free", "requests",
-        "attempts", "succeeded", "failed", "phases", "rate", "boundary", "next_arrival",
-        "progress", "report_every", "report_at",
+        "now", "strategy", "budget", "policies", "clients", "quiet", "first", "seconds",
+        "length", "arrivals", "sent", "goodput", "service", "timeout", "error_rate", "drop",
+        "draw", "expovariate", "due", "outcomes", "free", "requests", "attempts", "succeeded",
+        "failed", "phases", "rate", "boundary", "next_arrival", "progress", "report_every",
+        "report_at",
     )  # fmt: skip
 
     def __init__(
