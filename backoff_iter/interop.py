@@ -231,7 +231,6 @@ def __getattr__(name: str) -> Any:
             raise
         extra = "aws" if peer == "botocore" else "http"
         raise ModuleNotFoundError(
-            f"backoff_iter.interop.{name} needs {peer}:"
-            f" pip install {peer} (or 'backoff_iter[{extra}]')",
+            f"backoff_iter.interop.{name} needs {peer}: {_checks.install_hint(peer, extra)}",
             name=peer,
         ) from error

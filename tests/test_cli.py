@@ -342,6 +342,32 @@ def test_a_word_that_names_no_command_is_an_error_listing_them(cli):
     assert "'show', 'plan', 'simulate', 'overload'" in result.err
 
 
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        (["shwo"], "show"),  # a typo of a command
+        (["show", "full-jitter"], "full_jitter"),  # dashes for underscores
+        (["show", "Exponential"], "exponential"),  # another case
+        (["show", "fibo"], "fibonacci"),  # the one name it begins
+        (["overload", "--server", "serve_all"], "serve-all"),  # underscores for dashes
+    ],
+)
+def test_a_mistyped_choice_is_offered_the_name_meant(cli, typed, meant):
+    """A choice mistyped is refused with every choice listed and the one meant offered."""
+    result = cli(*typed)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert f"invalid choice: {typed[-1]!r}" in line and line.endswith(f"did you mean {meant!r}?")
+
+
+def test_a_choice_near_no_name_is_offered_none(cli):
+    """Nothing is offered for a word near no choice, nor for one that begins several."""
+    for typed in ("zzz", "e"):
+        line = one_error_line(cli("show", typed).err)
+        assert f"invalid choice: {typed!r}" in line and "did you mean" not in line
+        assert "'constant', 'linear', 'exponential'" in line
+
+
 def test_help_asked_for_another_file_goes_there(capsys):
     """The parser's writer sends a help asked for elsewhere (print_help(file)) there."""
     from backoff_iter.cli import parser
@@ -434,7 +460,7 @@ def test_a_plot_without_matplotlib_is_bad_usage_saying_what_to_install(cli, monk
     result = cli("show", "exponential", "--plot", "x.png")
     assert result.status == 2
     line = one_error_line(result.err)
-    assert "--plot" in line and "backoff_iter[plot]" in line
+    assert "--plot" in line and "pip install matplotlib (in backoff_iter's 'plot' extra)" in line
 
 
 def test_a_picture_that_cannot_be_written_is_one_line_and_status_1(cli, tmp_path):

@@ -87,7 +87,7 @@ def test_a_store_without_redis_py_says_what_to_install():
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    assert "pip install 'backoff_iter[redis]'" in result.stdout
+    assert "pip install redis (in backoff_iter's 'redis' extra)" in result.stdout
 
 
 # -- Arguments ---------------------------------------------------------------

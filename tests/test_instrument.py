@@ -685,16 +685,19 @@ def test_importing_backoff_iter_imports_neither_library():
 
 
 @pytest.mark.parametrize(
-    ("make", "module", "extra"),
+    ("make", "module", "package", "extra"),
     [
-        (instrument.prometheus, "prometheus_client", "prometheus"),
-        (instrument.opentelemetry, "opentelemetry", "otel"),
+        (instrument.prometheus, "prometheus_client", "prometheus-client", "prometheus"),
+        (instrument.opentelemetry, "opentelemetry", "opentelemetry-api", "otel"),
     ],
 )
-def test_without_the_library_the_error_says_what_to_install(monkeypatch, make, module, extra):
-    """The library missing: ModuleNotFoundError naming pip install 'backoff_iter[extra]'."""
+def test_without_the_library_the_error_says_what_to_install(
+    monkeypatch, make, module, package, extra
+):
+    """The library missing: ModuleNotFoundError naming the package to install and its extra."""
     monkeypatch.setitem(sys.modules, module, None)
-    with pytest.raises(ModuleNotFoundError, match=rf"pip install 'backoff_iter\[{extra}\]'"):
+    expected = rf"pip install {package} \(in backoff_iter's '{extra}' extra\)"
+    with pytest.raises(ModuleNotFoundError, match=expected):
         make()
 
 

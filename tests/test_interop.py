@@ -1144,7 +1144,7 @@ def test_an_adapter_without_its_peer_says_what_to_install(name, peer, extra, mon
     for module in [m for m in sys.modules if m.split(".")[0] == peer or m.endswith("._" + peer)]:
         monkeypatch.delitem(sys.modules, module)
     monkeypatch.setitem(sys.modules, peer, None)  # import peer fails, as when it is absent
-    expected = rf"needs {peer}: pip install {peer} \(or 'backoff_iter\[{extra}\]'\)"
+    expected = rf"needs {peer}: pip install {peer} \(in backoff_iter's '{extra}' extra\)"
     with pytest.raises(ModuleNotFoundError, match=expected) as error:
         getattr(interop, name)
     assert error.value.name == peer

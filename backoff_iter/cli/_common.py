@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from backoff_iter import _checks
+
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
@@ -53,6 +55,19 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise ParseError(self.prog, message)
 
+    # argparse's own check of a choice, with the closest name offered:
+    # `show full-jitter` asks "did you mean 'full_jitter'?".
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is not None and value not in choices:
+            names = [str(choice) for choice in choices]
+            listed = ", ".join(map(repr, names))
+            message = f"invalid choice: {value!r} (choose from {listed})"
+            close = closest(str(value), names)
+            if close is not None:
+                message += f"; did you mean {close!r}?"
+            raise argparse.ArgumentError(action, message)
+
     # error() no longer prints, so argparse's writer prints only the help and --version,
     # to stdout.  Its own would swallow a failure (status 0 into /dev/full) and write
     # them on stderr when stdout is closed.
@@ -62,6 +77,34 @@ class Parser(argparse.ArgumentParser):
             return
         write(message)
         flush()
+
+
+def closest(typed: str, names: Sequence[str]) -> str | None:
+    """The one of *names* that *typed* was probably meant to be: the same
+    name in another case or with dashes for underscores, the one name it
+    begins, else the nearest spelling; None if none is near.
+
+    >>> closest("Full-Jitter", ["full_jitter", "equal_jitter"])
+    'full_jitter'
+    >>> closest("expo", ["exponential", "equal_jitter"])
+    'exponential'
+    >>> closest("shwo", ["show", "plan", "simulate", "overload"])
+    'show'
+    >>> closest("zzz", ["show", "plan"]) is None
+    True
+    """
+    spelled = typed.lower().replace("-", "_")
+    alike = {name: name.lower().replace("-", "_") for name in names}
+    for name, same in alike.items():
+        if same == spelled:
+            return name
+    begun = [name for name, same in alike.items() if spelled and same.startswith(spelled)]
+    if len(begun) == 1:
+        return begun[0]
+    from difflib import get_close_matches  # only on a mistake
+
+    near = get_close_matches(typed, names, n=1)
+    return near[0] if near else None
 
 
 # -- values in error lines ------------------------------------------------------------------
@@ -180,7 +223,7 @@ def plot_path(text: str) -> str:
         import matplotlib  # noqa: F401
     except ImportError:
         raise argparse.ArgumentTypeError(
-            "needs matplotlib: pip install 'backoff_iter[plot]'"
+            f"needs matplotlib: {_checks.install_hint('matplotlib', 'plot')}"
         ) from None
     return text
 

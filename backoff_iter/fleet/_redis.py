@@ -33,7 +33,7 @@ def _redis() -> Any:
         import redis
     except ImportError:
         raise ModuleNotFoundError(
-            "RedisStore needs redis-py: pip install 'backoff_iter[redis]'", name="redis"
+            f"RedisStore needs redis-py: {_checks.install_hint('redis', 'redis')}", name="redis"
         ) from None
     return redis
 

@@ -49,8 +49,9 @@ turn every process-wide hook off with :func:`disable`.  Inside
 Two more hooks are ready-made: :func:`prometheus` counts attempts, retries,
 give-ups and sleeps into prometheus-client, and :func:`opentelemetry`
 records the same as OpenTelemetry metrics, with a span per call.  Their
-libraries are imported only when these are called (``pip install
-'backoff_iter[prometheus]'``, ``'backoff_iter[otel]'``).
+libraries are imported only when these are called: ``pip install
+prometheus-client`` or ``opentelemetry-api``, or the extras ``prometheus``
+and ``otel`` (``pip install '.[prometheus,otel]'`` in a checkout).
 """
 
 from __future__ import annotations
@@ -257,8 +258,8 @@ SLEEP_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 6
 def missing(what: str, package: str, extra: str, error: ImportError) -> ImportError:
     """The error of a backend whose library is not installed: what to install."""
     return ModuleNotFoundError(
-        f"backoff_iter.instrument.{what}() needs {package}: pip install 'backoff_iter[{extra}]'"
-        f" ({error})"
+        f"backoff_iter.instrument.{what}() needs {package}:"
+        f" {_checks.install_hint(package, extra)} ({error})"
     )
 
 

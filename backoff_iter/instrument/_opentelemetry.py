@@ -53,7 +53,7 @@ def opentelemetry(
     most 4096 calls have a span open at once; beyond that the oldest (a
     loop left by ``break`` after a retry never ends) is ended with the
     attribute ``retry.abandoned``.  The hook is thread-safe.  Needs ``pip
-    install 'backoff_iter[otel]'`` (opentelemetry-api; an SDK exports).
+    install opentelemetry-api`` (the extra ``otel``; an SDK exports).
 
     >>> from opentelemetry.sdk.trace import TracerProvider
     >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor

@@ -41,7 +41,7 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
     ``name`` is the driver's ``name=``.  The collectors are registered once
     per registry: hooks made again for it count into the same ones.  The
     hook is thread-safe; give it to one policy (``observe=``) or to all
-    (:func:`enable`).  Needs ``pip install 'backoff_iter[prometheus]'``.
+    (:func:`enable`).  Needs ``pip install prometheus-client`` (the extra ``prometheus``).
 
     >>> from prometheus_client import CollectorRegistry
     >>> from backoff_iter import retrying
