@@ -286,16 +286,6 @@ def several(name: str, value: Any, one: Callable[[Any], bool], what: str) -> tup
     return items
 
 
-def install_hint(package: str, extra: str) -> str:
-    """How to install *package*, an optional library that backoff_iter's
-    extra *extra* holds (named so in errors when it is missing).
-
-    >>> install_hint("matplotlib", "plot")
-    "pip install matplotlib (in backoff_iter's 'plot' extra)"
-    """
-    return f"pip install {package} (in backoff_iter's {extra!r} extra)"
-
-
 def is_async(func: object) -> bool:
     """An async function, a partial of one, or an object whose __call__ is one."""
     import inspect  # on first use: it is slow to import

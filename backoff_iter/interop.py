@@ -26,6 +26,7 @@ from collections.abc import Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import _checks
+from ._extras import missing
 from ._schedule import Schedule
 
 if TYPE_CHECKING:
@@ -230,7 +231,4 @@ def __getattr__(name: str) -> Any:
         if (error.name or "").partition(".")[0] != peer:  # another module is missing
             raise
         extra = "aws" if peer == "botocore" else "http"
-        raise ModuleNotFoundError(
-            f"backoff_iter.interop.{name} needs {peer}: {_checks.install_hint(peer, extra)}",
-            name=peer,
-        ) from error
+        raise missing(f"backoff_iter.interop.{name}", peer, extra) from error

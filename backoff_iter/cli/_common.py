@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from backoff_iter import _checks
+from backoff_iter._extras import install_hint
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -223,7 +223,7 @@ def plot_path(text: str) -> str:
         import matplotlib  # noqa: F401
     except ImportError:
         raise argparse.ArgumentTypeError(
-            f"needs matplotlib: {_checks.install_hint('matplotlib', 'plot')}"
+            f"needs matplotlib: {install_hint('matplotlib', 'plot')}"
         ) from None
     return text
 

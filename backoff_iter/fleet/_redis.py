@@ -12,6 +12,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from backoff_iter import _checks
+from backoff_iter._extras import missing
 
 from ._budget_script import BUDGET
 from ._count_script import BREAKER, THROTTLE
@@ -32,9 +33,7 @@ def _redis() -> Any:
     try:
         import redis
     except ImportError:
-        raise ModuleNotFoundError(
-            f"RedisStore needs redis-py: {_checks.install_hint('redis', 'redis')}", name="redis"
-        ) from None
+        raise missing("RedisStore", "redis", "redis") from None
     return redis
 
 

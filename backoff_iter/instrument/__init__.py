@@ -255,14 +255,6 @@ def enabled() -> tuple[Hook, ...]:
 SLEEP_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
-def missing(what: str, package: str, extra: str, error: ImportError) -> ImportError:
-    """The error of a backend whose library is not installed: what to install."""
-    return ModuleNotFoundError(
-        f"backoff_iter.instrument.{what}() needs {package}:"
-        f" {_checks.install_hint(package, extra)} ({error})"
-    )
-
-
 def __getattr__(name: str) -> object:
     """The backends, imported on first use: ``import backoff_iter`` loads neither."""
     from importlib import import_module

@@ -7,8 +7,9 @@ import time
 from typing import TYPE_CHECKING, cast
 
 from backoff_iter import _checks
+from backoff_iter._extras import missing
 
-from . import SLEEP_BUCKETS, Hook, RetryEvent, missing
+from . import SLEEP_BUCKETS, Hook, RetryEvent
 from . import error_type as type_of
 
 if TYPE_CHECKING:
@@ -80,7 +81,9 @@ def opentelemetry(
     try:
         from opentelemetry import metrics, trace
     except ImportError as error:
-        raise missing("opentelemetry", "opentelemetry-api", "otel", error) from error
+        raise missing(
+            "backoff_iter.instrument.opentelemetry()", "opentelemetry-api", "otel", "opentelemetry"
+        ) from error
     from importlib.metadata import PackageNotFoundError, version
 
     try:

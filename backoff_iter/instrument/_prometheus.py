@@ -7,8 +7,9 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from backoff_iter import _checks
+from backoff_iter._extras import missing
 
-from . import SLEEP_BUCKETS, Hook, RetryEvent, missing
+from . import SLEEP_BUCKETS, Hook, RetryEvent
 from . import error_type as type_of
 
 if TYPE_CHECKING:
@@ -61,7 +62,12 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
     try:
         import prometheus_client
     except ImportError as error:
-        raise missing("prometheus", "prometheus-client", "prometheus", error) from error
+        raise missing(
+            "backoff_iter.instrument.prometheus()",
+            "prometheus-client",
+            "prometheus",
+            "prometheus_client",
+        ) from error
     if registry is None:
         registry = prometheus_client.REGISTRY
     elif not callable(getattr(registry, "register", None)):
