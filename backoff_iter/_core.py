@@ -456,7 +456,7 @@ class Call:
         deadline = self.policy.deadline
         if deadline is not None:
             remaining = deadline - self.elapsed()
-            if remaining <= 0.0:
+            if remaining <= 0.0 or (delay >= remaining and self.policy.timeout_part is not None):
                 self.number -= 1
                 self.state = _DONE
                 self._give_up(attempt, outcome, "deadline")
@@ -654,6 +654,8 @@ class Call:
             remaining = policy.deadline - self.elapsed()
             if remaining <= 0 or (hint is not None and hint > remaining):
                 return _END, "deadline"  # no room left, or not for the wait the server asked
+            if delay >= remaining and policy.timeout_part is not None:
+                return _END, "deadline"  # the next attempt's timeout would end as it began
             if delay > remaining:  # shortened to end at the deadline: the last try
                 delay, final = remaining, True
         if not asked and not self._allowed(outcome, kind):

@@ -25,9 +25,12 @@ IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRAC
 
 
 def _time_limit(request: httpx.Request, seconds: float | None) -> None:
-    """Give the attempt's timeout to httpx: for connecting, writing, reading and the pool."""
+    """Give the attempt's timeout to httpx: for connecting, writing, reading and
+    the pool.  One longer than any wait (``inf``) is httpx's None, no limit: a
+    socket's timeout cannot hold it."""
     if seconds is not None:
-        request.extensions["timeout"] = dict.fromkeys(("connect", "read", "write", "pool"), seconds)
+        limit = seconds if seconds <= _checks.LONGEST else None
+        request.extensions["timeout"] = dict.fromkeys(("connect", "read", "write", "pool"), limit)
 
 
 def _server_hint(outcome: Any) -> float | None:

@@ -126,7 +126,9 @@ class RetryOptions(HedgeOptions, total=False):
     deadline: float | None
     """Seconds from the start of the first attempt (per *clock*): no attempt
     starts past it, and no sleep that would end past it; the last sleep is
-    shortened to end on it."""
+    shortened to end on it - unless each attempt has a timeout
+    (*attempt_timeout*, cut to the deadline too), which would leave the
+    attempt after it no time: the call then ends where the sleep would begin."""
     clock: Callable[[], float]
     """The clock of *deadline* and of the events' ``elapsed`` (default
     ``time.monotonic``).  A reading that is not finite, or goes back,

@@ -50,11 +50,14 @@ def sleep_for(delay: float, hint: float | None, beyond: float | None = None) -> 
     (0.5, 2.0, 3.0)
     >>> sleep_for(0.5, 30.0, beyond=5.0)  # the AWS SDKs' rule: at most 5 s more
     5.5
+    >>> sleep_for(0.5, float("inf"), beyond=1e300)  # raised beyond any sleep: no next attempt
+    inf
     """
     if hint is None or hint <= delay:
         return delay
     if beyond is not None and hint > delay + beyond:
-        return delay + beyond
+        raised = delay + beyond
+        return raised if raised <= _checks.LONGEST else math.inf  # too long to sleep
     return hint
 
 

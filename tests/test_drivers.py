@@ -3081,6 +3081,23 @@ def test_retry_after_beyond_bounds_how_far_a_hint_raises_the_delay(run):
     rejects(lambda: retrying(retry_after_beyond=-1), ValueError, "retry_after_beyond")
 
 
+@each_driver
+def test_a_hint_raised_by_beyond_past_any_sleep_is_no_next_attempt(run):
+    """retry_after_max=inf and retry_after_beyond=1e10: a hint of 10**12 s raises the 1 s
+    delay by 1e10 s, beyond what time.sleep takes (OverflowError): no next attempt, the
+    failure as it is, nothing slept; a beyond that still fits is slept."""
+    for beyond, slept in ((1e10, []), (1e300, []), (100.0, [101.0])):
+        time = FakeTime()
+        operation = Operation([OSError("busy")])
+        options = {"retry_after_max": math.inf, "retry_after_beyond": beyond, "on": OSError}
+        if slept:
+            assert run([1.0], operation, time, retry_after=lambda o: 10**12, **options) == "ok"
+        else:
+            with pytest.raises(OSError, match="busy"):
+                run([1.0], operation, time, retry_after=lambda o: 10**12, **options)
+        assert time.slept == slept
+
+
 def test_a_clock_of_ints_gives_elapsed_times_as_floats():
     """A clock returning ints (as time.monotonic_ns would): each attempt's elapsed is a float."""
     now = [100]

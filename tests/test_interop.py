@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -1073,6 +1074,30 @@ def test_httpx_each_attempts_timeout_is_set_for_connect_read_write_and_pool(mode
             assert asyncio.run(get()).status_code == 200
     phases = ("connect", "read", "write", "pool")
     assert seen == [dict.fromkeys(phases, 2.0), dict.fromkeys(phases, 3.0)]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_an_attempt_timeout_beyond_any_socket_is_no_limit(mode):
+    """attempt_timeout=inf (or 1e10 s, or 10**400): httpx is given None, no limit, and the
+    request is sent (a socket's timeout cannot hold it: the sync client raised OverflowError)."""
+    seen = []
+    for timeout in (math.inf, 1e10, [10**400]):
+        with Script([BUSY]) as script, no_sleep():
+            if mode == "sync":
+                transport = RetryTransport(TimeoutSpy(seen), delays=[0.0], attempt_timeout=timeout)
+                with httpx.Client(transport=transport) as client:
+                    assert client.get(script.url).status_code == 200
+            else:
+                transport = RetryTransport(
+                    AsyncTimeoutSpy(seen), delays=[0.0], attempt_timeout=timeout
+                )
+
+                async def get(transport=transport, url=script.url):
+                    async with httpx.AsyncClient(transport=transport) as client:
+                        return await client.get(url)
+
+                assert asyncio.run(get()).status_code == 200
+    assert seen == [dict.fromkeys(("connect", "read", "write", "pool"))] * 6
 
 
 @pytest.mark.parametrize("statuses", [["503"], {True}])

@@ -164,6 +164,55 @@ def test_an_attempt_that_starts_past_the_deadline_gets_no_time_not_a_negative_on
     assert seen == [1.0, 0.0]  # elapsed 1.5 at the second: 1 - 1.5 is cut to 0
 
 
+def test_a_sleep_that_would_end_on_the_deadline_ends_the_call_when_attempts_have_timeouts():
+    """deadline=2, attempt_timeout=1: after the second attempt (ending at 1.0) the next delay
+    (5 s) reaches the deadline; an attempt after a sleep shortened to end on it would have a
+    timeout of 0 (httpx would take it for a non-blocking socket), so the call gives up there,
+    its failure as it is.  Without attempt_timeout the sleep is shortened, as before."""
+    for timeout, expected in ((1.0, ([0.5], [1.0, 1.0])), (None, ([0.5, 1.0], [None] * 3))):
+        time_, seen, events = FakeTime(), [], []
+        with pytest.raises(OSError, match="down"):
+            for attempt in retrying(
+                [0.5, 5.0, 5.0],
+                attempt_timeout=timeout,
+                deadline=2.0,
+                sleep=time_.sleep,
+                clock=time_.clock,
+                observe=events.append,
+                on=OSError,
+            ):
+                with attempt:
+                    seen.append(attempt.timeout)
+                    time_.now += 0.25
+                    raise OSError("down")
+        assert (time_.slept, seen) == expected
+        assert events[-1].kind == "give_up" and events[-1].reason == "deadline"
+
+
+def test_a_before_sleep_that_leaves_no_time_for_a_timed_attempt_ends_the_call():
+    """before_sleep takes 1.6 of a 2 s deadline after the first attempt: the 0.5 s delay
+    reaches the deadline, so with attempt_timeout no attempt follows (it would get 0 s)."""
+    time_, seen = FakeTime(), []
+
+    def slow_hook(attempt, outcome, delay):
+        time_.now += 1.6
+
+    with pytest.raises(OSError):
+        for attempt in retrying(
+            [0.5, 0.5],
+            attempt_timeout=1.0,
+            deadline=2.0,
+            before_sleep=slow_hook,
+            sleep=time_.sleep,
+            clock=time_.clock,
+            on=OSError,
+        ):
+            with attempt:
+                seen.append(attempt.timeout)
+                raise OSError
+    assert (seen, time_.slept) == ([1.0], [])
+
+
 def test_without_attempt_timeout_attempts_have_none():
     """attempt.timeout is None unless attempt_timeout is given."""
     for attempt in retrying([0.0]):
