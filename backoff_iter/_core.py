@@ -173,6 +173,7 @@ class Call:
     _final: bool = False  # the deadline shortened the last sleep
     _cancelling: int = 0  # the pending cancellations of an async call's task when it began
     _id: int = 0  # for the hooks' events, given at the first one
+    _fresh_from: int = 0  # the attempt whose failure drew a restarted schedule's first delay
 
     policy: Policy
     plan: CallPlan  # what the policy's options mean for the call
@@ -426,21 +427,33 @@ class Call:
                 after(failure, kind, self.number, self.spent)
             self._give_up(attempt, failure, "committed")
         else:  # a failure no policy retries: an error, as for any call
-            for after in self.plan.afters:
-                after(failure, ERROR, self.number, self.spent)
-            if self._hooks:
-                self.emit("error", failure, self.number)
+            self.end_on_error(failure)
 
-    def abandon(self) -> None:
-        """The consumer ended a stream (closed it, or threw in what ended it):
-        no retry, and nothing to tell."""
+    def end_on_error(self, failure: BaseException) -> None:
+        """End the call on *failure*, which no policy retries (a user's bug):
+        the parts hear of an error, the hooks an ``"error"`` event."""
         self.state = _DONE
         self.last = None
+        for after in self.plan.afters:
+            after(failure, ERROR, self.number, self.spent)
+        if self._hooks:
+            self.emit("error", failure, self.number)
+
+    def abandon(self) -> None:
+        """The consumer ended a stream after items (closed it, or threw in
+        what ended it): no retry.  The parts hear the attempt end as one the
+        dependency answered, its items flowed (a breaker's probe comes back,
+        a budget pays nothing); the hooks hear nothing."""
+        self.state = _DONE
+        self.last = None
+        for after in self.plan.afters:
+            after(None, ERROR, self.number, self.spent)
 
     def restart_schedule(self) -> None:
         """The next retry draws the first delay of a fresh schedule: a stream
         that delivered items since its last failure has recovered."""
         self._delays = None
+        self._fresh_from = self.number
 
     def stop(self, exc: BaseException) -> bool:
         """End the call on *exc* without a decision (the caller's own bug)."""
@@ -618,7 +631,10 @@ class Call:
         return delay
 
     def _warn_endless(self, delay: float) -> None:
-        """Warn once per policy about a schedule that looks endless."""
+        """Warn once per policy about a schedule that looks endless: one that
+        gave many delays (since it last started over) or a very long one."""
+        if self.number - self._fresh_from <= ENDLESS_RETRIES and delay <= ENDLESS_DELAY:
+            return  # a stream's schedule restarted after progress: not endless
         policy = self.policy
         policy.mark_warned()
         seen = (

@@ -19,7 +19,8 @@ the source lets out - its own failure, or what the consumer threw in and it
 did not handle - ends the call as a committed failure.  With ``resume=``
 each item is counted, and the two are told apart: the source's failure is
 resumed, what the consumer threw in is its own, never retried, and ends the
-call with nothing told.
+call as a close does: the parts hear the attempt end as one the dependency
+answered (``Call.abandon``), the hooks nothing.
 """
 
 from __future__ import annotations
@@ -67,15 +68,35 @@ class StreamState:
         return f"<StreamState count={self.count} last={self.last!r}>"
 
 
+class _Unreadable(_checks.ArgumentTypeError):
+    """``resume`` returned what the stream cannot read: the user's bug, which
+    ends the call at once as an error, never retried."""
+
+
 def _source(
-    func: Callable[..., Any], resume: Resume | None, state: StreamState, kwargs: Any
+    func: Callable[..., Any],
+    resume: Resume | None,
+    state: StreamState,
+    kwargs: Any,
+    protocol: str = "__iter__",
 ) -> Any:
     """This attempt's source of items: the function's anew until items were
     delivered, then what *resume* makes of the progress (a stream without
-    *resume* never comes back here once it delivered)."""
-    if state.count:
-        return resume(state)  # type: ignore[misc]
-    return func(*state.args, **kwargs)
+    *resume* never comes back here once it delivered), which must have
+    *protocol*: ``__iter__``, or ``__aiter__`` for an async stream."""
+    if not state.count:
+        return func(*state.args, **kwargs)
+    items = resume(state)  # type: ignore[misc]
+    if not hasattr(items, protocol) and not (
+        protocol == "__iter__" and hasattr(items, "__getitem__")
+    ):
+        if hasattr(items, "__await__") and callable(getattr(items, "close", None)):
+            items.close()  # a coroutine (resume was an async def) would warn, never awaited
+        wanted = (
+            "an async iterable (an async generator)" if protocol == "__aiter__" else "an iterable"
+        )
+        raise _Unreadable("resume", f"resume must return {wanted} for this stream, got {items!r}")
+    return items
 
 
 def sync_stream(
@@ -101,7 +122,9 @@ def sync_stream(
                 call.settle(attempt, None, end.value)
                 return end.value
             except BaseException as failure:
-                if call.settle(attempt, failure, _NO_RESULT):
+                if failure.__class__ is _Unreadable:
+                    call.end_on_error(failure)
+                elif call.settle(attempt, failure, _NO_RESULT):
                     continue
                 raise
             if resume is None:  # committed: past its first item the stream is the source's
@@ -134,7 +157,7 @@ def sync_stream(
             while True:  # a resumable stream's items, counted: each goes on as it comes
                 try:
                     sent = yield item
-                except GeneratorExit:  # the consumer closed the stream: no retry, nothing told
+                except GeneratorExit:  # the consumer closed the stream: no retry
                     call.abandon()
                     _close(iterator)
                     raise
@@ -199,13 +222,15 @@ def async_stream(
             if timeout_arg is not None:
                 kwargs[timeout_arg] = attempt.timeout
             try:  # the wait for the first item, bounded by the attempt's timeout
-                iterator = _aiter(_source(func, resume, state, kwargs))
+                iterator = _source(func, resume, state, kwargs, "__aiter__").__aiter__()
                 item = await _first(iterator, attempt.timeout)
             except StopAsyncIteration:
                 await call.asettle(attempt, None, None)
                 return
             except BaseException as failure:
-                if await call.asettle(attempt, failure, _NO_RESULT):
+                if failure.__class__ is _Unreadable:
+                    call.end_on_error(failure)
+                elif await call.asettle(attempt, failure, _NO_RESULT):
                     continue
                 raise
             if resume is None:  # committed: past its first item the stream is the source's
@@ -273,15 +298,6 @@ def async_stream(
                     raise
 
     return stream
-
-
-def _aiter(source: Any) -> AsyncIterator[Any]:
-    if not hasattr(source, "__aiter__"):
-        raise _checks.ArgumentTypeError(
-            "resume", f"resume must return an async iterable for an async stream, got {source!r}"
-        )
-    iterator: AsyncIterator[Any] = source.__aiter__()
-    return iterator
 
 
 async def _first(iterator: AsyncIterator[Any], timeout: float | None) -> Any:

@@ -305,12 +305,16 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
 
 def _is_generator(func: object) -> str:
     """``"sync"`` or ``"async"`` for a generator function (a partial of one
-    too), ``""`` for anything else."""
+    too, or an object whose __call__ is one), ``""`` for anything else."""
     import inspect  # only when decorating: it is slow to import
 
-    if inspect.isasyncgenfunction(func):
-        return "async"
-    return "sync" if inspect.isgeneratorfunction(func) else ""
+    method = getattr(type(func), "__call__", None)  # noqa: B004 - the method itself is asked
+    for candidate in (func, method):
+        if inspect.isasyncgenfunction(candidate):
+            return "async"
+        if inspect.isgeneratorfunction(candidate):
+            return "sync"
+    return ""
 
 
 def _check_accepts(func: Callable[..., Any], keyword: str) -> None:

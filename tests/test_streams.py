@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from itertools import islice
 
 import httpx
 import pytest
@@ -118,6 +119,38 @@ def test_after_progress_the_schedule_starts_over():
     with no_sleep() as slept:
         assert list(stream()) == list(range(10))
     assert slept == [0.1, 0.1, 0.1]  # never 0.2: each attempt delivered before it failed
+
+
+def test_a_stream_resumed_often_after_progress_is_not_warned_of_an_endless_schedule():
+    """Cut after every two items 200 times, each cut after progress: the schedule starts over
+    each time, so 200 retries of a 3-delay schedule are not "endless" (the warning, an error
+    under -W error, ended such a stream after 101); with no progress the warning comes."""
+    import warnings
+
+    from backoff_iter import constant
+
+    def items(start=0):
+        yield from range(start, start + 2)
+        if start < 400:
+            raise ConnectionError("cut")
+
+    stream = retry([0.1, 0.2, 0.4], resume=lambda state: items(state.count))(items)
+    with no_sleep(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(stream()) == list(range(402))
+
+    def stuck(start=0):
+        yield 0
+        raise ConnectionError("cut")
+
+    def no_progress(state):
+        raise ConnectionError("still down")
+        yield  # pragma: no cover - a generator that fails at once
+
+    endless = retry(lambda: islice(constant(0.1), 150), resume=no_progress)(stuck)
+    with no_sleep(), pytest.warns(RuntimeWarning, match="retries with no deadline"):
+        with pytest.raises(ConnectionError, match="still down"):
+            list(endless())
 
 
 def test_a_resumed_attempt_failing_before_any_item_uses_the_schedule():
@@ -431,6 +464,111 @@ def test_a_generator_function_first_and_alone_is_decorated_and_a_schedule_goes_a
         assert list(flaky()) == list(range(10))
     assert slept == [0.25, 0.5]
     assert inspect.isgeneratorfunction(retry(schedule)) and list(retry(schedule)()) == [0.25, 0.5]
+
+
+def test_an_object_whose_call_is_a_generator_is_retried_as_a_stream():
+    """An instance whose __call__ is a generator (sync or async) is a stream, as an object
+    with an async __call__ is a coroutine function: a failure before its first item is
+    retried, and resume= applies (it was called once, told a success before any item)."""
+    source = Source(before=[1], after=4, cut=[2])
+
+    class Feed:
+        def __call__(self):
+            yield from source.items()
+
+    class AsyncFeed:
+        async def __call__(self):
+            async for item in source.aitems():
+                yield item
+
+    resume = resume_from_count(source)
+    with no_sleep() as slept:
+        assert list(retry([0.0] * 2, resume=resume)(Feed())()) == list(range(10))
+    assert source.starts == [0, 0, 5] and slept == [0.0, 0.0]
+    decorated = retry([0.0] * 2, resume=resume_from_count(source, "aitems"))(AsyncFeed())
+    source.calls, source.starts = 0, []
+
+    async def main():
+        return [item async for item in decorated()]
+
+    with no_sleep():
+        assert asyncio.run(main()) == list(range(10))
+    assert source.starts == [0, 0, 5]
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_stream_closed_after_items_gives_a_half_open_breakers_probe_back(resume):
+    """The probe of a half-open breaker is a stream the consumer closes after two items: the
+    breaker hears the attempt end as one the dependency answered (its items flowed) and
+    closes, a budget pays nothing, the hooks hear nothing; before, the breaker stayed half
+    open, refusing every other call for the whole break."""
+    now = [0.0]
+    breaker = CircuitBreaker(minimum_throughput=1, break_duration=5.0, clock=lambda: now[0])
+    breaker.record(False)
+    now[0] = 6.0  # the break is over: the next call is the probe
+    bucket, events, source = TokenBucket(), [], Source()
+    options = {"resume": resume_from_count(source)} if resume else {}
+    stream = retry([0.0], breaker=breaker, budget=bucket, observe=events.append, **options)
+    probe = stream(source.items)()
+    assert [next(probe), next(probe)] == [0, 1] and breaker.state == "half_open"
+    tokens = bucket.tokens
+    probe.close()
+    assert breaker.state == "closed" and bucket.tokens == tokens and events == []
+    assert source.closed == 1
+
+
+@pytest.mark.parametrize("returned", [42, None, "coroutine"])
+def test_a_resume_returning_what_is_not_items_ends_the_stream_at_once_naming_resume(returned):
+    """resume returning a number, None or a coroutine (an async def) is the user's bug: an
+    ArgumentTypeError naming resume, never retried, even under on=Exception (it was retried
+    as a TypeError, resume called again each time); the hooks hear an error; no coroutine is
+    left un-awaited to warn."""
+    from backoff_iter._checks import ArgumentTypeError
+
+    source = Source(after=1, cut=[1])
+
+    async def coroutine(state):
+        return []
+
+    def resume(state):
+        resume.calls += 1
+        return coroutine(state) if returned == "coroutine" else returned
+
+    resume.calls = 0
+    events, got = [], []
+    stream = retry(
+        [0.0] * 3, on=Exception, resume=resume, observe=events.append, sleep=lambda s: None
+    )(source.items)
+    with pytest.raises(ArgumentTypeError, match="resume must return an iterable") as raised:
+        for item in stream():
+            got.append(item)
+    assert raised.value.parameter == "resume" and got == [0, 1] and resume.calls == 1
+    assert [event.kind for event in events] == ["retry", "error"]
+
+
+@pytest.mark.parametrize("returned", [[3, 4], 42])
+def test_an_async_resume_returning_what_is_not_async_items_ends_the_stream_naming_resume(returned):
+    """An async stream's resume returning a list or a number: ArgumentTypeError naming resume,
+    raised at once, not retried under on=Exception."""
+    from backoff_iter._checks import ArgumentTypeError
+
+    source = Source(after=1, cut=[1])
+    calls = []
+
+    def resume(state):
+        calls.append(state.count)
+        return returned
+
+    stream = retry([0.0] * 3, on=Exception, resume=resume, sleep=lambda s: None)(source.aitems)
+    got = []
+
+    async def main():
+        async for item in stream():
+            got.append(item)
+
+    with pytest.raises(ArgumentTypeError, match="resume must return an async iterable"):
+        asyncio.run(main())
+    assert got == [0, 1] and calls == [2]
 
 
 def test_the_return_value_of_a_stream_comes_through():
