@@ -244,7 +244,7 @@ def async_stream(
                             item = await _athrow(iterator, thrown)
                             continue
                         if sent is not None:
-                            item = await iterator.asend(sent)  # type: ignore[attr-defined]
+                            item = await iterator.asend(sent)
                             continue
                         # The next item as `async for` takes it, with no call of the
                         # source's bound __anext__: 2.0x a bare generator, not 2.3x.
