@@ -592,7 +592,12 @@ class Call:
             if delay is _PICKED_END:
                 delay = _END
             elif delay.__class__ is Deferred:  # the parts first, then the jitter's draw
-                if self._allowed(outcome, kind):
+                deadline = policy.deadline
+                if delay.ceiling == _INF:  # no next attempt, whatever the draw: nothing to ask
+                    delay = _END
+                elif deadline is not None and self.elapsed() >= deadline:
+                    delay, reason = _END, "deadline"  # (nor past the deadline)
+                elif self._allowed(outcome, kind):
                     delay, asked = delay.draw(), True
                 else:
                     self.refused = delay

@@ -173,3 +173,27 @@ def test_the_jitter_is_drawn_only_once_the_budget_allowed_the_retry():
     with pytest.raises(OSError):
         RUNNERS[0](schedules, Operation([OSError()] * 3), FakeTime(), budget=quota)
     assert rng.drawn == 1  # the first retry paid 14 and drew; the second was refused, undrawn
+
+
+@each_driver
+def test_a_quota_pays_nothing_for_a_jittered_retry_the_deadline_or_an_endless_delay_forbids(run):
+    """per_failure with jitter asks the budget before the draw, but not when no retry can
+    follow whatever the draw: an attempt that ran past the deadline, or an infinite delay
+    (10**400). The quota keeps its 100 (it paid 14 for a retry that never came)."""
+    from backoff_iter import RetryQuota
+
+    for delays, deadline, reason in (([0.1], 1.0, "deadline"), ([10**400], None, "exhausted")):
+        time, quota, events = FakeTime(), RetryQuota(capacity=100), []
+        schedules = per_failure(default=delays, jitter="full", rng=Random(1))
+        with pytest.raises(OSError, match="slow"):
+            run(
+                schedules,
+                Operation([OSError("slow")], time, duration=5.0),
+                time,
+                budget=quota,
+                deadline=deadline,
+                on=OSError,
+                observe=events.append,
+            )
+        assert (quota.available, time.slept) == (100.0, [])
+        assert [(event.kind, event.reason) for event in events] == [("give_up", reason)]
