@@ -121,7 +121,7 @@ def wait(name: str, value: object) -> float:
         raise ArgumentValueError(
             name, f"{name} must give non-negative numbers of seconds, got {short(value)}"
         )
-    return result if result <= LONGEST else math.inf
+    return result + 0.0 if result <= LONGEST else math.inf  # (-0.0 as 0.0)
 
 
 def short(value: object, most: int = 60) -> str:

@@ -1,7 +1,10 @@
 """Adaptors: take any iterable of delays and return an iterator.
 
 They work on the strategies of this library, on lists, and on any generator
-a user writes; each one checks its arguments when called.
+a user writes; each one checks its arguments when called.  A delay they
+compute with is read as the drivers read one: any real number (an integer
+beyond floats is ``inf``, never an ``OverflowError``), and a negative, NaN
+or non-number one is the argument error naming ``delays``.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def jittered(
     >>> all(5 <= d <= 10 for d in jittered([10] * 100, "equal"))
     True
     """
-    delays = _checks.iterable("delays", delays)
+    delays = map(_seconds, _checks.iterable("delays", delays))
     if kind == "full":
         return _jitter.full(delays, _jitter.random_source(rng))
     if kind == "equal":
@@ -75,7 +78,7 @@ def within(delays: Iterable[float], total: float) -> Iterator[float]:
 def _within(delays: Iterator[float], total: float) -> Iterator[float]:
     spent = 0.0
     for delay in delays:
-        spent += delay
+        spent += delay if delay.__class__ is float and delay >= 0.0 else _seconds(delay)
         if spent > total:
             return
         yield delay
@@ -89,4 +92,11 @@ def elapsed(delays: Iterable[float]) -> Iterator[float]:
     >>> list(islice(elapsed(exponential(1)), 5))
     [1.0, 3.0, 7.0, 15.0, 31.0]
     """
-    return accumulate(_checks.iterable("delays", delays), add)
+    return accumulate(map(_seconds, _checks.iterable("delays", delays)), add)
+
+
+def _seconds(delay: Any) -> float:
+    """A delay of the user's iterable as a number of seconds (see the module's docstring)."""
+    if delay.__class__ is float and delay >= 0.0:  # the common case, at once
+        return delay
+    return _checks.wait("delays", delay)

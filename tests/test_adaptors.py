@@ -153,3 +153,26 @@ def test_bad_arguments_raise_at_the_call(call, error, words):
 def test_a_string_of_delays_is_refused_when_the_adaptor_is_made(adaptor, text):
     """capped("1.5", ...) and friends: an argument error naming delays at once, not at the first value."""
     rejects(lambda: adaptor(text), TypeError, "delays")
+
+
+def test_adaptors_read_odd_delays_as_the_drivers_do():
+    """An integer beyond floats is inf (it raised OverflowError), a Fraction or a Decimal is
+    its float (a Decimal raised TypeError in jittered and within); a NaN, negative or
+    non-number delay is the argument error naming delays, as the drivers say it (within
+    stopped bounding after a NaN: every later delay passed)."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    huge = 10**400
+    assert list(jittered([huge, Fraction(huge, 3)], "full", rng=Random(1))) == [math.inf] * 2
+    assert list(jittered([huge], "equal", rng=Random(1))) == [math.inf]
+    assert list(jittered([huge], 0.5, rng=Random(1))) == [math.inf]
+    (half,) = jittered([Decimal("2")], "equal", rng=Random(1))
+    assert 1.0 <= half <= 2.0 and type(half) is float
+    assert list(within([1, Decimal("1"), huge, 1], 5)) == [1, Decimal("1")]
+    assert list(elapsed([1.0, Fraction(1, 2), huge, 1.0])) == [1.0, 1.5, math.inf, math.inf]
+    odd = [(math.nan, ValueError), (-1.0, ValueError), (-1, ValueError), ("1", TypeError)]
+    for adaptor in (lambda d: within(d, 5.0), jittered, elapsed):
+        for bad, error in [*odd, (None, TypeError)]:
+            delays = [1.0, bad, 100.0, 100.0]
+            rejects(lambda a=adaptor, d=delays: list(a(d)), error, "delays")

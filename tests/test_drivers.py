@@ -828,9 +828,10 @@ def test_every_real_number_is_slept_as_a_float(run):
     from fractions import Fraction
 
     time = FakeTime()
-    run([Decimal("0.5"), Fraction(1, 4), 2], Operation([OSError()] * 3), time)
-    assert time.slept == [0.5, 0.25, 2.0]
+    run([Decimal("0.5"), Fraction(1, 4), 2, Decimal("-0")], Operation([OSError()] * 4), time)
+    assert time.slept == [0.5, 0.25, 2.0, 0.0]
     assert all(type(d) is float for d in time.slept)
+    assert math.copysign(1.0, time.slept[-1]) == 1.0  # Decimal("-0") as 0.0, not -0.0
 
 
 @each_driver
