@@ -530,9 +530,14 @@ def test_a_resume_returning_what_is_not_items_ends_the_stream_at_once_naming_res
     async def coroutine(state):
         return []
 
+    made = []
+
     def resume(state):
         resume.calls += 1
-        return coroutine(state) if returned == "coroutine" else returned
+        if returned == "coroutine":
+            made.append(coroutine(state))
+            return made[-1]
+        return returned
 
     resume.calls = 0
     events, got = [], []
@@ -544,6 +549,7 @@ def test_a_resume_returning_what_is_not_items_ends_the_stream_at_once_naming_res
             got.append(item)
     assert raised.value.parameter == "resume" and got == [0, 1] and resume.calls == 1
     assert [event.kind for event in events] == ["retry", "error"]
+    assert all(inspect.getcoroutinestate(made) == "CORO_CLOSED" for made in made)
 
 
 @pytest.mark.parametrize("returned", [[3, 4], 42])

@@ -190,12 +190,12 @@ def test_a_sleep_that_would_end_on_the_deadline_ends_the_call_when_attempts_have
 
 
 def test_a_before_sleep_that_leaves_no_time_for_a_timed_attempt_ends_the_call():
-    """before_sleep takes 1.6 of a 2 s deadline after the first attempt: the 0.5 s delay
-    reaches the deadline, so with attempt_timeout no attempt follows (it would get 0 s)."""
+    """before_sleep takes 1.5 of a 2 s deadline after the first attempt: the 0.5 s delay
+    ends on the deadline, so with attempt_timeout no attempt follows (it would get 0 s)."""
     time_, seen = FakeTime(), []
 
     def slow_hook(attempt, outcome, delay):
-        time_.now += 1.6
+        time_.now += 1.5
 
     with pytest.raises(OSError):
         for attempt in retrying(
