@@ -128,7 +128,9 @@ class RetryOptions(HedgeOptions, total=False):
     starts past it, and no sleep that would end past it; the last sleep is
     shortened to end on it - unless each attempt has a timeout
     (*attempt_timeout*, cut to the deadline too), which would leave the
-    attempt after it no time: the call then ends where the sleep would begin."""
+    attempt after it no time: the call then ends where the sleep would begin.
+    A rate limiter's wait before a retry that would end past it ends the call
+    with :class:`~backoff_iter.parts.NoTimeLeft`."""
     clock: Callable[[], float]
     """The clock of *deadline* and of the events' ``elapsed`` (default
     ``time.monotonic``).  A reading that is not finite, or goes back,

@@ -48,7 +48,7 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from . import _checks
+from . import _checks, _sleeping
 from .breakers import CircuitBreaker
 from .budgets import RetryQuota
 from .throttles import AdaptiveThrottle
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from .limiters import CubicRateLimiter, RateLimiter
     from .throttles import Throttle
 
-__all__ = ["ERROR", "FAILURE", "SUCCESS", "THROTTLE", "Part"]
+__all__ = ["ERROR", "FAILURE", "SUCCESS", "THROTTLE", "NoTimeLeft", "Part"]
 
 #: An attempt's outcome, as parts hear it: a success (a result not retried) ...
 SUCCESS = "success"
@@ -338,13 +338,45 @@ class RateLimiterPart(Part):
         self.record = limiter.record
 
     def before_attempt(self, call: Call) -> float:
-        return self.limiter.acquire(call.policy.sleep) or 0.0
+        return self.limiter.acquire(_within_deadline(call, _sleeping.sleep)) or 0.0
 
     async def abefore_attempt(self, call: Call) -> float:
-        return await self.limiter.aacquire(call.policy.sleep) or 0.0
+        return await self.limiter.aacquire(_within_deadline(call, _sleeping.asleep)) or 0.0
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         self.record(kind is THROTTLE or (kind is FAILURE and self.every_failure))
+
+
+class NoTimeLeft(TimeoutError):
+    """The rate limiter's wait before a retry would end past the deadline:
+    the retry never starts, and the call ends with this error, its cause the
+    call's last failure, as a part's refusal ends it (a breaker's).
+
+    No attempt starts past the deadline, and no wait before one ends past it:
+    the schedule's delay is shortened to end on it, a rate limiter's wait (a
+    token it holds for the attempt) cannot be, and is given back."""
+
+
+def _within_deadline(call: Call, sleeping: Callable[[Any, float], Any]) -> Any:
+    """The sleep a rate limiter waits with before a retry: the policy's, but
+    refusing (:class:`NoTimeLeft`) a wait that would end past the deadline.
+    The policy's own for a first attempt or without a deadline.  (Under
+    :func:`~backoff_iter.testing.no_sleep` a wait is recorded, not slept nor
+    bounded.)"""
+    sleep, deadline = call.policy.sleep, call.policy.deadline
+    if deadline is None or call.number == 1:
+        return sleep
+    left = deadline - call.elapsed()
+
+    def within(seconds: float) -> Any:
+        if seconds > left:
+            raise NoTimeLeft(
+                f"the rate limiter's wait of {seconds:g} s would end past the deadline"
+                f" ({max(left, 0.0):g} s left): no attempt {call.number}"
+            )
+        return sleeping(sleep, seconds)
+
+    return within
 
 
 class TimeoutPart(Part):

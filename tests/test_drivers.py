@@ -2207,6 +2207,33 @@ def test_the_rate_limiters_wait_goes_through_the_drivers_sleep(run):
     assert operation.calls == 2 and len(waits) == 2
 
 
+@each_driver
+def test_a_rate_limiters_wait_past_the_deadline_ends_the_call_before_the_retry(run):
+    """deadline=1: after a 0.1 s delay the empty bucket would make the retry wait 1.9 s,
+    past the deadline: no retry starts, the call ends with NoTimeLeft (its cause the
+    failure) and the limiter keeps its token.  A wait that fits is waited, as before."""
+    from backoff_iter import CubicRateLimiter
+    from backoff_iter.parts import NoTimeLeft
+
+    for deadline, ends in ((1.0, True), (5.0, False)):
+        clock = Clock()
+        limiter = CubicRateLimiter(clock=clock)
+        for _ in range(3):
+            limiter.record(True)  # on, at its lowest rate
+        clock.now += 10.0
+        operation = Operation([OSError("down")])
+        if ends:
+            with pytest.raises(NoTimeLeft, match="past the deadline") as raised:
+                run_with(run, clock, operation, [0.1] * 3, rate_limiter=limiter, deadline=deadline)
+            assert isinstance(raised.value.__cause__, OSError) and operation.calls == 1
+            # the first attempt took the one token; 0.1 s at 0.5 tokens/s refilled 0.05,
+            # the retry's reservation given back (else 0.05 - 1)
+            assert clock.slept[-1] == 0.1 and limiter.tokens == pytest.approx(0.05)
+        else:
+            run_with(run, clock, operation, [0.1] * 3, rate_limiter=limiter, deadline=deadline)
+            assert operation.calls == 2 and clock.slept[-2:] == [0.1, pytest.approx(1.9)]
+
+
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_a_cubic_rate_limiter_that_is_off_is_not_asked_before_retrys_first_try(asynchronous):
     """Off, a CubicRateLimiter lets every request go at once and takes nothing: @retry's
