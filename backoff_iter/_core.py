@@ -592,16 +592,7 @@ class Call:
             if delay is _PICKED_END:
                 delay = _END
             elif delay.__class__ is Deferred:  # the parts first, then the jitter's draw
-                deadline = policy.deadline
-                if delay.ceiling == _INF:  # no next attempt, whatever the draw: nothing to ask
-                    delay = _END
-                elif deadline is not None and self.elapsed() >= deadline:
-                    delay, reason = _END, "deadline"  # (nor past the deadline)
-                elif self._allowed(outcome, kind):
-                    delay, asked = delay.draw(), True
-                else:
-                    self.refused = delay
-                    delay, reason = _END, "budget"
+                delay, reason, asked = self._deferred(delay, outcome, kind)
         number = self.number
         if delay.__class__ is not float or not 0.0 <= delay <= ENDLESS_DELAY:
             if delay is not _END:  # checked: _END if infinite, a long one warned of
@@ -618,6 +609,33 @@ class Call:
         self.delay = delay
         self.state = _NEXT
         return delay
+
+    def _deferred(self, delay: Deferred, outcome: Any, kind: str) -> tuple[Any, str, bool]:
+        """(delay, reason, asked) for a jittered delay of ``per_failure``: the
+        parts are asked before the jitter is drawn (the AWS SDKs' order), but
+        only when a retry can follow - not for an infinite delay, nor past the
+        deadline.  With attempt timeouts a draw that would leave the next
+        attempt no time ends the call (see ``_limit``), so there the draw
+        comes first, and a budget never pays for a retry that cannot come."""
+        deadline = self.policy.deadline
+        if delay.ceiling == _INF:  # no next attempt, whatever the draw: nothing to ask
+            return _END, "exhausted", False
+        if deadline is not None:
+            left = deadline - self.elapsed()
+            if left <= 0.0:
+                return _END, "deadline", False
+            if self.policy.timeout_part is not None:
+                drawn = delay.draw()
+                if drawn >= left:
+                    return _END, "deadline", False
+                if self._allowed(outcome, kind):
+                    return drawn, "exhausted", True
+                self.refused = delay
+                return _END, "budget", False
+        if self._allowed(outcome, kind):
+            return delay.draw(), "exhausted", True
+        self.refused = delay
+        return _END, "budget", False
 
     def _unusual(self, given: Any, number: int) -> float:
         """A delay that is not a float within [0, ENDLESS_DELAY] (nor _END):
@@ -639,12 +657,11 @@ class Call:
         """Warn once per policy about a schedule that looks endless: one that
         gave many delays (since it last started over) or a very long one."""
         if self.number - self._fresh_from <= ENDLESS_RETRIES and delay <= ENDLESS_DELAY:
-            return  # a stream's schedule restarted after progress: not endless
+            return  # a stream's schedule restarted after progress: not endless (yet)
         policy = self.policy
         policy.mark_warned()
-        seen = (
-            f"{self.number} retries" if self.number > ENDLESS_RETRIES else f"a delay of {delay:g} s"
-        )
+        retries = self.number - self._fresh_from  # (since a stream's schedule last started over)
+        seen = f"{retries} retries" if retries > ENDLESS_RETRIES else f"a delay of {delay:g} s"
         warnings.warn(
             f"the retry policy {policy.name!r} has run {seen} with no deadline: its"
             " delays may never end.  Bound them: islice(delays, n) for at most n"

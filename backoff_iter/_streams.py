@@ -87,8 +87,9 @@ def _source(
     if not state.count:
         return func(*state.args, **kwargs)
     items = resume(state)  # type: ignore[misc]
-    if not hasattr(items, protocol) and not (
-        protocol == "__iter__" and hasattr(items, "__getitem__")
+    kind = type(items)  # (asked of the type, as iter() asks: a class itself is no iterable)
+    if not hasattr(kind, protocol) and not (
+        protocol == "__iter__" and hasattr(kind, "__getitem__")
     ):
         if hasattr(items, "__await__") and callable(getattr(items, "close", None)):
             items.close()  # a coroutine (resume was an async def) would warn, never awaited
@@ -144,8 +145,10 @@ def sync_stream(
                 except StopIteration as end:  # the source ended answering a send() or throw()
                     result = end.value
                 except GeneratorExit:
-                    call.abandon()
-                    _close(iterator)
+                    try:  # the source closed first: its finally runs, whatever a part says
+                        _close(iterator)
+                    finally:
+                        call.abandon()
                     raise
                 except BaseException as failure:  # whoever threw it: the source let it out
                     call.committed(attempt, failure)
@@ -158,8 +161,10 @@ def sync_stream(
                 try:
                     sent = yield item
                 except GeneratorExit:  # the consumer closed the stream: no retry
-                    call.abandon()
-                    _close(iterator)
+                    try:  # the source closed first: its finally runs, whatever a part says
+                        _close(iterator)
+                    finally:
+                        call.abandon()
                     raise
                 except BaseException as thrown:  # the consumer's: passed on, never retried
                     count = state.count = count + 1
@@ -256,8 +261,10 @@ def async_stream(
                     await call.asettle(attempt, None, None)
                     return
                 except GeneratorExit:
-                    call.abandon()
-                    await _aclose(iterator)
+                    try:  # the source closed first: its finally runs, whatever a part says
+                        await _aclose(iterator)
+                    finally:
+                        call.abandon()
                     raise
                 except BaseException as failure:  # whoever threw it: the source let it out
                     call.committed(attempt, failure)
@@ -268,8 +275,10 @@ def async_stream(
                 try:
                     sent = yield item
                 except GeneratorExit:
-                    call.abandon()
-                    await _aclose(iterator)
+                    try:  # the source closed first: its finally runs, whatever a part says
+                        await _aclose(iterator)
+                    finally:
+                        call.abandon()
                     raise
                 except BaseException as thrown:  # the consumer's: passed on, never retried
                     count = state.count = count + 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from itertools import accumulate, repeat
 from operator import add
-from typing import Any
+from typing import Any, cast
 
 from . import _checks, _jitter
 
@@ -96,7 +96,9 @@ def elapsed(delays: Iterable[float]) -> Iterator[float]:
 
 
 def _seconds(delay: Any) -> float:
-    """A delay of the user's iterable as a number of seconds (see the module's docstring)."""
-    if delay.__class__ is float and delay >= 0.0:  # the common case, at once
-        return delay
+    """A delay of the user's iterable as a number of seconds (see the module's
+    docstring); a float or an int that needs no change is itself, at once."""
+    kind = delay.__class__
+    if (kind is float and delay >= 0.0) or (kind is int and 0 <= delay <= _checks.LONGEST):
+        return cast("float", delay)
     return _checks.wait("delays", delay)

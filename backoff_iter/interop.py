@@ -228,7 +228,6 @@ def __getattr__(name: str) -> Any:
     try:  # each adapter lives in the module named after its peer: _urllib3, _httpx
         return getattr(import_module(f"._{peer}", __package__), name)
     except ModuleNotFoundError as error:
-        if (error.name or "").partition(".")[0] != peer:  # another module is missing
-            raise
-        extra = "aws" if peer == "botocore" else "http"
-        raise missing(f"backoff_iter.interop.{name}", peer, extra) from error
+        missing(
+            f"backoff_iter.interop.{name}", peer, "aws" if peer == "botocore" else "http", error
+        )

@@ -66,7 +66,9 @@ __all__ = ["ERROR", "FAILURE", "SUCCESS", "THROTTLE", "NoTimeLeft", "Part"]
 
 #: An attempt's outcome, as parts hear it: a success (a result not retried) ...
 SUCCESS = "success"
-#: ... an exception the policy does not retry (it ends the call) ...
+#: ... an exception the policy does not retry (it ends the call), or a
+#: stream the consumer closed after its items (the outcome None): the
+#: dependency answered, nothing counts against it ...
 ERROR = "error"
 #: ... a failure the policy retries (an exception ``on`` matches, or a
 #: result ``on_result`` accepts) ...
@@ -105,7 +107,7 @@ class Part:
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         """After each attempt that ran: its *outcome* (the exception or the
-        result), *kind* (:data:`~backoff_iter.parts.SUCCESS`,
+        result; None for a stream the consumer closed after items), *kind* (:data:`~backoff_iter.parts.SUCCESS`,
         :data:`~backoff_iter.parts.ERROR`, :data:`~backoff_iter.parts.FAILURE` or
         :data:`~backoff_iter.parts.THROTTLE`), its *number* (from 1) and what the call's
         last retry *spent* (the sum of the parts' :meth:`allow_retry` answers for it)."""

@@ -170,6 +170,7 @@ def test_adaptors_read_odd_delays_as_the_drivers_do():
     (half,) = jittered([Decimal("2")], "equal", rng=Random(1))
     assert 1.0 <= half <= 2.0 and type(half) is float
     assert list(within([1, Decimal("1"), huge, 1], 5)) == [1, Decimal("1")]
+    assert [(total, type(total)) for total in elapsed([1, 2, 3])] == [(1, int), (3, int), (6, int)]
     assert list(elapsed([1.0, Fraction(1, 2), huge, 1.0])) == [1.0, 1.5, math.inf, math.inf]
     odd = [(math.nan, ValueError), (-1.0, ValueError), (-1, ValueError), ("1", TypeError)]
     for adaptor in (lambda d: within(d, 5.0), jittered, elapsed):

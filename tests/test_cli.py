@@ -1479,3 +1479,15 @@ def test_show_plot_bounds_the_sleeps_it_samples(cli, tmp_path):
     )
     assert result.status == 2 and "--samples" in result.err and f"{SAMPLED_AT_MOST:,}" in result.err
     assert not target.exists()
+
+
+def test_choices_that_are_not_strings_are_listed_and_offered_as_they_are():
+    """Number choices (a parser of the CLI's kind, none of its commands has one yet): listed
+    and offered as numbers, as argparse lists them, not as quoted strings."""
+    from backoff_iter.cli._common import ParseError, Parser
+
+    parser = Parser(prog="x")
+    parser.add_argument("--n", type=int, choices=[1, 2, 30])
+    expected = r"invalid choice: 3 \(choose from 1, 2, 30\); did you mean 30\?"
+    with pytest.raises(ParseError, match=expected):
+        parser.parse_args(["--n", "3"])

@@ -701,6 +701,20 @@ def test_without_the_library_the_error_says_what_to_install(
         make()
 
 
+def test_a_module_missing_that_is_not_the_library_is_its_own_error():
+    """The library installed but a module it needs missing (a broken install): that
+    ImportError as it is, not the hint to install the library."""
+    from backoff_iter._extras import missing
+
+    error = ModuleNotFoundError("No module named 'wrapt'", name="wrapt")
+    with pytest.raises(ModuleNotFoundError) as raised:
+        try:
+            raise error
+        except ImportError as caught:
+            missing("opentelemetry()", "opentelemetry-api", "otel", caught, "opentelemetry")
+    assert raised.value is error
+
+
 def test_bad_providers_and_registries_are_rejected_by_name():
     """Something that is not a registry or a provider: TypeError naming the parameter."""
     rejects(lambda: instrument.prometheus(3), TypeError, "registry", "3")

@@ -197,3 +197,27 @@ def test_a_quota_pays_nothing_for_a_jittered_retry_the_deadline_or_an_endless_de
             )
         assert (quota.available, time.slept) == (100.0, [])
         assert [(event.kind, event.reason) for event in events] == [("give_up", reason)]
+
+
+@each_driver
+def test_with_attempt_timeouts_a_jittered_draw_that_leaves_no_time_asks_no_budget(run):
+    """per_failure(jitter="full") with deadline=1 and attempt_timeout: the draw comes first
+    there, and a draw (of up to 5 s) that would leave the next attempt no time ends the call
+    with the quota untouched (asked first, it paid 14 for a retry that never came); a draw
+    that fits is paid for and slept."""
+    from backoff_iter import RetryQuota
+
+    for ceiling, retried in ((5.0, False), (0.01, True)):
+        time, quota, events = FakeTime(), RetryQuota(capacity=100), []
+        schedules = per_failure(default=[ceiling], jitter="full", rng=Random(3))
+        options = {"budget": quota, "deadline": 1.0, "attempt_timeout": 10.0, "on": OSError}
+        operation = Operation([OSError("slow")], time, duration=0.5)
+        if retried:
+            assert run(schedules, operation, time, observe=events.append, **options) == "ok"
+            assert quota.available == 100.0 and len(time.slept) == 1  # paid 14, back on success
+            assert [event.kind for event in events] == ["retry", "success"]
+        else:
+            with pytest.raises(OSError, match="slow"):
+                run(schedules, operation, time, observe=events.append, **options)
+            assert (quota.available, time.slept) == (100.0, [])
+            assert [(event.kind, event.reason) for event in events] == [("give_up", "deadline")]

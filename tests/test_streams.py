@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from itertools import islice
 
@@ -485,6 +486,11 @@ def test_an_object_whose_call_is_a_generator_is_retried_as_a_stream():
     with no_sleep() as slept:
         assert list(retry([0.0] * 2, resume=resume)(Feed())()) == list(range(10))
     assert source.starts == [0, 0, 5] and slept == [0.0, 0.0]
+    source.calls, source.starts = 0, []  # a partial of such an object too
+    with no_sleep():
+        decorated = retry([0.0] * 2, resume=resume)(functools.partial(Feed()))
+        assert list(decorated()) == list(range(10))
+    assert source.starts == [0, 0, 5]
     decorated = retry([0.0] * 2, resume=resume_from_count(source, "aitems"))(AsyncFeed())
     source.calls, source.starts = 0, []
 
@@ -517,9 +523,44 @@ def test_a_stream_closed_after_items_gives_a_half_open_breakers_probe_back(resum
     assert source.closed == 1
 
 
-@pytest.mark.parametrize("returned", [42, None, "coroutine"])
+@pytest.mark.parametrize("resume", [False, True])
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_part_failing_as_a_stream_is_closed_comes_after_the_source_is_closed(form, resume):
+    """A part whose after_attempt raises (a fleet breaker's store unreachable, say) as the
+    consumer closes the stream: its error comes out of close(), but only once the source
+    is closed (its finally run): the part is told after, never in place of the close."""
+    from backoff_iter.parts import Part
+
+    source, closed_when_told = Source(), []
+
+    class Failing(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            closed_when_told.append(source.closed)
+            raise ConnectionError("the part's store is unreachable")
+
+    options = {"resume": resume_from_count(source, "aitems" if form == "async" else "items")}
+    decorated = retry([0.0], parts=[Failing()], **(options if resume else {}))
+    if form == "sync":
+        stream = decorated(source.items)()
+        assert next(stream) == 0
+        with pytest.raises(ConnectionError, match="unreachable"):
+            stream.close()
+    else:
+        stream = decorated(source.aitems)()
+
+        async def main():
+            assert await stream.__anext__() == 0
+            with pytest.raises(ConnectionError, match="unreachable"):
+                await stream.aclose()
+
+        asyncio.run(main())
+    assert source.closed == 1 and closed_when_told == [1]  # closed before the part was told
+
+
+@pytest.mark.parametrize("returned", [42, None, "coroutine", list])
 def test_a_resume_returning_what_is_not_items_ends_the_stream_at_once_naming_resume(returned):
-    """resume returning a number, None or a coroutine (an async def) is the user's bug: an
+    """resume returning a number, None, a coroutine (an async def) or a class (list: iter()
+    asks the type, and a class is no iterable) is the user's bug: an
     ArgumentTypeError naming resume, never retried, even under on=Exception (it was retried
     as a TypeError, resume called again each time); the hooks hear an error; no coroutine is
     left un-awaited to warn."""

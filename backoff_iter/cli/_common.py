@@ -60,12 +60,12 @@ class Parser(argparse.ArgumentParser):
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         choices = action.choices
         if choices is not None and value not in choices:
-            names = [str(choice) for choice in choices]
-            listed = ", ".join(map(repr, names))
+            named = {str(choice): choice for choice in choices}
+            listed = ", ".join(map(repr, named.values()))
             message = f"invalid choice: {value!r} (choose from {listed})"
-            close = closest(str(value), names)
+            close = closest(str(value), list(named))
             if close is not None:
-                message += f"; did you mean {close!r}?"
+                message += f"; did you mean {named[close]!r}?"
             raise argparse.ArgumentError(action, message)
 
     # error() no longer prints, so argparse's writer prints only the help and --version,

@@ -32,8 +32,8 @@ def _redis() -> Any:
     """The redis module, or an error that says how to install it."""
     try:
         import redis
-    except ImportError:
-        raise missing("RedisStore", "redis", "redis") from None
+    except ImportError as error:
+        missing("RedisStore", "redis", "redis", error)
     return redis
 
 

@@ -81,9 +81,8 @@ def opentelemetry(
     try:
         from opentelemetry import metrics, trace
     except ImportError as error:
-        raise missing(
-            "backoff_iter.instrument.opentelemetry()", "opentelemetry-api", "otel", "opentelemetry"
-        ) from error
+        what = "backoff_iter.instrument.opentelemetry()"
+        missing(what, "opentelemetry-api", "otel", error, "opentelemetry")
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -62,12 +62,8 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
     try:
         import prometheus_client
     except ImportError as error:
-        raise missing(
-            "backoff_iter.instrument.prometheus()",
-            "prometheus-client",
-            "prometheus",
-            "prometheus_client",
-        ) from error
+        what = "backoff_iter.instrument.prometheus()"
+        missing(what, "prometheus-client", "prometheus", error, "prometheus_client")
     if registry is None:
         registry = prometheus_client.REGISTRY
     elif not callable(getattr(registry, "register", None)):
