@@ -107,10 +107,11 @@ class Part:
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         """After each attempt that ran: its *outcome* (the exception or the
-        result; None for a stream the consumer closed after items), *kind* (:data:`~backoff_iter.parts.SUCCESS`,
-        :data:`~backoff_iter.parts.ERROR`, :data:`~backoff_iter.parts.FAILURE` or
-        :data:`~backoff_iter.parts.THROTTLE`), its *number* (from 1) and what the call's
-        last retry *spent* (the sum of the parts' :meth:`allow_retry` answers for it)."""
+        result; None for a stream the consumer closed after items), *kind*
+        (:data:`~backoff_iter.parts.SUCCESS`, :data:`~backoff_iter.parts.ERROR`,
+        :data:`~backoff_iter.parts.FAILURE` or :data:`~backoff_iter.parts.THROTTLE`),
+        its *number* (from 1) and what the call's last retry *spent* (the sum
+        of the parts' :meth:`allow_retry` answers for it)."""
 
     def allow_retry(self, outcome: Any, kind: str) -> float:
         """May the call retry *outcome* (of *kind*) now?  Asked last, once the
