@@ -155,7 +155,8 @@ def sync_stream(
                     raise
                 call.settle(attempt, None, result)
                 return result
-            step, send = iterator.__next__, getattr(iterator, "send", None)
+            step = iterator.__next__
+            send = getattr(iterator, "send", None) or _unsendable(iterator)
             count = state.count  # kept in a local per item, in the state when it is read
             while True:  # a resumable stream's items, counted: each goes on as it comes
                 try:
@@ -169,8 +170,14 @@ def sync_stream(
                 except BaseException as thrown:  # the consumer's: passed on, never retried
                     count = state.count = count + 1
                     state.last = item
+                    if not hasattr(iterator, "throw"):  # it cannot take it: back to the consumer
+                        try:
+                            _close(iterator)
+                        finally:
+                            call.abandon()
+                        raise
                     try:
-                        item = _throw(iterator, thrown)
+                        item = iterator.throw(thrown)
                     except StopIteration as end:  # the source ended: so does the stream
                         call.settle(attempt, None, end.value)
                         return end.value
@@ -180,19 +187,42 @@ def sync_stream(
                     continue
                 count += 1
                 try:
-                    item = step() if sent is None or send is None else send(sent)
+                    item = step() if sent is None else send(sent)
                 except StopIteration as end:
                     state.count, state.last = count, item
                     call.settle(attempt, None, end.value)
                     return end.value
                 except BaseException as failure:
                     state.count, state.last = count, item  # item: the last one delivered
+                    if failure.__class__ is _Unsendable:  # the consumer's send(): its own error
+                        try:
+                            _close(iterator)
+                        finally:
+                            call.abandon()
+                        raise
                     call.restart_schedule()  # it delivered since its last failure
                     if call.settle(attempt, failure, _NO_RESULT):
                         break  # resumed by the next attempt
                     raise
 
     return stream
+
+
+class _Unsendable(TypeError):
+    """The consumer sent a value into a stream whose resumed source takes none
+    (a plain iterator): its own error, which ends the stream, never retried."""
+
+
+def _unsendable(iterator: Any, method: str = "send") -> Callable[[Any], Any]:
+    """What a value sent to *iterator*, which has no *method*, raises."""
+
+    def refuse(value: Any) -> Any:
+        raise _Unsendable(
+            f"cannot {method}() {value!r} into this stream: its source, resumed as"
+            f" {iterator!r}, takes no {method}() (a generator does)"
+        )
+
+    return refuse
 
 
 def _close(iterator: Any) -> None:
@@ -269,7 +299,8 @@ def async_stream(
                 except BaseException as failure:  # whoever threw it: the source let it out
                     call.committed(attempt, failure)
                     raise
-            step, asend = iterator.__anext__, getattr(iterator, "asend", None)
+            step = iterator.__anext__
+            asend = getattr(iterator, "asend", None) or _unsendable(iterator, "asend")
             count = state.count  # kept in a local per item, in the state when it is read
             while True:
                 try:
@@ -283,8 +314,14 @@ def async_stream(
                 except BaseException as thrown:  # the consumer's: passed on, never retried
                     count = state.count = count + 1
                     state.last = item
+                    if not hasattr(iterator, "athrow"):  # it cannot take it: back to the consumer
+                        try:
+                            await _aclose(iterator)
+                        finally:
+                            call.abandon()
+                        raise
                     try:
-                        item = await _athrow(iterator, thrown)
+                        item = await iterator.athrow(thrown)
                     except StopAsyncIteration:
                         await call.asettle(attempt, None, None)
                         return
@@ -294,13 +331,19 @@ def async_stream(
                     continue
                 count += 1
                 try:
-                    item = await (step() if sent is None or asend is None else asend(sent))
+                    item = await (step() if sent is None else asend(sent))
                 except StopAsyncIteration:
                     state.count, state.last = count, item
                     await call.asettle(attempt, None, None)
                     return
                 except BaseException as failure:
                     state.count, state.last = count, item  # item: the last one delivered
+                    if failure.__class__ is _Unsendable:  # the consumer's asend(): its own error
+                        try:
+                            await _aclose(iterator)
+                        finally:
+                            call.abandon()
+                        raise
                     call.restart_schedule()
                     if await call.asettle(attempt, failure, _NO_RESULT):
                         break

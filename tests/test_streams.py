@@ -557,6 +557,68 @@ def test_a_part_failing_as_a_stream_is_closed_comes_after_the_source_is_closed(f
     assert source.closed == 1 and closed_when_told == [1]  # closed before the part was told
 
 
+def test_send_and_throw_into_a_stream_resumed_from_a_plain_iterator_are_the_consumers():
+    """A stream resumed from a list's iterator (no send, no throw): a value sent is refused
+    with TypeError, never dropped (the next item came as if nothing was sent); what is thrown
+    in comes back as itself, and a StopIteration thrown is never taken for the stream's end
+    (the hooks heard a success); each ends the stream, retrying nothing."""
+
+    def cut():
+        yield 0
+        raise ConnectionError("cut")
+
+    def make(events):
+        return retry([0.0], resume=lambda state: [1, 2, 3], observe=events.append)(cut)
+
+    for into, raised in (
+        (lambda stream: stream.send("hello"), TypeError),
+        (lambda stream: stream.throw(ValueError("the consumer's")), ValueError),
+        (lambda stream: stream.throw(StopIteration("the consumer's")), RuntimeError),
+    ):
+        events = []
+        stream = make(events)()
+        with no_sleep():
+            assert [next(stream), next(stream)] == [0, 1]  # resumed after the cut
+            with pytest.raises(raised):
+                into(stream)
+        assert [event.kind for event in events] == ["retry"]  # no success, no second retry
+        with pytest.raises(StopIteration):
+            next(stream)  # the stream is over
+
+
+def test_asend_and_athrow_into_an_async_stream_resumed_from_a_plain_async_iterator():
+    """The async twin: a resumed source with no asend and no athrow (a plain async
+    iterator): a value sent is refused with TypeError, what is thrown in comes back."""
+
+    class Items:
+        def __init__(self, items):
+            self.items = iter(items)
+
+        def __aiter__(self):
+            return self
+
+        async def __anext__(self):
+            for item in self.items:
+                return item
+            raise StopAsyncIteration
+
+    async def cut():
+        yield 0
+        raise ConnectionError("cut")
+
+    async def main(into, raised):
+        events = []
+        stream = retry([0.0], resume=lambda state: Items([1, 2]), observe=events.append)(cut)()
+        with no_sleep():
+            assert [await stream.__anext__(), await stream.__anext__()] == [0, 1]
+            with pytest.raises(raised):
+                await into(stream)
+        assert [event.kind for event in events] == ["retry"]
+
+    asyncio.run(main(lambda stream: stream.asend("hello"), TypeError))
+    asyncio.run(main(lambda stream: stream.athrow(ValueError("the consumer's")), ValueError))
+
+
 @pytest.mark.parametrize("returned", [42, None, "coroutine", list])
 def test_a_resume_returning_what_is_not_items_ends_the_stream_at_once_naming_resume(returned):
     """resume returning a number, None, a coroutine (an async def) or a class (list: iter()
