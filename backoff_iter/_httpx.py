@@ -59,7 +59,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     it runs on the same driver core.  *on* defaults, as everywhere, to
     :func:`~backoff_iter.is_transient`, which holds httpx's
     ``TransportError`` and ``TimeoutError``; *on_result* retries a response
-    beyond *statuses*; *retry_after* replaces the ``Retry-After`` header as
+    beyond *statuses* (it is handed each response read, so that it may look
+    at the body: a streamed one is then read whole); *retry_after* replaces the ``Retry-After`` header as
     the server's hint.  *attempt_timeout* (seconds, or an iterable or
     factory of them) becomes httpx's timeout of each attempt - connecting,
     writing, reading and waiting for the pool - shortened to the deadline;
@@ -153,8 +154,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             with attempt:
                 _time_limit(request, attempt.timeout)
                 response = transport.handle_request(request)
-                if response.status_code in self.statuses:
-                    response.read()  # kept whole if it is the last
+                if response.status_code in self.statuses or self._on_result is not None:
+                    response.read()  # kept whole if it is the last; on_result may read it
                 attempt.set_result(response)
         assert response is not None  # the loop ends with a response, or raises
         return response
@@ -171,7 +172,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             async with attempt:
                 _time_limit(request, attempt.timeout)
                 response = await transport.handle_async_request(request)
-                if response.status_code in self.statuses:
+                if response.status_code in self.statuses or self._on_result is not None:
                     await response.aread()
                 attempt.set_result(response)
         assert response is not None

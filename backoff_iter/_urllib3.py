@@ -173,6 +173,12 @@ class Urllib3Retry(Retry):
             return self.get_retry_after(response)
         return None
 
+    def sleep_for_retry(self, response: BaseHTTPResponse) -> bool:
+        """What urllib3's pool calls after following a redirect (with
+        ``time.sleep`` of the response's ``Retry-After``): a redirect is no
+        retry, and takes no sleep."""
+        return False
+
     def sleep(self, response: BaseHTTPResponse | None = None) -> None:
         """Sleep the schedule's delay, raised to the server's hint."""
         delay = sleep_for(self.get_backoff_time(), self._hint(response))

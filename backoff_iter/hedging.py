@@ -46,14 +46,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 from . import _checks, _sleeping
 from ._core import Call
 from ._filters import matches
-from ._options import Policy
+from ._options import HedgeOptions, Policy
 from .hints import server_wait, sleep_for
 from .parts import FAILURE, SUCCESS
 
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec, Unpack
-
-    from ._options import HedgeOptions
 
     P = ParamSpec("P")
 
@@ -88,6 +86,14 @@ class _Hedging:
             self._factory = _checks.reusable_delays("delays", delays)
         else:
             self._factory, _ = _checks.delays_factory("delays", delays)
+        for option, value in options.items():  # a retry driver's option hedging cannot use
+            if option not in HedgeOptions.__annotations__:
+                taken = ", ".join(HedgeOptions.__annotations__)
+                raise _checks.ArgumentTypeError(
+                    option,
+                    f"hedging takes no {option}= option, got {option}={_checks.short(value)}:"
+                    f" it takes {taken}",
+                )
         self.policy = Policy(None, **options)
 
     def _gaps(self) -> Iterator[float]:
@@ -116,14 +122,17 @@ class _Hedging:
     async def run(self, call: Callable[[], Awaitable[R]], name: str) -> R:
         """Run one hedged call of *call*: its attempts, in tasks named after *name*."""
         policy = self.policy
-        events = Call(policy, None)  # the call's events: its hooks, its clock, its id
+        events = Call(policy, policy.clock())  # the call's events: its hooks, clock and id
         group: _Attempts = (
             _TrioAttempts(call, name)
             if _sleeping.running_library() == "trio"
             else _AsyncioAttempts(call, name)
         )
         async with group:
-            outcome, failed = await self._hedge(group, events)
+            try:
+                outcome, failed = await self._hedge(group, events)
+            except Exception as error:  # hedging's own (a hook's, a bad delay's): raised below,
+                outcome, failed = error, True  # out of the group, as under asyncio (not wrapped)
         if failed:  # raised out of the group (a nursery would wrap it), holding no local: no cycle
             try:
                 raise outcome
@@ -146,6 +155,7 @@ class _Hedging:
         took: dict[int, float] = {}  # what the parts' allow_retry took for each hedge
         last: Any = None  # the latest outcome, an exception or a rejected result
         failed = True  # ... whether it is an exception
+        reason = "exhausted"  # why no hedge is left, once none is
         while True:
             if due is not None:
                 now = group.now()
@@ -153,7 +163,7 @@ class _Hedging:
                     if number:
                         taken = _allowed(policy, trigger)
                         if not taken:  # A6: hedges never wait for the budget
-                            due = None
+                            due, reason = None, "budget"
                             continue
                         took[number + 1] = taken
                     gap = next(gaps, None)
@@ -198,10 +208,11 @@ class _Hedging:
                     now = group.now()
                     hint = self._hint(last)
                     if hint is not None:
-                        if sleep_for(0.0, hint) == _INF:  # longer than can be waited: no more
+                        wait = sleep_for(0.0, hint, policy.retry_after_beyond)
+                        if wait == _INF:  # longer than can be waited: no more
                             due = None
                         else:
-                            not_before = max(not_before, now + hint)
+                            not_before = max(not_before, now + wait)
                     if due is not None:
                         due = max(now, not_before)
                     trigger = last
@@ -209,7 +220,7 @@ class _Hedging:
                     wait = 0.0 if due is None else max(0.0, due - group.now())
                     events.emit("retry", last, attempt, wait)
         if events._failure_hooks:
-            events.emit("give_up", last, number, reason="exhausted")
+            events.emit("give_up", last, number, reason=reason)
         return last, failed
 
     async def _cancel_rest(self, group: _Attempts, events: Call) -> list[int]:

@@ -72,7 +72,8 @@ def tenacity_wait(delays: Delays | Iterable[float]) -> wait_base:
     ('ok', [0.5, 1.0])
 
     If the schedule may end before tenacity's own stop does, use
-    :func:`tenacity_schedule`: a bare wait that runs out raises ``RuntimeError``.
+    :func:`tenacity_schedule`: a bare wait that runs out before the stop
+    raises ``RuntimeError`` (one that runs out as the stop comes is fine).
     """
     wait_class, _ = _tenacity_classes()
     return wait_class(_Schedules(_checks.reusable_delays("delays", delays), stops=False))
@@ -128,6 +129,12 @@ class _Schedules:
 _TENACITY: tuple[Any, Any] | None = None
 
 
+def _stops_now(retry_state: Any) -> bool:
+    """Whether tenacity's own ``stop=`` ends the call at this retry state."""
+    stop = getattr(getattr(retry_state, "retry_object", None), "stop", None)
+    return callable(stop) and bool(stop(retry_state))
+
+
 def _tenacity_classes() -> tuple[
     Callable[[_Schedules], wait_base], Callable[[_Schedules], stop_base]
 ]:
@@ -147,7 +154,9 @@ def _tenacity_classes() -> tuple[
                 retry = retry_state.attempt_number
                 delay = self.schedules.of(retry_state).delay(retry)
                 if delay is None:
-                    if self.schedules.stops:  # tenacity asks the wait first, then the stop
+                    # tenacity asks the wait first, then the stop: ours (tenacity_schedule's)
+                    # or tenacity's own that stops here too needs no delay at all
+                    if self.schedules.stops or _stops_now(retry_state):
                         return 0.0
                     raise RuntimeError(
                         f"the delays had no finite delay for retry {retry}: stop"

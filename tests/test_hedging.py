@@ -1077,3 +1077,45 @@ def test_a_failing_hedged_call_leaves_nothing_for_the_cyclic_collector(library):
     else:
         found = asyncio.run(garbage())
     assert found == 0
+
+
+@pytest.mark.parametrize(
+    "option", [{"deadline": 1.0}, {"attempt_timeout": 1.0}, {"breaker": None}, {"sleep": None}]
+)
+def test_a_retry_drivers_option_hedging_cannot_use_is_refused_not_ignored(option):
+    """deadline=, attempt_timeout=, breaker=, sleep= ...: options of the retry drivers that
+    hedging has no use for are refused naming the option (a deadline was accepted and
+    ignored: the call ran unbounded), by hedge at decoration and by hedged."""
+    (name,) = option
+    rejects(lambda: hedge([0.1], **option), TypeError, name, f"{name}=", "retry_after_beyond")
+    with pytest.raises(TypeError, match=f"hedging takes no {name}= option"):
+        run(hedged(Script(answer("first")), [0.1], **option))
+
+
+def test_retry_after_beyond_bounds_how_far_a_hint_holds_the_next_hedge_back():
+    """A hint of 10 s with retry_after_beyond=0.02: the next hedge goes 20 ms after the
+    failure, not 10 s (the option was accepted and not used)."""
+    script = Script(fail(ConnectionError("slow down")), answer("second"))
+    hedging = hedged(script, [3600], retry_after=lambda outcome: 10.0, retry_after_beyond=0.02)
+    assert run(hedging) == "second"
+    assert 0.02 - SLACK <= script.started[1] - script.started[0] < 1.0
+
+
+def test_the_events_elapsed_counts_from_the_start_of_the_call():
+    """The hedge sent after 30 ms says elapsed >= 30 ms (it said 0.0: the clock started at
+    the first event), and the winner's success after it says more."""
+    events = []
+    script = Script(answer("first", after=0.06), answer("second"))
+    assert run(hedged(script, [0.03], observe=events.append)) == "second"
+    hedge_event, *_, success = events
+    assert hedge_event.kind == "hedge" and hedge_event.elapsed >= 0.03 - SLACK
+    assert success.kind == "success" and success.elapsed >= hedge_event.elapsed
+
+
+def test_a_budget_that_stops_the_hedges_is_the_give_ups_reason():
+    """No hedge left because the budget refused: the give-up says "budget", not "exhausted"."""
+    events = []
+    script = Script(fail(ConnectionError("down")), answer("never"))
+    with pytest.raises(ConnectionError):
+        run(hedged(script, [0.01], budget=drained(), observe=events.append))
+    assert [(event.kind, event.reason) for event in events][-1] == ("give_up", "budget")

@@ -172,6 +172,22 @@ def test_tenacity_running_out_of_delays_says_so():
         retrying(failing(3))
 
 
+def test_tenacity_delays_that_end_with_its_stop_end_the_call_with_its_error():
+    """Two delays and stop_after_attempt(3): tenacity asks the wait of retry 3 before its
+    stop, and the delays have none; the stop ends the call there, so no RuntimeError
+    (there was one): the call's own OSError, after sleeping both delays."""
+    slept = []
+    retrying = tenacity.Retrying(
+        wait=tenacity_wait([0.5, 1.0]),
+        stop=tenacity.stop_after_attempt(3),
+        reraise=True,
+        sleep=slept.append,
+    )
+    with pytest.raises(OSError, match="flaky"):
+        retrying(failing(5))
+    assert slept == [0.5, 1.0]
+
+
 # -- backoff ------------------------------------------------------------------------------
 
 
@@ -921,6 +937,27 @@ def test_urllib3_a_redirect_is_followed_when_the_schedule_is_empty():
     assert [path for _, path, _ in script.seen] == ["/thing", "/moved"] and slept == []
 
 
+def test_urllib3_a_same_host_redirect_with_retry_after_takes_no_sleep(monkeypatch):
+    """urllib3's pool follows a same-host 302 carrying Retry-After: 7 itself, and asked the
+    retry to sleep it with time.sleep - past sleep= and no_sleep(). A redirect is not a
+    retry: nothing is slept, by either."""
+    import time as time_module
+
+    import urllib3
+
+    real_sleeps = []
+    monkeypatch.setattr(time_module, "sleep", real_sleeps.append)
+    answers = [(302, {"Location": "/moved", "Retry-After": "7"}, b"")]
+    slept = []
+    with Script(answers) as script:
+        retry = Urllib3Retry(delays=[0.5], total=3, sleep=slept.append)
+        port = script.http.server_address[1]
+        with urllib3.HTTPConnectionPool("127.0.0.1", port, retries=retry) as pool:
+            assert pool.urlopen("GET", "/thing", redirect=True).status == 200
+    assert [path for _, path, _ in script.seen] == ["/thing", "/moved"]
+    assert (slept, real_sleeps) == ([], [])
+
+
 def test_urllib3_a_bad_factory_is_named_as_delays_at_the_first_retry():
     """A factory returning a non-iterable fails when the first retry draws from it, naming delays."""
     with Script([BUSY]) as script:
@@ -1098,6 +1135,32 @@ def test_httpx_an_attempt_timeout_beyond_any_socket_is_no_limit(mode):
 
                 assert asyncio.run(get()).status_code == 200
     assert seen == [dict.fromkeys(("connect", "read", "write", "pool"))] * 6
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_on_result_is_handed_each_response_read(mode):
+    """on_result looking at the body (response.json() say): it is handed each response read
+    (it got one unread: httpx.ResponseNotRead), and the one it rejects is read and closed."""
+    answers = [(200, {}, b"again"), (200, {}, b"done")]
+    bodies = []
+
+    def again(response):
+        bodies.append(response.content)
+        return response.content == b"again"
+
+    with Script(answers) as script, no_sleep():
+        transport = RetryTransport(delays=[0.0], on_result=again)
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                assert client.get(script.url).content == b"done"
+        else:
+
+            async def get(transport=transport, url=script.url):
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return await client.get(url)
+
+            assert asyncio.run(get()).content == b"done"
+    assert bodies == [b"again", b"done"]
 
 
 @pytest.mark.parametrize("statuses", [["503"], {True}])

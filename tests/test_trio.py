@@ -124,6 +124,38 @@ def test_hedged_under_trio_raises_the_last_failure_when_every_attempt_fails():
         run_trio(lambda: hedged(down, [0.1]))
 
 
+def test_hedgings_own_errors_under_trio_come_out_as_themselves_not_in_a_group():
+    """A bad hint, a bad delay, a failing hook: raised by hedging itself while attempts run
+    in trio's nursery, they come out as themselves, as under asyncio (trio wrapped them
+    in an ExceptionGroup, which `except ArgumentValueError` does not catch)."""
+    from backoff_iter._checks import ArgumentValueError
+
+    async def down():
+        raise ConnectionError("down")
+
+    async def slow():
+        await trio.sleep(100)
+
+    def delays():
+        yield 1.0
+        yield -5
+
+    def hook(event):
+        raise RuntimeError("the hook's")
+
+    for make, error, match in (
+        (
+            lambda: hedged(down, [1.0, 1.0], retry_after=lambda outcome: -1),
+            ArgumentValueError,
+            "-1",
+        ),
+        (lambda: hedged(slow, delays), ArgumentValueError, "-5"),
+        (lambda: hedged(slow, [1.0], observe=hook), RuntimeError, "the hook's"),
+    ):
+        with pytest.raises(error, match=match):
+            run_trio(make)
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_under_anyio_on_either_backend_the_drivers_and_hedging_need_no_sleep(backend):
     """anyio.run on asyncio and on trio: aretrying, @retry and hedged work with their defaults."""
