@@ -60,8 +60,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     :func:`~backoff_iter.is_transient`, which holds httpx's
     ``TransportError`` and ``TimeoutError``; *on_result* retries a response
     beyond *statuses* (it is handed each response read, so that it may look
-    at the body: a streamed one is then read whole); *retry_after* replaces the ``Retry-After`` header as
-    the server's hint.  *attempt_timeout* (seconds, or an iterable or
+    at the body: a streamed one is then read whole); *retry_after* replaces
+    the ``Retry-After`` header as the server's hint.  *attempt_timeout* (seconds, or an iterable or
     factory of them) becomes httpx's timeout of each attempt - connecting,
     writing, reading and waiting for the pool - shortened to the deadline;
     with ``AsyncClient`` the attempt is also cancelled at it, and its
