@@ -53,15 +53,17 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     can be sent again (no body, or bytes: a generator's body is sent once).
     When nothing is left to try - the delays, *deadline* or *budget* say so
     - the last response is returned (it never raises for a status) or the
-    last exception raised.  Every response it discards is read and closed.
+    last exception raised.  Every response it discards is closed, one
+    retried for its status read first (its connection goes back to the pool).
 
     *options* are those of every driver (:class:`~backoff_iter.RetryOptions`):
     it runs on the same driver core.  *on* defaults, as everywhere, to
     :func:`~backoff_iter.is_transient`, which holds httpx's
     ``TransportError`` and ``TimeoutError``; *on_result* retries a response
-    beyond *statuses* (it is handed each response read, so that it may look
-    at the body: a streamed one is then read whole); *retry_after* replaces
-    the ``Retry-After`` header as the server's hint.  *attempt_timeout* (seconds, or an iterable or
+    beyond *statuses* (it is handed each response as the transport gets it,
+    its body unread - a stream may be endless: it may look at the status
+    and headers, or, with a sync ``Client``, call ``response.read()``);
+    *retry_after* replaces the ``Retry-After`` header as the server's hint.  *attempt_timeout* (seconds, or an iterable or
     factory of them) becomes httpx's timeout of each attempt - connecting,
     writing, reading and waiting for the pool - shortened to the deadline;
     with ``AsyncClient`` the attempt is also cancelled at it, and its
@@ -154,8 +156,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             with attempt:
                 _time_limit(request, attempt.timeout)
                 response = transport.handle_request(request)
-                if response.status_code in self.statuses or self._on_result is not None:
-                    response.read()  # kept whole if it is the last; on_result may read it
+                if response.status_code in self.statuses:
+                    response.read()  # kept whole if it is the last
                 attempt.set_result(response)
         assert response is not None  # the loop ends with a response, or raises
         return response
@@ -172,7 +174,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             async with attempt:
                 _time_limit(request, attempt.timeout)
                 response = await transport.handle_async_request(request)
-                if response.status_code in self.statuses or self._on_result is not None:
+                if response.status_code in self.statuses:
                     await response.aread()
                 attempt.set_result(response)
         assert response is not None

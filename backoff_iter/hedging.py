@@ -210,7 +210,7 @@ class _Hedging:
                     if hint is not None:
                         wait = sleep_for(0.0, hint, policy.retry_after_beyond)
                         if wait == _INF:  # longer than can be waited: no more
-                            due = None
+                            due, reason = None, "retry_after"
                         else:
                             not_before = max(not_before, now + wait)
                     if due is not None:

@@ -130,9 +130,18 @@ _TENACITY: tuple[Any, Any] | None = None
 
 
 def _stops_now(retry_state: Any) -> bool:
-    """Whether tenacity's own ``stop=`` ends the call at this retry state."""
+    """Whether tenacity's own ``stop=`` ends the call at this attempt: a
+    ``stop_after_attempt`` (alone or in ``a | b``) reached.  The one stop
+    asked ahead, as it reads nothing but the attempt's number; any other
+    (a clock's, an async one, the user's) is never called from here."""
+    from tenacity.stop import stop_after_attempt, stop_any
+
     stop = getattr(getattr(retry_state, "retry_object", None), "stop", None)
-    return callable(stop) and bool(stop(retry_state))
+    stops = stop.stops if isinstance(stop, stop_any) else (stop,)
+    number = retry_state.attempt_number
+    return any(
+        isinstance(one, stop_after_attempt) and number >= one.max_attempt_number for one in stops
+    )
 
 
 def _tenacity_classes() -> tuple[

@@ -1112,6 +1112,20 @@ def test_the_events_elapsed_counts_from_the_start_of_the_call():
     assert success.kind == "success" and success.elapsed >= hedge_event.elapsed
 
 
+def test_a_hint_too_long_to_wait_is_the_give_ups_reason():
+    """A hint beyond any wait stops the hedges: the give-up says "retry_after", as the
+    retry drivers say it (it said "exhausted")."""
+    events = []
+    script = Script(fail(ConnectionError("down")), answer("never"))
+    hedging = hedged(
+        script, [0.01], retry_after=lambda o: 10**400, retry_after_max=math.inf,
+        observe=events.append,
+    )  # fmt: skip
+    with pytest.raises(ConnectionError):
+        run(hedging)
+    assert [(event.kind, event.reason) for event in events][-1] == ("give_up", "retry_after")
+
+
 def test_a_budget_that_stops_the_hedges_is_the_give_ups_reason():
     """No hedge left because the budget refused: the give-up says "budget", not "exhausted"."""
     events = []

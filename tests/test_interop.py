@@ -172,6 +172,52 @@ def test_tenacity_running_out_of_delays_says_so():
         retrying(failing(3))
 
 
+@pytest.mark.parametrize(
+    "stop", ["a clock's stop", "an async stop"], ids=["stop_before_delay", "async"]
+)
+def test_tenacity_a_stop_other_than_after_attempt_is_never_asked_ahead(stop):
+    """Delays running out at retry 3 under a stop the wait cannot ask ahead (one reading the
+    clock and the upcoming sleep, or an async one, whose coroutine was taken for True):
+    RuntimeError as before, no attempt sent without its delay, no coroutine left unawaited."""
+    import warnings
+
+    now = [0.0]
+
+    def call():
+        now[0] += 3.0
+        raise OSError("flaky")
+
+    if stop == "an async stop":
+
+        async def later(retry_state):
+            return retry_state.attempt_number >= 5
+
+        async def main():
+            retrying = tenacity.AsyncRetrying(
+                wait=tenacity_wait([0.1, 0.2]), stop=later, sleep=asyncio.sleep
+            )
+            async for attempt in retrying:
+                with attempt:
+                    call()
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with no_sleep(), pytest.raises(RuntimeError, match="retry 3"):
+                asyncio.run(main())
+    else:
+        retrying = tenacity.Retrying(
+            wait=tenacity_wait([1.0, 1.0]),
+            stop=tenacity.stop_before_delay(11.5),
+            sleep=lambda s: now.__setitem__(0, now[0] + s),
+        )
+        import time as time_module
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(time_module, "monotonic", lambda: now[0])
+            with pytest.raises(RuntimeError, match="retry 3"):
+                retrying(call)
+
+
 def test_tenacity_delays_that_end_with_its_stop_end_the_call_with_its_error():
     """Two delays and stop_after_attempt(3): tenacity asks the wait of retry 3 before its
     stop, and the delays have none; the stop ends the call there, so no RuntimeError
@@ -180,6 +226,16 @@ def test_tenacity_delays_that_end_with_its_stop_end_the_call_with_its_error():
     retrying = tenacity.Retrying(
         wait=tenacity_wait([0.5, 1.0]),
         stop=tenacity.stop_after_attempt(3),
+        reraise=True,
+        sleep=slept.append,
+    )
+    with pytest.raises(OSError, match="flaky"):
+        retrying(failing(5))
+    assert slept == [0.5, 1.0]
+    slept.clear()  # the same in `a | b`
+    retrying = tenacity.Retrying(
+        wait=tenacity_wait([0.5, 1.0]),
+        stop=tenacity.stop_after_attempt(3) | tenacity.stop_after_delay(3600),
         reraise=True,
         sleep=slept.append,
     )
@@ -1137,30 +1193,21 @@ def test_httpx_an_attempt_timeout_beyond_any_socket_is_no_limit(mode):
     assert seen == [dict.fromkeys(("connect", "read", "write", "pool"))] * 6
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_httpx_on_result_is_handed_each_response_read(mode):
-    """on_result looking at the body (response.json() say): it is handed each response read
-    (it got one unread: httpx.ResponseNotRead), and the one it rejects is read and closed."""
+def test_httpx_on_result_gets_each_response_unread_and_a_stream_stays_a_stream():
+    """on_result is handed the response as the transport gets it: a sync client's predicate
+    may read the body itself (response.read()); one that looks at the status only leaves a
+    streamed response unread, to be streamed (reading it for on_result broke client.stream:
+    StreamConsumed, and an endless stream would hang)."""
     answers = [(200, {}, b"again"), (200, {}, b"done")]
-    bodies = []
-
-    def again(response):
-        bodies.append(response.content)
-        return response.content == b"again"
-
     with Script(answers) as script, no_sleep():
-        transport = RetryTransport(delays=[0.0], on_result=again)
-        if mode == "sync":
-            with httpx.Client(transport=transport) as client:
-                assert client.get(script.url).content == b"done"
-        else:
-
-            async def get(transport=transport, url=script.url):
-                async with httpx.AsyncClient(transport=transport) as client:
-                    return await client.get(url)
-
-            assert asyncio.run(get()).content == b"done"
-    assert bodies == [b"again", b"done"]
+        transport = RetryTransport(delays=[0.0], on_result=lambda r: r.read() == b"again")
+        with httpx.Client(transport=transport) as client:
+            assert client.get(script.url).content == b"done"
+    with Script([(200, {}, b"streamed")]) as script, no_sleep():
+        transport = RetryTransport(delays=[0.0], on_result=lambda r: r.status_code == 500)
+        with httpx.Client(transport=transport) as client:
+            with client.stream("GET", script.url) as response:
+                assert b"".join(response.iter_raw()) == b"streamed"
 
 
 @pytest.mark.parametrize("statuses", [["503"], {True}])
