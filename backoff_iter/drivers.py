@@ -306,7 +306,6 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
 def _is_generator(func: object) -> str:
     """``"sync"`` or ``"async"`` for a generator function (a partial of one
     too, or an object whose __call__ is one), ``""`` for anything else."""
-    import functools
     import inspect  # only when decorating: it is slow to import
 
     while isinstance(func, functools.partial):  # (inspect unwraps a partial of a function only)
