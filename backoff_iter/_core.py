@@ -469,7 +469,7 @@ class Call:
         deadline = self.policy.deadline
         if deadline is not None:
             remaining = deadline - self.elapsed()
-            if remaining <= 0.0 or (delay >= remaining and self.policy.timeout_part is not None):
+            if remaining <= 0.0 or self._leaves_no_time(delay, remaining):
                 self.number -= 1
                 self.state = _DONE
                 self._give_up(attempt, outcome, "deadline")
@@ -620,22 +620,26 @@ class Call:
         deadline = self.policy.deadline
         if delay.ceiling == _INF:  # no next attempt, whatever the draw: nothing to ask
             return _END, "exhausted", False
+        drawn = None
         if deadline is not None:
             left = deadline - self.elapsed()
             if left <= 0.0:
                 return _END, "deadline", False
             if self.policy.timeout_part is not None:
                 drawn = delay.draw()
-                if drawn >= left:
+                if self._leaves_no_time(drawn, left):
                     return _END, "deadline", False
-                if self._allowed(outcome, kind):
-                    return drawn, "exhausted", True
-                self.refused = delay
-                return _END, "budget", False
-        if self._allowed(outcome, kind):
-            return delay.draw(), "exhausted", True
-        self.refused = delay
-        return _END, "budget", False
+        if not self._allowed(outcome, kind):
+            self.refused = delay
+            return _END, "budget", False
+        return delay.draw() if drawn is None else drawn, "exhausted", True
+
+    def _leaves_no_time(self, delay: float, remaining: float) -> bool:
+        """Whether a sleep of *delay*, with *remaining* seconds to the deadline,
+        leaves the attempt after it no time: its timeout (``attempt_timeout``,
+        cut to the deadline) would end as it began - a timeout of 0, which a
+        socket takes for "do not wait at all".  Then the call ends instead."""
+        return delay >= remaining and self.policy.timeout_part is not None
 
     def _unusual(self, given: Any, number: int) -> float:
         """A delay that is not a float within [0, ENDLESS_DELAY] (nor _END):
@@ -656,11 +660,11 @@ class Call:
     def _warn_endless(self, delay: float) -> None:
         """Warn once per policy about a schedule that looks endless: one that
         gave many delays (since it last started over) or a very long one."""
-        if self.number - self._fresh_from <= ENDLESS_RETRIES and delay <= ENDLESS_DELAY:
+        retries = self.number - self._fresh_from  # (since a stream's schedule last started over)
+        if retries <= ENDLESS_RETRIES and delay <= ENDLESS_DELAY:
             return  # a stream's schedule restarted after progress: not endless (yet)
         policy = self.policy
         policy.mark_warned()
-        retries = self.number - self._fresh_from  # (since a stream's schedule last started over)
         seen = f"{retries} retries" if retries > ENDLESS_RETRIES else f"a delay of {delay:g} s"
         warnings.warn(
             f"the retry policy {policy.name!r} has run {seen} with no deadline: its"
@@ -692,8 +696,8 @@ class Call:
             remaining = policy.deadline - self.elapsed()
             if remaining <= 0 or (hint is not None and hint > remaining):
                 return _END, "deadline"  # no room left, or not for the wait the server asked
-            if delay >= remaining and policy.timeout_part is not None:
-                return _END, "deadline"  # the next attempt's timeout would end as it began
+            if self._leaves_no_time(delay, remaining):
+                return _END, "deadline"
             if delay > remaining:  # shortened to end at the deadline: the last try
                 delay, final = remaining, True
         if not asked and not self._allowed(outcome, kind):
