@@ -31,7 +31,7 @@ from typing import Any
 
 from . import _checks, _timeouts
 from ._attempt import _NO_RESULT
-from ._core import begin
+from ._core import Call, begin
 from ._options import Policy
 
 __all__ = ["StreamState"]
@@ -145,10 +145,7 @@ def sync_stream(
                 except StopIteration as end:  # the source ended answering a send() or throw()
                     result = end.value
                 except GeneratorExit:
-                    try:  # the source closed first: its finally runs, whatever a part says
-                        _close(iterator)
-                    finally:
-                        call.abandon()
+                    _abandon(call, iterator)
                     raise
                 except BaseException as failure:  # whoever threw it: the source let it out
                     call.committed(attempt, failure)
@@ -162,19 +159,13 @@ def sync_stream(
                 try:
                     sent = yield item
                 except GeneratorExit:  # the consumer closed the stream: no retry
-                    try:  # the source closed first: its finally runs, whatever a part says
-                        _close(iterator)
-                    finally:
-                        call.abandon()
+                    _abandon(call, iterator)
                     raise
                 except BaseException as thrown:  # the consumer's: passed on, never retried
                     count = state.count = count + 1
                     state.last = item
                     if not hasattr(iterator, "throw"):  # it cannot take it: back to the consumer
-                        try:
-                            _close(iterator)
-                        finally:
-                            call.abandon()
+                        _abandon(call, iterator)
                         raise
                     try:
                         item = iterator.throw(thrown)
@@ -195,10 +186,7 @@ def sync_stream(
                 except BaseException as failure:
                     state.count, state.last = count, item  # item: the last one delivered
                     if failure.__class__ is _Unsendable:  # the consumer's send(): its own error
-                        try:
-                            _close(iterator)
-                        finally:
-                            call.abandon()
+                        _abandon(call, iterator)
                         raise
                     call.restart_schedule()  # it delivered since its last failure
                     if call.settle(attempt, failure, _NO_RESULT):
@@ -223,6 +211,15 @@ def _unsendable(iterator: Any, method: str = "send") -> Callable[[Any], Any]:
         )
 
     return refuse
+
+
+def _abandon(call: Call, iterator: Any) -> None:
+    """The consumer ended the stream after items: its source closed first (its
+    ``finally`` runs, whatever a part then says), then the call abandoned."""
+    try:
+        _close(iterator)
+    finally:
+        call.abandon()
 
 
 def _close(iterator: Any) -> None:
@@ -291,10 +288,7 @@ def async_stream(
                     await call.asettle(attempt, None, None)
                     return
                 except GeneratorExit:
-                    try:  # the source closed first: its finally runs, whatever a part says
-                        await _aclose(iterator)
-                    finally:
-                        call.abandon()
+                    await _aabandon(call, iterator)
                     raise
                 except BaseException as failure:  # whoever threw it: the source let it out
                     call.committed(attempt, failure)
@@ -306,19 +300,13 @@ def async_stream(
                 try:
                     sent = yield item
                 except GeneratorExit:
-                    try:  # the source closed first: its finally runs, whatever a part says
-                        await _aclose(iterator)
-                    finally:
-                        call.abandon()
+                    await _aabandon(call, iterator)
                     raise
                 except BaseException as thrown:  # the consumer's: passed on, never retried
                     count = state.count = count + 1
                     state.last = item
                     if not hasattr(iterator, "athrow"):  # it cannot take it: back to the consumer
-                        try:
-                            await _aclose(iterator)
-                        finally:
-                            call.abandon()
+                        await _aabandon(call, iterator)
                         raise
                     try:
                         item = await iterator.athrow(thrown)
@@ -339,10 +327,7 @@ def async_stream(
                 except BaseException as failure:
                     state.count, state.last = count, item  # item: the last one delivered
                     if failure.__class__ is _Unsendable:  # the consumer's asend(): its own error
-                        try:
-                            await _aclose(iterator)
-                        finally:
-                            call.abandon()
+                        await _aabandon(call, iterator)
                         raise
                     call.restart_schedule()
                     if await call.asettle(attempt, failure, _NO_RESULT):
@@ -367,6 +352,14 @@ async def _first(iterator: AsyncIterator[Any], timeout: float | None) -> Any:
         raise
     await scope.__aexit__(None, None, None)
     return item
+
+
+async def _aabandon(call: Call, iterator: Any) -> None:
+    """:func:`_abandon` of an async stream."""
+    try:
+        await _aclose(iterator)
+    finally:
+        call.abandon()
 
 
 async def _aclose(iterator: Any) -> None:
