@@ -34,3 +34,8 @@ class Schedule:
             self._delays.seek(retry - 1)
             value = next(self._delays, None)
         return None if value is None or value == math.inf else value
+
+    def __deepcopy__(self, memo: object) -> Schedule:
+        """The same schedule: a copy of what holds it (``copy.deepcopy`` of a
+        urllib3 ``Retry`` mid-request) is still a link of the same call."""
+        return self

@@ -4,6 +4,7 @@ talking to a local HTTP server on 127.0.0.1 that each test starts."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import email.utils
 import math
 import threading
@@ -17,6 +18,7 @@ import pytest
 import requests
 import tenacity
 from checks import rejects
+from urllib3.exceptions import ConnectTimeoutError
 
 from backoff_iter import TokenBucket, constant, exponential
 from backoff_iter.interop import (
@@ -934,6 +936,24 @@ def test_urllib3_a_copy_made_before_any_request_gives_each_request_a_fresh_sched
             assert session_of(variant).get(script.url).status_code == 200
     assert slept == [0.1, 0.1] and len(script.seen) == 4
     assert seen[0].call_id != seen[1].call_id
+
+
+def test_urllib3_a_deep_copy_made_mid_request_goes_on_with_its_schedule():
+    """copy.deepcopy of a link after a failure works (it raised on the schedule's
+    lock) and draws the request's next delays, not a fresh schedule's."""
+    made = []
+
+    def delays():
+        made.append(1)
+        return iter([0.1, 0.2, 0.3])
+
+    cut = ConnectTimeoutError("cut")
+    link = Urllib3Retry(delays=delays, total=5).increment("GET", "/", error=cut)
+    twin = copy.deepcopy(link)
+    assert twin.get_backoff_time() == link.get_backoff_time() == 0.1
+    assert twin.increment("GET", "/", error=cut).get_backoff_time() == 0.2
+    assert link.increment("GET", "/", error=cut).get_backoff_time() == 0.2
+    assert len(made) == 1  # one schedule for the request, however its links are copied
 
 
 def test_urllib3_retry_after_max_may_be_inf_and_is_checked():
