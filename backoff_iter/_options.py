@@ -133,8 +133,9 @@ class RetryOptions(HedgeOptions, total=False):
     with :class:`~backoff_iter.parts.NoTimeLeft`."""
     clock: Callable[[], float]
     """The clock of *deadline* and of the events' ``elapsed`` (default
-    ``time.monotonic``).  A reading that is not finite, or goes back,
-    counts as no time passed."""
+    ``time.monotonic``).  It returns seconds as any real number (an int, a
+    ``Decimal``, a ``Fraction``: read as its float); a reading that is not
+    finite, or goes back, counts as no time passed."""
     sleep: Callable[[float], Any] | None
     """How to sleep between attempts: ``time.sleep`` in sync loops, the
     running event loop's sleep (asyncio's or trio's) in async ones; an async

@@ -14,6 +14,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from ._checks import is_real
+
 # Readings beyond this are taken as "infinite": a time this large cannot be
 # doubled or cubed without overflowing, and no real clock gets there.
 _HUGE = 2.0**1000
@@ -31,9 +33,24 @@ def steady(value: float, last: float) -> float:
     drivers, the parts and the fleet read their clocks through it
     (:class:`Readings` answers its common case, a reading ahead and within
     range, without the call; a test checks the two agree)."""
+    if value.__class__ is not float:
+        value = _seconds(value)
     if -_HUGE <= value <= _HUGE and value > last:  # False for NaN
-        return value + 0.0  # a float, even from an int clock
+        return value
     return last
+
+
+def _seconds(value: object) -> float:
+    """A clock's reading that is no float, as one: an int, a ``Decimal`` or a
+    ``Fraction`` its float (``inf`` beyond floats); anything else is the error."""
+    if not is_real(value):
+        raise TypeError(f"a clock returned {value!r}: it must return a number of seconds")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond floats
+        return math.inf
+    except ValueError:  # Decimal('sNaN'): no time passed
+        return math.nan
 
 
 class Readings:
@@ -51,9 +68,9 @@ class Readings:
 
     def __call__(self) -> float:
         value, last = self.clock(), self.last
-        if last > NOT_YET and last < value <= _HUGE:  # steady()'s common case, without a call
-            self.last = now = value + 0.0
-            return now
+        if value.__class__ is float and last > NOT_YET and last < value <= _HUGE:
+            self.last = value  # steady()'s common case, without a call
+            return value
         self.last = now = steady(value, last)
         return now if now > NOT_YET else 0.0
 

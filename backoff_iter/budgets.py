@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import _checks
 from ._filters import is_timeout
-from ._sliding import first_past
+from ._sliding import first_past, reader
 from ._stores import fleet_class as _fleet_class
 
 if TYPE_CHECKING:
@@ -344,7 +344,7 @@ class RetryBudget:
         self.ratio = ratio
         self.min_per_second = min_per_second
         self.window = window
-        self._clock = clock
+        self._clock = reader(clock)  # made steady, and floats, unless time.monotonic
         self._deposit = round(ratio * self._UNIT)
         self._reserve = round(min_per_second * window * self._UNIT)
         slots = math.ceil(window)

@@ -10,6 +10,7 @@ import math
 import sys
 import time
 import traceback
+from decimal import Decimal
 from fractions import Fraction
 from itertools import islice
 
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from backoff_iter import (
     ArgumentValueError,
+    RetryBudget,
     _checks,
     aretrying,
     constant,
@@ -3138,6 +3140,32 @@ def test_a_clock_of_ints_gives_elapsed_times_as_floats():
                 raise OSError
     assert elapsed == [0.0, 3.0, 6.0]
     assert [type(seconds) for seconds in elapsed] == [float] * 3
+
+
+@pytest.mark.parametrize("kind", [Decimal, Fraction])
+def test_a_clock_of_decimals_or_fractions_gives_elapsed_times_as_floats(kind):
+    """A clock returning Decimal or Fraction readings works as an int one does
+    (a Decimal one raised TypeError adding 0.0), a budget reading it too."""
+    now = [kind(100)]
+    elapsed = []
+    budget = RetryBudget(ratio=1.0, min_per_second=10, clock=lambda: now[0])
+    options = {"clock": lambda: now[0], "sleep": lambda s: None, "on": OSError}
+    for attempt in retrying([0.5, 0.5], deadline=10, budget=budget, **options):
+        with attempt:
+            elapsed.append(attempt.elapsed)
+            now[0] += kind(3)
+            if attempt.number < 3:
+                raise OSError
+    assert elapsed == [0.0, 3.0, 6.0]
+    assert [type(seconds) for seconds in elapsed] == [float] * 3
+
+
+def test_a_clock_returning_no_number_is_a_type_error_saying_so():
+    """A clock of strings fails the call's first reading with an error naming what it returned."""
+    with pytest.raises(TypeError, match="a clock returned '12:00'"):
+        for attempt in retrying([0.5], clock=lambda: "12:00", deadline=10, on=OSError):
+            with attempt:
+                pass
 
 
 def test_a_clock_going_back_below_the_start_never_makes_elapsed_negative():

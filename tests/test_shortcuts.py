@@ -306,13 +306,16 @@ def test_a_window_whose_bucket_edge_falls_on_zero_moves_at_once():
             st.floats(allow_nan=True, allow_infinity=True),
             st.integers(-(10**400), 10**400),
             st.sampled_from([2.0**1000, -(2.0**1000), math.nextafter(2.0**1000, math.inf)]),
+            st.decimals(allow_nan=True, allow_infinity=True),
+            st.fractions(),
         ),
         max_size=30,
     )
 )
 def test_readings_answer_as_the_one_clock_guard_does(readings):
     """Readings' short way (a reading ahead of the last, within range) gives what
-    steady() gives, for any clock: NaN, infinities, huge ints, backwards, 2**1000 edges."""
+    steady() gives, for any clock: NaN, infinities, huge ints, Decimals and Fractions,
+    backwards, 2**1000 edges."""
     values = iter(readings)
     clock = Readings(lambda: next(values))
     last = NOT_YET
