@@ -404,7 +404,9 @@ class _TrioAttempts(_Attempts):
         with scope:
             try:
                 result = await awaitable
-            except Exception as exc:
+            except self._trio.Cancelled:  # trio's own: its scope, or the caller's, takes it
+                raise
+            except BaseException as exc:  # any other, as asyncio's task keeps it: not wrapped
                 self._send.send_nowait((number, exc, None))
             else:
                 self._send.send_nowait((number, None, result))

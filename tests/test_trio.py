@@ -156,6 +156,29 @@ def test_hedgings_own_errors_under_trio_come_out_as_themselves_not_in_a_group():
             run_trio(make)
 
 
+def test_an_attempts_base_exception_under_trio_comes_out_as_itself_the_others_cancelled():
+    """A hedge raising a BaseException that is no Exception (a SystemExit, say) ends the
+    call with it, not in a BaseExceptionGroup of trio's nursery, as under asyncio; the
+    slow first attempt is cancelled."""
+
+    class Stop(BaseException):
+        pass
+
+    calls, closed = iter(["slow", "stop"]), []
+
+    async def call():
+        if next(calls) == "slow":
+            try:
+                await trio.sleep(100)
+            finally:
+                closed.append("slow")
+        raise Stop("stopped")
+
+    with pytest.raises(Stop, match="stopped"):
+        run_trio(lambda: hedged(call, [1.0]))
+    assert closed == ["slow"]
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_under_anyio_on_either_backend_the_drivers_and_hedging_need_no_sleep(backend):
     """anyio.run on asyncio and on trio: aretrying, @retry and hedged work with their defaults."""
