@@ -430,12 +430,16 @@ class Call:
             self.end_on_error(failure)
 
     def end_on_error(self, failure: BaseException) -> None:
-        """End the call on *failure*, which no policy retries (a user's bug):
-        the parts hear of an error, the hooks an ``"error"`` event."""
+        """End the call on *failure*, which the policy does not retry: the
+        parts hear of an error (the dependency answered), the hooks an
+        ``"error"`` event.  An interruption - a ``BaseException`` that is no
+        ``Exception``: a cancellation, ``KeyboardInterrupt`` - is no answer,
+        and the parts hear nothing (a cancelled probe is no success)."""
         self.state = _DONE
-        self.last = None
-        for after in self.plan.afters:
-            after(failure, ERROR, self.number, self.spent)
+        self.last = None  # the call is over: it keeps no failure (nor its frames)
+        if isinstance(failure, Exception):
+            for after in self.plan.afters:
+                after(failure, ERROR, self.number, self.spent)
         if self._hooks:
             self.emit("error", failure, self.number)
 
@@ -548,11 +552,7 @@ class Call:
                 if policy.only_exceptions
                 else matches(policy.on, False, exc)
             ):
-                self.last = None  # the call is over: it keeps no failure (nor its frames)
-                for after in plan.afters:
-                    after(exc, ERROR, self.number, self.spent)
-                if self._hooks:
-                    self.emit("error", exc, self.number)
+                self.end_on_error(exc)
                 return None
             outcome: Any = exc
         elif policy.on_result is not None and result is _NO_RESULT:

@@ -68,7 +68,9 @@ __all__ = ["ERROR", "FAILURE", "SUCCESS", "THROTTLE", "NoTimeLeft", "Part"]
 SUCCESS = "success"
 #: ... an exception the policy does not retry (it ends the call), or a
 #: stream the consumer closed after its items (the outcome None): the
-#: dependency answered, nothing counts against it ...
+#: dependency answered, nothing counts against it (an attempt interrupted by
+#: a ``BaseException`` that is no ``Exception`` - a cancellation,
+#: ``KeyboardInterrupt`` - had no answer, and no part hears of it) ...
 ERROR = "error"
 #: ... a failure the policy retries (an exception ``on`` matches, or a
 #: result ``on_result`` accepts) ...
@@ -106,8 +108,10 @@ class Part:
         return self.before_attempt(call)
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
-        """After each attempt that ran: its *outcome* (the exception or the
-        result; None for a stream the consumer closed after items), *kind*
+        """After each attempt that ran and was answered (not one interrupted
+        by a cancellation or ``KeyboardInterrupt``): its *outcome* (the
+        exception or the result; None for a stream the consumer closed after
+        items), *kind*
         (:data:`~backoff_iter.parts.SUCCESS`, :data:`~backoff_iter.parts.ERROR`,
         :data:`~backoff_iter.parts.FAILURE` or :data:`~backoff_iter.parts.THROTTLE`),
         its *number* (from 1) and what the call's last retry *spent* (the sum

@@ -3252,33 +3252,39 @@ def test_a_part_awaited_before_each_attempt_guards_the_first_try_of_async_retry(
     assert ran == []
 
 
-def test_a_first_try_interrupted_is_told_to_the_breaker_as_any_attempt_is():
-    """A half-open breaker's probe is @retry's first try; interrupted (KeyboardInterrupt,
-    or cancelled under asyncio) it is an error the policy does not retry, which the breaker
-    hears as any attempt's: the circuit closes, never left half open."""
+def test_an_interrupted_attempt_is_told_to_no_part_the_dependency_never_answered():
+    """A half-open breaker's probe interrupted (KeyboardInterrupt, or cancelled by the
+    caller's asyncio.wait_for on a hung dependency) is no answer: the breaker hears
+    nothing, stays half open, and lets the next probe go once a break has passed (it
+    heard a success, and closed on a dependency that hangs).  While closed, such hangs
+    never count as successes against the failures; the hooks still hear an error."""
     import asyncio
 
     from backoff_iter import CircuitBreaker
 
+    now = [0.0]
+
     def half_open():
-        now = [0.0]
         breaker = CircuitBreaker(
             minimum_throughput=1, failure_ratio=1.0, break_duration=5, clock=lambda: now[0]
         )
+        now[0] = 0.0
         breaker.check()
         breaker.record(False)  # open
         now[0] = 5.0  # the break is over: the next check lets the probe go
         return breaker
 
-    breaker = half_open()
+    breaker, seen = half_open(), []
 
-    @retry([0.0], on=OSError, breaker=breaker, sleep=lambda s: None)
+    @retry([0.0], on=OSError, breaker=breaker, sleep=lambda s: None, observe=seen.append)
     def interrupted():
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         interrupted()
-    assert breaker.state == "closed"
+    assert breaker.state == "half_open" and [event.kind for event in seen] == ["error"]
+    now[0] = 10.0  # a break later: the probe that never reported is sent again
+    breaker.check()
 
     breaker = half_open()
 
@@ -3288,7 +3294,23 @@ def test_a_first_try_interrupted_is_told_to_the_breaker_as_any_attempt_is():
 
     with pytest.raises(asyncio.TimeoutError):
         asyncio.run(asyncio.wait_for(hangs(), 0.01))
-    assert breaker.state == "closed"
+    assert breaker.state == "half_open"
+
+    closed = CircuitBreaker(minimum_throughput=2, failure_ratio=0.5, clock=lambda: now[0])
+    closed.record(False)
+
+    @retry([0.0], on=OSError, breaker=closed, sleep=lambda s: None)
+    async def hung():
+        await asyncio.sleep(3600)
+
+    async def three_hangs():
+        for _ in range(3):
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(hung(), 0.01)
+
+    asyncio.run(three_hangs())
+    closed.record(False)  # two failures of two; with the hangs as successes, 2 of 5: closed
+    assert closed.state == "open"
 
 
 def test_a_breakers_check_is_asked_at_each_call_not_bound_when_decorated():
