@@ -103,6 +103,15 @@ def tell_refused(
     call._refused(refused)
 
 
+def dropped(plan: CallPlan, passed: int) -> None:
+    """The attempt the first *passed* parts' ``before_attempt`` let go will
+    not run (a part after them refused it): each gives back what it held
+    for it, newest first (``Part.attempt_dropped``)."""
+    for drop in reversed(plan.before_drops[:passed]):
+        if drop is not None:
+            drop(0.0)
+
+
 def _outside_the_library() -> int:
     """The *stacklevel* of a warning given by the caller of the caller: the
     first frame outside this package - the user's loop, the call or the await
@@ -174,6 +183,7 @@ class Call:
     _cancelling: int = 0  # the pending cancellations of an async call's task when it began
     _id: int = 0  # for the hooks' events, given at the first one
     _fresh_from: int = 0  # the attempt whose failure drew a restarted schedule's first delay
+    _took: tuple[float, ...] = ()  # what each part's allow_retry took for the next attempt
 
     policy: Policy
     plan: CallPlan  # what the policy's options mean for the call
@@ -282,14 +292,18 @@ class Call:
 
     async def __anext__(self) -> Attempt:
         if self.state == _NEXT:
-            if self.plan.guarded:
+            plan = self.plan
+            if plan.guarded:
+                passed = 0  # the parts that let the attempt go
                 try:
-                    for before, is_async in self.plan.abefores:
+                    for before, is_async in plan.abefores:
                         if is_async:
                             await before(self)
                         else:
                             before(self)
+                        passed += 1
                 except Exception as refused:
+                    self._drop(passed)
                     self._refused(refused)
                     raise
             return self.__next__()
@@ -311,13 +325,27 @@ class Call:
         call, the attempt never runs), make it wait or set its timeout.
         Returns the seconds the parts made it wait."""
         waited = 0.0
+        passed = 0  # the parts that let the attempt go
         try:
             for before in self.plan.befores:
                 waited += before(self)
+                passed += 1
         except Exception as refused:
+            self._drop(passed)
             self._refused(refused)
             raise
         return waited
+
+    def _drop(self, passed: int = 0) -> None:
+        """The next attempt will not run: the parts that let it go give back
+        what they held for it - the first *passed* of ``before_attempt``, then
+        what ``allow_retry`` took - newest first."""
+        plan = self.plan
+        dropped(plan, passed)
+        took, self._took = self._took, ()
+        for drop, taken in zip(reversed(plan.allow_drops[: len(took)]), reversed(took)):
+            if drop is not None:
+                drop(taken)
 
     def _refused(self, refused: Exception) -> None:
         """A part refused the next attempt: the call ends with its error, which
@@ -476,6 +504,7 @@ class Call:
             if remaining <= 0.0 or self._leaves_no_time(delay, remaining):
                 self.number -= 1
                 self.state = _DONE
+                self._drop()
                 self._give_up(attempt, outcome, "deadline")
                 return None
             if delay > remaining:
@@ -601,6 +630,8 @@ class Call:
             self._warn_endless(delay)
         if delay is not _END and (self.hint is not None or not plan.simple):
             delay, reason = self._limit(delay, outcome, kind, asked)
+            if delay is _END and asked:  # the parts were asked first, and paid for nothing
+                self._drop()
         if delay is _END:
             self.last = None
             self._give_up(attempt, outcome, "deadline" if self._final else reason)
@@ -709,14 +740,24 @@ class Call:
     def _allowed(self, outcome: Any, kind: str) -> bool:
         """May the call retry: every part's allow_retry says yes (what they
         took is the call's ``spent``)?  Asked once per retry, last."""
-        allows = self.plan.allows
+        plan = self.plan
+        allows = plan.allows
         if not allows:
             return True
+        # What each took, kept where a part would give it back (see _drop).
+        each: list[float] | None = [] if plan.allow_drops else None
         took = 0.0
         for allow in allows:
             taken = allow(outcome, kind)
             if not taken:
+                if each:  # those asked before it give back what they took
+                    self._took = tuple(each)
+                    self._drop()
                 return False
             took += taken
+            if each is not None:
+                each.append(taken)
         self.spent = took
+        if each is not None:
+            self._took = tuple(each)
         return True

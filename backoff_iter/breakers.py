@@ -125,7 +125,9 @@ class CircuitBreaker:
       the next break duration.  As in Polly, the first outcome recorded
       while half open decides.  A probe whose outcome never comes (its
       caller was cancelled) does not wedge the breaker: once a break
-      duration has passed since it went, the next check sends another.
+      duration has passed since it went, the next check sends another; a
+      probe a driver's later part refused (a throttle) was never sent, and
+      the next call is the probe.
 
     *break_duration* is seconds, or the break durations in turn: an
     iterable, or a zero-argument function returning one, such as
@@ -304,6 +306,16 @@ class CircuitBreaker:
                 calls = totals[0] + failures
                 if calls >= self.minimum_throughput and failures / calls >= self.failure_ratio:
                     self._open(now, failure)
+
+    def _probe_unsent(self) -> None:
+        """The call :meth:`check` let go was never made (a part asked after the
+        breaker refused it): were it the half-open probe, the next check
+        sends one.  (A call let go while closed, refused while a later probe
+        is out, would free that probe too: the break must pass between its
+        check and the refusal that follows it at once.)"""
+        with self._lock:
+            if self._state is _HALF_OPEN:
+                self._until = -math.inf
 
     def _open(self, now: float, failure: object) -> None:
         self._opened_by = detached(failure)

@@ -74,7 +74,9 @@ class Budget(Protocol):
       whether it was the call's first.
     - ``try_retry(outcome) -> float``: may the call retry now?  Asked after
       ``record_failure``, and last, once the delays and the deadline leave
-      room, so a yes is always spent on a retry.  *outcome* is the exception
+      room.  A retry it allowed may still not run (a breaker or a throttle
+      refuses it, or a ``before_sleep`` hook runs past the deadline): a
+      ``RetryQuota`` then gets its cost back.  *outcome* is the exception
       or retried result.  A falsy answer (``0``, ``False``) refuses; a truthy
       one allows, and is what the retry took from the budget (``True``
       counts as 1, for budgets that do not weigh retries).

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from . import _checks, instrument
 from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
-from ._core import Call, begin, hooks_now, success_teller, tell_refused
+from ._core import Call, begin, dropped, hooks_now, success_teller, tell_refused
 from ._options import Policy
 from .parts import SUCCESS
 
@@ -406,10 +406,12 @@ def _sync_wrapper(
                 heard, start = hooks_now(policy), clock()
             else:
                 heard, start = (), clock() if timed else None
+            guard: Any = None
             try:
                 for guard in checks:  # a refusal ends the call, the try never made
                     guard.check()
             except Exception as refused:
+                dropped(plan, checks.index(guard))  # (checks are the first befores)
                 if heard:
                     tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
                 raise
@@ -473,10 +475,12 @@ def _async_wrapper(
                 heard, start = hooks_now(policy), clock()
             else:
                 heard, start = (), clock() if timed else None
+            guard: Any = None
             try:
                 for guard in checks:  # a refusal ends the call, the try never made
                     guard.check()
             except Exception as refused:
+                dropped(plan, checks.index(guard))  # (checks are the first befores)
                 if heard:
                     tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
                 raise

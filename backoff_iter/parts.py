@@ -2,7 +2,8 @@
 
 A budget, a circuit breaker, a throttle, a rate limiter and the per-attempt
 timeout are each a :class:`Part`.  The driver core knows no part by name:
-it asks every part of the policy, in a fixed order, at three moments:
+it asks every part of the policy, in a fixed order, at three moments (and
+a fourth, should an attempt the parts let go never run):
 
 1. **before each attempt** (the first included): ``before_attempt(call)``
    may refuse the attempt by raising (a breaker's ``BrokenCircuitError``;
@@ -12,7 +13,11 @@ it asks every part of the policy, in a fixed order, at three moments:
    hears how it went;
 3. **before each retry**, once the delays and the deadline leave room:
    ``allow_retry(outcome, kind)`` may refuse it (a budget), and what it
-   returns is what the retry took.
+   returns is what the retry took;
+4. **when an attempt they let go will not run** after all (a part after
+   them refused it, or the deadline came first): ``attempt_dropped(taken)``
+   gives back what each held for it - a ``RetryQuota`` the retry's cost, a
+   breaker its half-open probe.
 
 The order: the budget, the breaker, the throttle, the rate limiter, your
 own ``parts=``, then the attempt timeout - before an attempt in that order,
@@ -123,6 +128,16 @@ class Part:
         one is what the retry took (``True`` counts as 1)."""
         return True
 
+    def attempt_dropped(self, taken: float) -> None:
+        """The attempt this part let go will not run after all: a part asked
+        after it refused it (a breaker, a throttle, a rate limiter's wait
+        past the deadline), or the deadline came first.  Give back what the
+        part held for it: *taken* is what its :meth:`allow_retry` took for
+        it, ``0.0`` for what its :meth:`before_attempt` let go (a part that
+        did both hears of each).  Asked newest first, never for an attempt
+        that ran; the library's budget gives a ``RetryQuota`` its cost back,
+        its breaker lets the next call be the half-open probe."""
+
 
 class Stages(NamedTuple):
     """What a call asks of its parts, in the documented order: the methods
@@ -140,6 +155,10 @@ class Stages(NamedTuple):
     #: ... but for a CubicRateLimiter, which a first attempt may skip while it
     #: is off (it would let the attempt go at once, taking nothing).
     limiter: CubicRateLimiter | None
+    #: The ``attempt_dropped`` of each part in ``befores`` and in ``allows``
+    #: (None where it gives nothing back); empty when none does.
+    before_drops: tuple[Callable[[float], None] | None, ...]
+    allow_drops: tuple[Callable[[float], None] | None, ...]
 
 
 def stages(parts: list[Part]) -> Stages:
@@ -150,8 +169,11 @@ def stages(parts: list[Part]) -> Stages:
     allows: list[Callable[[Any, str], float]] = []
     checks: list[Breaker | Throttle] | None = []
     limiter = None
+    before_drops: list[Callable[[float], None] | None] = []
+    allow_drops: list[Callable[[float], None] | None] = []
     for part in parts:
         before, abefore, after, allow = _overridden(type(part))
+        drop = part.attempt_dropped if _gives_back(part) else None
         if limiter is None and type(part) is RateLimiterPart and _cubic(part.limiter):
             limiter = part.limiter
         elif before or abefore:
@@ -159,6 +181,7 @@ def stages(parts: list[Part]) -> Stages:
             checks = None if check is None or checks is None else [*checks, check]
         if before:
             befores.append(part.before_attempt)
+            before_drops.append(drop)
         if abefore:
             abefores.append((part.abefore_attempt, True))
         elif before:
@@ -167,6 +190,7 @@ def stages(parts: list[Part]) -> Stages:
             afters.append(part.after_attempt)
         if allow:
             allows.append(part.allow_retry)
+            allow_drops.append(drop)
     afters.reverse()
     fields = (
         tuple(befores),
@@ -175,6 +199,8 @@ def stages(parts: list[Part]) -> Stages:
         tuple(allows),
         None if checks is None else tuple(checks),
         limiter,
+        tuple(before_drops) if any(before_drops) else (),
+        tuple(allow_drops) if any(allow_drops) else (),
     )
     return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)
 
@@ -185,6 +211,17 @@ def _cubic(limiter: object) -> TypeGuard[CubicRateLimiter]:
     from .limiters import CubicRateLimiter  # loaded already if it is one
 
     return type(limiter) is CubicRateLimiter
+
+
+def _gives_back(part: Part) -> bool:
+    """Whether *part*'s ``attempt_dropped`` gives anything back: one of the
+    user's that overrides it, or the library's budget of a ``RetryQuota``
+    and breaker of a ``CircuitBreaker`` (others hold nothing to give)."""
+    if type(part) is BudgetPart:
+        return part.refunds
+    if type(part) is BreakerPart:
+        return part.unsent is not None
+    return type(part).attempt_dropped is not Part.attempt_dropped
 
 
 def _first_check(part: Part) -> Breaker | Throttle | None:
@@ -225,15 +262,18 @@ class BudgetPart(Part):
     """A :class:`~backoff_iter.Budget` as a part: told of every failure it may
     pay for and every success, asked before each retry."""
 
-    __slots__ = ("budget", "weighs_throttles")
+    __slots__ = ("budget", "weighs_throttles", "refunds")
 
     budget: Budget
     weighs_throttles: bool
+    refunds: bool
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
         # The library's quota hears whether the failure is a throttle: its cost.
         self.weighs_throttles = _library_signature(budget, RetryQuota, "try_retry")
+        # ... and takes back a retry's cost as record_success(False, cost) does.
+        self.refunds = isinstance(budget, RetryQuota)
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         if kind is SUCCESS:
@@ -246,18 +286,26 @@ class BudgetPart(Part):
             return self.budget.try_retry(outcome, kind is THROTTLE)  # type: ignore[call-arg]
         return self.budget.try_retry(outcome)
 
+    def attempt_dropped(self, taken: float) -> None:
+        """A ``RetryQuota``'s retry that never ran: its cost given back."""
+        if self.refunds:
+            self.budget.record_success(False, taken)
+
 
 class BreakerPart(Part):
     """A :class:`~backoff_iter.Breaker` as a part: it may refuse each attempt,
     and counts each failure the policy retries against the dependency."""
 
-    __slots__ = ("breaker", "record")
+    __slots__ = ("breaker", "record", "unsent")
 
     breaker: Breaker
     record: Callable[[bool, Any], None]
+    unsent: Callable[[], None] | None
 
     def __init__(self, breaker: Breaker) -> None:
         self.breaker = breaker
+        # The library's breaker lets another call probe when its probe was never sent.
+        self.unsent = breaker._probe_unsent if isinstance(breaker, CircuitBreaker) else None
         # The library's breaker hears the failure too: the cause of its refusals.
         self.record = (
             cast("Callable[[bool, Any], None]", breaker.record)
@@ -271,6 +319,11 @@ class BreakerPart(Part):
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         self.record(kind is SUCCESS or kind is ERROR, outcome)
+
+    def attempt_dropped(self, taken: float) -> None:
+        """The call it let go never ran: were it the half-open probe, another may go."""
+        if self.unsent is not None:
+            self.unsent()
 
 
 class ThrottlePart(Part):

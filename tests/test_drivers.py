@@ -3525,3 +3525,148 @@ def test_the_next_attempt_tells_the_sleep_shortened_after_a_slow_before_sleep_ho
             if attempt.number == 1:
                 raise OSError
     assert (delays, time_.slept) == ([0.0, 1.0], [1.0])
+
+
+# -- what the parts let go, for an attempt that never runs, they get back -----------------
+
+
+@each_driver
+def test_a_retry_the_breaker_then_refuses_gives_the_quota_its_cost_back(run):
+    """The second failure opens the breaker; the quota paid 14 for the retry after it,
+    which the breaker refuses: the 14 comes back (two retries paid, one ran)."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker, RetryQuota
+
+    time = FakeTime()
+    quota = RetryQuota(capacity=100)
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=2, clock=time.clock)
+    operation = Operation([ConnectionError()] * 5)
+    with pytest.raises(BrokenCircuitError):
+        run([0.0] * 5, operation, time, on=ConnectionError, budget=quota, breaker=breaker)
+    assert operation.calls == 2 and quota.available == 86.0
+
+
+@each_driver
+def test_a_part_refusing_the_retry_after_the_budget_said_yes_gives_the_cost_back(run):
+    """parts=[...] asked after the budget refuses: what the budget took is given back."""
+    from backoff_iter import RetryQuota
+    from backoff_iter.parts import Part
+
+    class NoRetries(Part):
+        def allow_retry(self, outcome, kind):
+            return False
+
+    quota = RetryQuota(capacity=100)
+    operation = Operation([ConnectionError()] * 5)
+    with pytest.raises(ConnectionError):
+        run([0.0] * 5, operation, FakeTime(), on=ConnectionError, budget=quota, parts=[NoRetries()])
+    assert operation.calls == 1 and quota.available == 100.0
+
+
+@each_driver
+def test_a_before_sleep_hook_past_the_deadline_gives_the_retrys_cost_back(run):
+    """The retry was paid, then the hook ran past the deadline: no retry, nothing paid."""
+    from backoff_iter import RetryQuota
+
+    time = FakeTime()
+
+    def slow(attempt, outcome, delay):
+        time.now += 5.0
+
+    quota = RetryQuota(capacity=100)
+    operation = Operation([ConnectionError()] * 5)
+    options = {"on": ConnectionError, "budget": quota, "deadline": 3.0, "before_sleep": slow}
+    with pytest.raises(ConnectionError):
+        run([1.0] * 5, operation, time, **options)
+    assert operation.calls == 1 and quota.available == 100.0
+
+
+@each_driver
+def test_a_jittered_retry_whose_hint_passes_the_deadline_costs_nothing(run):
+    """per_failure(jitter=) asks the budget before the server's hint is weighed: a hint
+    past the deadline then ends the call, and the cost comes back."""
+    from backoff_iter import RetryQuota
+    from backoff_iter.schedules import per_failure
+
+    quota = RetryQuota(capacity=100)
+    operation = Operation([ConnectionError()] * 5)
+    options = {"on": ConnectionError, "budget": quota, "deadline": 10.0}
+    delays = per_failure(default=[1.0] * 5, jitter="full")
+    with pytest.raises(ConnectionError):
+        run(delays, operation, FakeTime(), retry_after=lambda outcome: 30.0, **options)
+    assert operation.calls == 1 and quota.available == 100.0
+
+
+@each_driver
+def test_a_throttle_refusing_the_half_open_probe_lets_the_next_call_probe(run):
+    """The breaker lets its half-open probe go, the throttle asked after it refuses it
+    locally: the probe was never sent, so the next call is the probe (it was refused as
+    "half open, its probe still out" for a whole break)."""
+    from backoff_iter import AdaptiveThrottle, CircuitBreaker, ThrottledError
+
+    class Draws:  # the throttle's rng: lets everything go, until told to reject
+        value = 1.0
+
+        def random(self):
+            return self.value
+
+    time, draws = FakeTime(), Draws()
+    breaker = CircuitBreaker(
+        failure_ratio=0.5, minimum_throughput=2, break_duration=30, clock=time.clock
+    )
+    throttle = AdaptiveThrottle(k=2.0, clock=time.clock, rng=draws)
+    options = {"on": ConnectionError, "breaker": breaker, "throttle": throttle}
+    for _ in range(2):  # an outage: two failures open the circuit
+        with pytest.raises(ConnectionError):
+            run([], Operation([ConnectionError()]), time, **options)
+    assert breaker.state == "open"
+    time.now += 30.0  # the break is over: the next call is the probe ...
+    draws.value = 0.0  # ... which the throttle refuses
+    with pytest.raises(ThrottledError):
+        run([], Operation([]), time, **options)
+    time.now += 1.0
+    draws.value = 1.0
+    assert run([], Operation(["back"]), time, **options) == "back"
+    assert breaker.state == "closed"
+
+
+def test_parts_give_back_what_they_took_newest_first_and_never_for_an_attempt_that_ran():
+    """A part's attempt_dropped hears what its allow_retry took, newest first, when a
+    part after it refuses the retry; one whose before_attempt let an attempt go hears
+    0.0 when a part after it refuses that attempt.  Attempts that ran give back nothing."""
+    from backoff_iter.parts import Part
+
+    log = []
+
+    class Gives(Part):
+        def __init__(self, name, takes=1.0, refuses_retry=False, refuses_attempt=0):
+            self.name, self.takes = name, takes
+            self.refuses_retry, self.refuses_attempt = refuses_retry, refuses_attempt
+
+        def before_attempt(self, call):
+            if call.number == self.refuses_attempt:
+                raise PermissionError(self.name)
+            return 0.0
+
+        def allow_retry(self, outcome, kind):
+            return 0.0 if self.refuses_retry else self.takes
+
+        def attempt_dropped(self, taken):
+            log.append((self.name, taken))
+
+    parts = [Gives("a", 2.0), Gives("b", 3.0), Gives("c", refuses_retry=True)]
+    with pytest.raises(OSError):
+        retry([0.0], on=OSError, parts=parts, sleep=lambda s: None)(Operation([OSError()]))()
+    assert log == [("b", 3.0), ("a", 2.0)]
+
+    del log[:]
+    parts = [Gives("a", 2.0), Gives("b", 3.0), Gives("c", refuses_attempt=2)]
+    operation = Operation([OSError()])
+    with pytest.raises(PermissionError):
+        retry([0.0], on=OSError, parts=parts, sleep=lambda s: None)(operation)()
+    assert log == [("b", 0.0), ("a", 0.0), ("c", 1.0), ("b", 3.0), ("a", 2.0)]
+    assert operation.calls == 1
+
+    del log[:]
+    parts = [Gives("a", 2.0), Gives("b", 3.0)]
+    retry([0.0, 0.0], on=OSError, parts=parts, sleep=lambda s: None)(Operation([OSError()]))()
+    assert log == []

@@ -121,6 +121,30 @@ def test_one_member_at_a_time_sends_the_probe_after_the_break():
     assert store._ledger.ledger["state"] == "closed"
 
 
+def test_a_fleet_probe_a_part_refused_after_the_breaker_goes_with_the_next_call():
+    """The member's breaker lets the fleet's probe go, a part asked after it refuses the
+    attempt: the probe was never sent, so the member's next call sends it (it was refused
+    as a probe still out), and no other member sends one."""
+    from backoff_iter import retry
+    from backoff_iter.parts import Part
+
+    class Refuses(Part):
+        def before_attempt(self, call):
+            raise PermissionError("not now")
+
+    clock = Clock()
+    breakers, _ = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    opened(breakers, clock)
+    clock.now += 5.0  # the break is over
+    assert refuses(breakers[0])  # it asks for the probe
+    clock.now += 0.11
+    with pytest.raises(PermissionError):
+        retry([], on=ConnectionError, breaker=breakers[0], parts=[Refuses()])(lambda: "ok")()
+    clock.now += 0.11  # an exchange: the fleet's probe is still this member's
+    assert refuses(breakers[1])
+    assert not refuses(breakers[0])
+
+
 def test_a_failed_probe_opens_the_fleet_again_for_the_next_break():
     """The probe fails: every member refuses for the next break duration of the schedule (10 s after 5 s, not 20 s: the schedule moves on once an opening, however many answers say open)."""
     clock = Clock()

@@ -309,6 +309,16 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
                 if self._signal is not None:
                     self._signal.set()
 
+    def _probe_unsent(self) -> None:
+        """The fleet's probe, let go here, was never sent: the next call here sends it."""
+        if self._alone:
+            CircuitBreaker._probe_unsent(self)
+            return
+        with self._lock:
+            if self._probing:
+                self._probing = False
+                self._holds = True
+
     def _outgoing(self, now: float, live: bool) -> list[Any]:
         self._sent_now = self._now()
         duration = self._upcoming_break() * 1e6
