@@ -262,6 +262,8 @@ class RetryBudget:
     the window - on average ``min_per_second`` retries a second, never more
     than ``min_per_second * window`` within one window.  A clock that goes
     backwards, or returns ``inf`` or NaN, counts as no time passing.
+    Deposits are counted in thousandths of a retry: *ratio* must be a whole
+    number of them (``0.2`` and ``0.001`` are, ``0.0005`` is not).
 
     Each process keeps its retries to *ratio* of its own calls, but the
     reserve is per process: a fleet of n processes has n reserves.  With
@@ -347,7 +349,9 @@ class RetryBudget:
         self.min_per_second = min_per_second
         self.window = window
         self._clock = reader(clock)  # made steady, and floats, unless time.monotonic
-        self._deposit = round(ratio * self._UNIT)
+        # A call's deposit in thousandths of a retry: a ratio they cannot hold is refused
+        # (0.0005 would deposit nothing, 0.0015 as much as 0.002).
+        self._deposit = _thousandths("ratio", ratio, "a retry per call", minimum=0)
         self._reserve = round(min_per_second * window * self._UNIT)
         slots = math.ceil(window)
         self._width = window / slots

@@ -594,6 +594,14 @@ def test_bad_arguments_name_the_parameter(make, name):
     rejects(make, (TypeError, ValueError), name)
 
 
+@pytest.mark.parametrize("ratio", [0.0005, 0.0015, 0.2004])
+def test_a_retry_budgets_ratio_between_thousandths_is_refused_not_rounded(ratio):
+    """RetryBudget counts a call's deposit in thousandths of a retry: a ratio they cannot
+    hold is an error naming it (0.0005 deposited nothing, 0.0015 as much as 0.002)."""
+    rejects(lambda: RetryBudget(ratio=ratio), ValueError, "ratio", repr(ratio), "thousandths")
+    assert RetryBudget(ratio=0.001)._deposit == 1 and RetryBudget(ratio=0.0)._deposit == 0
+
+
 def test_a_reserve_too_large_to_count_is_an_argument_error():
     """RetryBudget(min_per_second=1e307): an ArgumentValueError naming it, never an OverflowError."""
     rejects(lambda: RetryBudget(min_per_second=1e307), ValueError, "min_per_second", "1e+09")
