@@ -418,7 +418,9 @@ class _Model(NamedTuple):
         last = slice(max(0, len(arrivals) - LAST_SECONDS), None)
         arrived_last = sum(arrivals[last])
         recovery: float | None = None
-        start = math.ceil(self.spike_at + self.spike_for)
+        # The first whole second after the spike (none within the run if it ends
+        # past it, or past floats: spike_at + spike_for may be inf).
+        start = math.ceil(min(self.spike_at + self.spike_for, len(arrivals)))
         for second in range(start, len(arrivals) - RECOVERED_FOR + 1):
             window = range(second, second + RECOVERED_FOR)
             # A window with no arrivals shows nothing: a run without requests never recovers.

@@ -43,6 +43,10 @@ HOP_MEAN, HOP_SD = 10.0, 2.0  # ms, one way
 DEFAULT_CLIENTS = tuple(range(10, 200, 10))
 DEFAULT_STRATEGIES = ("exponential", "full_jitter", "equal_jitter", "decorrelated", "smooth_jitter")
 RUNS_PER_TASK = 20  # runs summed by one task; the same whatever the number of jobs
+#: The most work a study may ask for, in client pairs: a run of n clients costs
+#: about n² steps, so a study costs the sum over its cells of clients² x runs.
+#: 10**10 is about half an hour on one core of a 2020s machine.
+MAX_WORK = 10**10
 
 #: Makes one client's delays (ms): called once per client that must back off.
 NewSchedule = Callable[[], Iterator[float]]
@@ -305,7 +309,9 @@ def simulate(
     twice counts once.  With a *seed* the results repeat exactly: each run
     has its own stream, so asking for fewer strategies, or running on more
     *jobs*, gives the same figures.  *progress(runs_done, runs_total)* is
-    called as runs finish.
+    called as runs finish.  A run of n clients costs about n² steps: a study
+    of more than :data:`MAX_WORK` (clients² x runs, summed over its cells)
+    is refused, naming *clients* or *runs*.
 
     *jobs* > 1 spawns that many processes, but never more than there are
     tasks (of up to 20 runs of one pair each); a study of one task runs in
@@ -335,6 +341,7 @@ def simulate(
     if not counts:
         raise _checks.ArgumentValueError("clients", "clients must name at least one count")
     _checks.count("runs", runs, minimum=1)
+    _bounded(len(dict.fromkeys(names)), list(dict.fromkeys(counts)), runs)
     base, cap = _base_and_cap(base, cap)
     _checks.count("jobs", jobs, minimum=1)
     if progress is not None:
@@ -362,13 +369,31 @@ def simulate(
         if progress is not None:
             progress(done, total)
 
-    processes = min(jobs, len(cells) * len(range(0, runs, RUNS_PER_TASK)))
+    processes = min(jobs, len(cells) * -(-runs // RUNS_PER_TASK))
     if processes == 1:
         for task in chain.from_iterable(tasks):
             finished(task, task())
     else:
         _in_processes(_costliest_first(tasks), processes, finished)
     return [Result(name, n, sums[name, n][0] / runs, sums[name, n][1] / runs) for name, n in cells]
+
+
+def _bounded(strategies: int, counts: list[int], runs: int) -> None:
+    """Refuse a study of more than :data:`MAX_WORK` (naming *clients* when one
+    run of the largest count is too much already, else *runs*)."""
+    largest = max(counts) ** 2 * strategies
+    work = sum(n * n for n in counts) * strategies * runs
+    if work <= MAX_WORK:
+        return
+    name = "clients" if largest > MAX_WORK else "runs"
+    cells = strategies * len(counts)
+    cost = f"{work:,}" if work < 10**30 else _checks.short(work)
+    raise _checks.ArgumentValueError(
+        name,
+        f"a study may cost at most {MAX_WORK:,} steps (clients² x runs, summed over its"
+        f" {cells:,} cell{'' if cells == 1 else 's'}; about half an hour on one core):"
+        f" this one costs {cost}: ask for fewer clients or runs",
+    )
 
 
 def _cell_tasks(

@@ -702,6 +702,24 @@ def test_simulate_starts_no_more_processes_than_it_has_tasks(cli, study, monkeyp
     assert study[-1]["jobs"] == 1
 
 
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["--runs", "1" + "0" * 21], "--runs"),
+        (["--runs", "1" + "0" * 400], "--runs"),
+        (["--clients", "200000", "--runs", "1"], "--clients"),
+    ],
+)
+def test_simulate_refuses_a_study_beyond_its_cost_bound_naming_the_option(cli, args, option):
+    """A study of clients² x runs beyond simulation.MAX_WORK is bad usage naming the
+    option: --runs 10**21 gave an OverflowError traceback, --clients 100000 ran for
+    hours without a word."""
+    result = cli("simulate", "--strategies", "none", *args)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert line.startswith(f"python -m backoff_iter simulate: error: {option}: a study may")
+
+
 def test_simulate_refuses_more_jobs_than_its_bound_before_any_work(cli, study):
     """--jobs 1000000 is bad usage naming --jobs and the bound (it once spawned processes
     until the machine gave up); the bound itself is accepted, and said in --help."""
@@ -745,7 +763,7 @@ def test_ctrl_c_during_simulate_exits_130_with_one_line():
     line, no traceback, the workers stopped.  The signal goes to the command alone: how
     workers still starting take a terminal's SIGINT to the group is simulation.py's."""
     child = subprocess.Popen(
-        [*COMMAND, "simulate", "--clients", "150", "--runs", "100000", "--jobs", "2"],
+        [*COMMAND, "simulate", "--clients", "150", "--runs", "80000", "--jobs", "2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -859,7 +877,7 @@ def finish(child):
     return Ran(child.returncode, out, err)
 
 
-STUDY = ["simulate", "--clients", "150", "--runs", "100000", "--jobs", "2"]
+STUDY = ["simulate", "--clients", "150", "--runs", "80000", "--jobs", "2"]
 
 
 @pytest.mark.parametrize(

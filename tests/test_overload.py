@@ -187,6 +187,18 @@ def test_a_run_without_requests_has_no_figures():
     assert run.amplification is None and run.succeeded is None and run.goodput_last_20s is None
 
 
+def test_a_spike_ending_past_floats_is_a_run_without_recovery_not_an_overflow(capsys):
+    """spike_at and spike_for finite, their sum inf: the run is made and reports no
+    recovery (it raised OverflowError, from the command line a traceback)."""
+    [run] = simulate_overload(
+        ["none"], ["none"], rate=10, seconds=5, spike=1, spike_at=1e308, spike_for=1e308, seed=1
+    )
+    assert run.requests > 0 and run.recovery_seconds is None
+    spike = ["--spike-at", "1e308", "--spike-for", "1e308", "--seconds", "5", "--rate", "10"]
+    assert main(["overload", *spike, "--strategies", "none", "--budgets", "none", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["recovery_seconds"] is None
+
+
 def test_a_total_outage_fails_every_request_after_every_retry():
     """error_rate 1: nothing succeeds, and without a budget each request makes 1 + retries attempts."""
     [run] = simulate_overload(["full_jitter"], ["none"], retries=3, seed=1, **outage)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from backoff_iter import CircuitBreaker, RetryBudget, RetryQuota, TokenBucket
@@ -300,6 +300,7 @@ def test_a_window_whose_bucket_edge_falls_on_zero_moves_at_once():
     assert first_past(lambda x: int((x + 30.0) * 10 / 30.0), 9, 0.0) == -math.inf
 
 
+@example(readings=[-1e308, 5.0])  # a first float reading below -2**1000: no good one
 @given(
     readings=st.lists(
         st.one_of(

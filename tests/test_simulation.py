@@ -137,6 +137,22 @@ def test_bad_arguments_are_rejected_before_any_run(call, error, word):
     rejects(call, error, word)
 
 
+@pytest.mark.parametrize(
+    "clients, runs, word",
+    [
+        ([2], 10**21, "runs"),
+        ([2], 10**400, "runs"),
+        ([10**6], 1, "clients"),
+        ([80_000], 1, "clients"),
+    ],
+)
+def test_a_study_costing_more_than_its_bound_is_refused_at_once(clients, runs, word):
+    """clients² x runs, summed over the cells, at most MAX_WORK: beyond, an error naming the
+    runs (or the clients, if one run is too much already) - not an OverflowError from a
+    count of tasks, nor a study that runs for days without a word."""
+    rejects(lambda: simulate(["none", "full_jitter"], clients, runs), ValueError, word, "at most")
+
+
 class ScriptedRng:
     """gauss() returns the scripted hop times in turn (the simulator takes abs())."""
 

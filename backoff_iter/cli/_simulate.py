@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from collections.abc import Sequence
@@ -72,7 +71,8 @@ def add(parser: argparse.ArgumentParser) -> None:
         type=whole(1),
         default=default(study, "runs"),
         metavar="N",
-        help="runs to average per cell (%(default)s)",
+        help="runs to average per cell (%(default)s; a study may cost at most"
+        f" {simulation.MAX_WORK:,} steps: clients² x runs, summed over its cells)",
     )
     parser.add_argument(
         "--seed", type=integer, metavar="N", help="make the study repeatable (an integer)"
@@ -106,7 +106,7 @@ def prints(args: argparse.Namespace) -> bool:
 def jobs(args: argparse.Namespace) -> int:
     """--jobs, one per core by default, and never more than the study's tasks."""
     runs: int = args.runs
-    tasks = len(args.strategies) * len(args.clients) * math.ceil(runs / simulation.RUNS_PER_TASK)
+    tasks = len(args.strategies) * len(args.clients) * -(-runs // simulation.RUNS_PER_TASK)
     wanted: int = args.jobs or os.cpu_count() or 1
     return max(1, min(wanted, tasks))
 
