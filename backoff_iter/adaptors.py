@@ -9,6 +9,7 @@ or non-number one is the argument error naming ``delays``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from itertools import accumulate, repeat
 from operator import add
@@ -26,8 +27,8 @@ def capped(delays: Iterable[float], cap: float) -> Iterator[float]:
     [1, 4.0, 2, 4.0]
     """
     cap = _checks.seconds("cap", cap, infinite=True)
-    # min(cap, d) keeps the first argument on ties and for a NaN d.
-    return map(min, repeat(cap), _checks.iterable("delays", delays))
+    # min(cap, d) keeps the first argument, the cap, on ties.
+    return map(min, repeat(cap), map(_seconds, _checks.iterable("delays", delays)))
 
 
 def jittered(
@@ -99,6 +100,12 @@ def _seconds(delay: Any) -> float:
     """A delay of the user's iterable as a number of seconds (see the module's
     docstring); a float or an int that needs no change is itself, at once."""
     kind = delay.__class__
-    if (kind is float and delay >= 0.0) or (kind is int and 0 <= delay <= _checks.LONGEST):
+    if (kind is float and delay >= 0.0) or (kind is int and 0 <= delay <= _checks.FLOAT_MAX):
         return cast("float", delay)
-    return _checks.wait("delays", delay)
+    seconds = _checks.wait("delays", delay)  # checked: a number, not negative nor NaN
+    if seconds == math.inf:  # too long to sleep, but a sum or a bound still reads it
+        try:
+            return float(delay)
+        except OverflowError:  # beyond floats
+            pass
+    return seconds

@@ -194,6 +194,12 @@ def per_failure(
     >>> in_step.next_for(ConnectionError(), "failure"), in_step.next_for(TimeoutError(), "failure")
     (0.1, 5.0)
     """
+    if kinds is not None and not isinstance(kinds, Mapping):
+        raise _checks.ArgumentTypeError(
+            "kinds",
+            "kinds must be a mapping (a dict) from exception classes to schedules,"
+            f" got {_checks.short(kinds)}",
+        )
     checked: list[tuple[Any, bool, Callable[[], Iterable[float]]]] = []
     for on, schedule in (kinds or {}).items():
         filtered, only = exception_filter("kinds", on)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from itertools import accumulate, count, islice
 from random import Random
 
@@ -177,3 +178,17 @@ def test_adaptors_read_odd_delays_as_the_drivers_do():
         for bad, error in [*odd, (None, TypeError)]:
             delays = [1.0, bad, 100.0, 100.0]
             rejects(lambda a=adaptor, d=delays: list(a(d)), error, "delays")
+    assert list(capped([1, Decimal("5"), Fraction(1, 2), huge], 4)) == [1, 4.0, 0.5, 4.0]
+    for bad, error in odd:  # capped read none of its delays: a NaN became the cap
+        rejects(lambda b=bad: list(capped([1.0, b], 4.0)), error, "delays")
+
+
+def test_a_whole_number_of_seconds_within_floats_is_kept_whatever_its_size():
+    """An int too long to sleep but within floats is its value, as a float that size is
+    (5 * 10**9 s was inf in elapsed and within, where 5e9 was not); an int delay that
+    needs no change stays an int."""
+    years = 5 * 10**9
+    assert list(elapsed([1, years])) == [1, years + 1] == list(elapsed([1, float(years)]))
+    assert list(within([years, 1], 1e10)) == [years, 1]
+    assert list(capped([years], math.inf)) == [years]
+    assert list(elapsed([Fraction(years)])) == [float(years)]

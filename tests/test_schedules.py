@@ -154,6 +154,8 @@ def test_bad_arguments_are_named():
     rejects(lambda: per_failure(default=[1.0], jitter="half"), ValueError, "jitter")
     rejects(lambda: per_failure(default=[1.0], jitter=2.0), ValueError, "jitter")
     rejects(lambda: per_failure(default=[1.0], rng=3), TypeError, "rng")
+    for pairs in ([(TimeoutError, [5.0])], "TimeoutError", (TimeoutError,)):  # no mapping
+        rejects(lambda p=pairs: per_failure(p, default=[1.0]), TypeError, "kinds", "mapping")
 
 
 def test_the_jitter_is_drawn_only_once_the_budget_allowed_the_retry():
