@@ -41,3 +41,16 @@ def test_one_schedule_is_fitted_to_its_own_values(drawn):
     (figure,) = drawn
     assert figure.axes[0].get_ylim() == pytest.approx((0.5 / 1.5, 4.0 * 1.5))
     assert figure.axes[1].get_ylim() == pytest.approx((0.5 / 1.5, 7.0 * 1.5))
+
+
+def test_a_schedule_of_zeros_is_drawn_on_a_linear_axis_without_a_warning(drawn):
+    """show --cap 0: every sleep is 0 s, which no log axis shows (matplotlib warned that
+    it cannot be log-scaled and drew an empty panel); a linear axis draws the zeros."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _pictures.show("x.png", "t", [[0.0, 0.0, 0.0]], ("exponential(base=0)", [0.0] * 3))
+    (figure,) = drawn
+    assert [axes.get_yscale() for axes in figure.axes] == ["linear", "linear"]
+    assert all(line.get_ydata().tolist() == [0.0] * 3 for line in figure.axes[0].get_lines())

@@ -78,8 +78,10 @@ def show(
                 label=f"time slept by {label}" if cumulative else f"{label}, for reference",
             )
             drawn += line
-        axes.set_yscale("log")
-        _log_limits(axes, drawn)
+        if any(0.0 < value < math.inf for value in drawn):
+            axes.set_yscale("log")
+            _log_limits(axes, drawn)
+        # (else every sleep is 0 s: no log axis can show it, a linear one does)
         axes.set_ylabel(f"{what} (s)")
         axes.grid(alpha=0.3, which="both")
         axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # off the data
