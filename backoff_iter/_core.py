@@ -103,11 +103,12 @@ def tell_refused(
     call._refused(refused)
 
 
-def dropped(plan: CallPlan, passed: int) -> None:
-    """The attempt the first *passed* parts' ``before_attempt`` let go will
-    not run (a part after them refused it): each gives back what it held
-    for it, newest first (``Part.attempt_dropped``)."""
-    for drop in reversed(plan.before_drops[:passed]):
+def dropped(drops: tuple[Callable[[float], None] | None, ...], passed: int) -> None:
+    """The attempt the first *passed* parts asked before it let go will not
+    run (a part after them refused it): each gives back what it held for it,
+    newest first (``Part.attempt_dropped``; *drops*, a plan's ``before_drops``
+    or ``abefore_drops``)."""
+    for drop in reversed(drops[:passed]):
         if drop is not None:
             drop(0.0)
 
@@ -303,7 +304,7 @@ class Call:
                             before(self)
                         passed += 1
                 except Exception as refused:
-                    self._drop(passed)
+                    self._drop(plan.abefore_drops, passed)
                     self._refused(refused)
                     raise
             return self.__next__()
@@ -331,19 +332,20 @@ class Call:
                 waited += before(self)
                 passed += 1
         except Exception as refused:
-            self._drop(passed)
+            self._drop(self.plan.before_drops, passed)
             self._refused(refused)
             raise
         return waited
 
-    def _drop(self, passed: int = 0) -> None:
+    def _drop(
+        self, drops: tuple[Callable[[float], None] | None, ...] = (), passed: int = 0
+    ) -> None:
         """The next attempt will not run: the parts that let it go give back
-        what they held for it - the first *passed* of ``before_attempt``, then
-        what ``allow_retry`` took - newest first."""
-        plan = self.plan
-        dropped(plan, passed)
+        what they held for it - the first *passed* of *drops* (the befores'),
+        then what each ``allow_retry`` took - newest first."""
+        dropped(drops, passed)
         took, self._took = self._took, ()
-        for drop, taken in zip(reversed(plan.allow_drops[: len(took)]), reversed(took)):
+        for drop, taken in zip(reversed(self.plan.allow_drops[: len(took)]), reversed(took)):
             if drop is not None:
                 drop(taken)
 

@@ -300,6 +300,7 @@ class CallPlan:
         "scoped",
         "timed",
         "before_drops",
+        "abefore_drops",
         "allow_drops",
     )
 
@@ -318,12 +319,13 @@ class CallPlan:
     scoped: bool  # a part may set an attempt's timeout: async attempts need their scope
     timed: bool  # someone reads the call's start time
     before_drops: tuple[Callable[[float], None] | None, ...]  # what befores give back ...
+    abefore_drops: tuple[Callable[[float], None] | None, ...]  # ... abefores ...
     allow_drops: tuple[Callable[[float], None] | None, ...]  # ... and allows (see Stages)
 
     def __init__(self) -> None:
         """The bare plan; ``Policy._derive`` makes each policy's."""
         self.befores = self.abefores = self.afters = self.allows = self.checks = ()
-        self.before_drops = self.allow_drops = ()
+        self.before_drops = self.abefore_drops = self.allow_drops = ()
         self.limiter = None
         self.guarded = self.tells = self.observed = self.scoped = self.timed = False
         self.fast = self.quiet = self.simple = True
@@ -421,9 +423,7 @@ class Policy:
         parts.extend(self.parts)
         if self.timeout_part is not None:
             parts.append(self.timeout_part)
-        befores, abefores, afters, allows, checks, limiter, before_drops, allow_drops = stages(
-            parts
-        )
+        befores, abefores, afters, allows, checks, limiter, *drops = stages(parts)
         # The first try may run bare when what guards it is a check of no
         # argument (a breaker's, a throttle's) and a CUBIC rate limiter that is
         # off; its result, judged there, goes to the loop only when on_result
@@ -433,7 +433,7 @@ class Policy:
         # (made empty, then each field named: keyword arguments cost twice as much)
         plan = CallPlan.__new__(CallPlan)
         plan.befores, plan.abefores, plan.afters, plan.allows = befores, abefores, afters, allows
-        plan.before_drops, plan.allow_drops = before_drops, allow_drops
+        plan.before_drops, plan.abefore_drops, plan.allow_drops = drops
         plan.guarded = bool(abefores)
         plan.checks = checks or ()
         plan.limiter = limiter

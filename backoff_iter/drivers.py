@@ -411,7 +411,7 @@ def _sync_wrapper(
                 for guard in checks:  # a refusal ends the call, the try never made
                     guard.check()
             except Exception as refused:
-                dropped(plan, checks.index(guard))  # (checks are the first befores)
+                dropped(plan.before_drops, checks.index(guard))  # (the first befores)
                 if heard:
                     tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
                 raise
@@ -480,7 +480,7 @@ def _async_wrapper(
                 for guard in checks:  # a refusal ends the call, the try never made
                     guard.check()
             except Exception as refused:
-                dropped(plan, checks.index(guard))  # (checks are the first befores)
+                dropped(plan.before_drops, checks.index(guard))  # (the first befores)
                 if heard:
                     tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
                 raise

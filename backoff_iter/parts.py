@@ -155,9 +155,10 @@ class Stages(NamedTuple):
     #: ... but for a CubicRateLimiter, which a first attempt may skip while it
     #: is off (it would let the attempt go at once, taking nothing).
     limiter: CubicRateLimiter | None
-    #: The ``attempt_dropped`` of each part in ``befores`` and in ``allows``
-    #: (None where it gives nothing back); empty when none does.
+    #: The ``attempt_dropped`` of each part in ``befores``, ``abefores`` and
+    #: ``allows`` (None where it gives nothing back); empty when none does.
     before_drops: tuple[Callable[[float], None] | None, ...]
+    abefore_drops: tuple[Callable[[float], None] | None, ...]
     allow_drops: tuple[Callable[[float], None] | None, ...]
 
 
@@ -170,6 +171,7 @@ def stages(parts: list[Part]) -> Stages:
     checks: list[Breaker | Throttle] | None = []
     limiter = None
     before_drops: list[Callable[[float], None] | None] = []
+    abefore_drops: list[Callable[[float], None] | None] = []
     allow_drops: list[Callable[[float], None] | None] = []
     for part in parts:
         before, abefore, after, allow = _overridden(type(part))
@@ -186,6 +188,8 @@ def stages(parts: list[Part]) -> Stages:
             abefores.append((part.abefore_attempt, True))
         elif before:
             abefores.append((part.before_attempt, False))
+        if before or abefore:
+            abefore_drops.append(drop)
         if after:
             afters.append(part.after_attempt)
         if allow:
@@ -200,6 +204,7 @@ def stages(parts: list[Part]) -> Stages:
         None if checks is None else tuple(checks),
         limiter,
         tuple(before_drops) if any(before_drops) else (),
+        tuple(abefore_drops) if any(abefore_drops) else (),
         tuple(allow_drops) if any(allow_drops) else (),
     )
     return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)

@@ -3670,3 +3670,34 @@ def test_parts_give_back_what_they_took_newest_first_and_never_for_an_attempt_th
     parts = [Gives("a", 2.0), Gives("b", 3.0)]
     retry([0.0, 0.0], on=OSError, parts=parts, sleep=lambda s: None)(Operation([OSError()]))()
     assert log == []
+
+
+def test_in_async_loops_an_awaited_part_that_let_the_attempt_go_gives_it_back():
+    """A part with only abefore_attempt (asked in async loops alone) lets the attempt go,
+    the part after it refuses it: the first hears attempt_dropped, the refuser does not."""
+    from backoff_iter.parts import Part
+
+    log = []
+
+    class Awaited(Part):
+        async def abefore_attempt(self, call):
+            return 0.0
+
+        def attempt_dropped(self, taken):
+            log.append(("awaited", taken))
+
+    class Refuses(Part):
+        def before_attempt(self, call):
+            raise PermissionError("no")
+
+        def attempt_dropped(self, taken):
+            log.append(("refuses", taken))
+
+    async def main():
+        async for attempt in aretrying([0.0], parts=[Awaited(), Refuses()]):
+            async with attempt:
+                pass
+
+    with pytest.raises(PermissionError):
+        asyncio.run(main())
+    assert log == [("awaited", 0.0)]
