@@ -578,6 +578,29 @@ def test_counts_resent_after_a_lost_answer_land_once():
     assert exchange(model, "a", -5_000, at=NOW + 5_000_000, acked=-4_000)[1] == 5_000
 
 
+def test_counts_after_a_lost_answer_and_an_outage_longer_than_the_horizon_land_once(client):
+    """A bucket member's 10 failures applied, their answer lost, then silent past its horizon: its next exchange from the same acked applies nothing again (Redis and the model alike)."""
+    twins = Twins(client, "BUDGET")
+    assert twins.run("a", NOW, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)[1] == 10_000
+    assert twins.run("a", NOW + 1, *TIMING, 0, 0, -3_000, 0, 0, "", 0, *LEVEL)[1] == 7_000
+    later = NOW + 1 + 2_000_000  # the answer was lost; 2 s without Redis (horizon 1.2 s)
+    mask, level, _, _ = twins.run("a", later, *TIMING, 0, 0, -3_000, 0, 0, 10_000, 0, *LEVEL)
+    assert (level, mask & GONE) == (7_000, GONE)
+    assert twins.run("a", later + 1, *TIMING, 0, -3_000, -4_000, 0, 0, 7_000, 0, *LEVEL)[1] == 6_000
+
+
+@pytest.mark.parametrize("script", ["THROTTLE", "BREAKER"])
+def test_a_count_member_forgotten_after_a_lost_answer_counts_once(client, script):
+    """A throttle's or breaker's member whose answer to 3 and 2 counts was lost, silent past its horizon: resent from the same acked, they count once."""
+    twins = Twins(client, script)
+    extra = ["", 0, 200_000, *BREAKER] if script == "BREAKER" else [*THROTTLE]
+    twins.run("a", NOW, *TIMING, 0, 0, 3, 0, 2, *extra)  # applied; its answer lost
+    later = NOW + 1_300_000  # past the horizon (1.2 s), within the window (2 s)
+    answer = twins.run("a", later, *TIMING, 0, 0, 3, 0, 2, *extra)
+    totals = answer[1:3] if script == "THROTTLE" else answer[3:5]
+    assert (sorted(totals), answer[0] & GONE) == ([2, 3], GONE)
+
+
 def test_the_level_stays_between_zero_and_its_cap():
     """Counts below 0 or above the cap stop there, and the script says so."""
     model = Ledger()

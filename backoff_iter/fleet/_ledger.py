@@ -100,11 +100,13 @@ local function release(id)
   end
 end
 -- Members not heard from within their horizon have gone, and members whose
--- expiry lies beyond any horizon never were: their leases come back.
+-- expiry lies beyond any horizon never were: their leases come back.  What
+-- each last sent (a:, b:) stays until it leaves or the keys expire: a member
+-- back after an outage may have lost the answer to counts applied here.
 local function forget(ids, bit_)
   for _, id in ipairs(ids) do
     release(id)
-    redis.call('HDEL', ledger, 'a:' .. id, 'b:' .. id, 'l:' .. id)
+    redis.call('HDEL', ledger, 'l:' .. id)
     redis.call('ZREM', demand, id)
     flag(bit_)
   end
@@ -290,8 +292,7 @@ class LedgerBase:
         ledger, demand = self.ledger, self.demand
         for member in ids:
             leased = self._release(member, leased)
-            for field in ("a:", "b:", "l:"):
-                ledger.pop(field + member, None)
+            ledger.pop("l:" + member, None)  # a: and b: stay (see the script)
             demand.remove(member)
             self._mask |= bit
         return leased
