@@ -601,6 +601,23 @@ def test_a_count_member_forgotten_after_a_lost_answer_counts_once(client, script
     assert (sorted(totals), answer[0] & GONE) == ([2, 3], GONE)
 
 
+def test_an_open_breakers_keys_outlive_its_break_by_a_horizon(client):
+    """Keys living 1 s: a circuit opened for a 10 s break keeps them, in Redis and the model, until the break's end plus the horizon (1.2 s); a member exchanging 5 s on hears it open."""
+    twins = Twins(client, "BREAKER")
+    timing = (*TIMING[:3], 1_000)  # ttl: 1 s
+
+    def breaker(member, at, failures, duration=10_000_000):
+        return twins.run(member, at, *timing, 0, 0, 0, 0, failures, "", 0, duration, *BREAKER)
+
+    assert breaker("a", NOW, 4)[1] == 1  # opened
+    _, _, ledger, _ = twins.keys
+    assert 11_100 <= client.pttl(ledger) <= 11_200  # Redis's clock, not NOW: the break's end
+    assert twins.model._expires == NOW + 11_200_000
+    assert twins.model.breaker("b", NOW + 5_000_000, *timing, 0, 0, 0, 0, 0, "", 0, 1, *BREAKER)[
+        :2
+    ] == (twins.model._mask, 1)
+
+
 def test_the_level_stays_between_zero_and_its_cap():
     """Counts below 0 or above the cap stop there, and the script says so."""
     model = Ledger()

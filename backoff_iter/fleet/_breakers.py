@@ -195,6 +195,15 @@ class BreakerMember(CountMember):
     _cause: BaseException | None  # a failure since the last exchange (a copy)
     _sent_now: float  # the breaker's clock when the exchange under way was sent
 
+    def _idle(self) -> bool:
+        # Not while the fleet's circuit is open or half open, as last heard, and
+        # the break (or the probe) not over, nor while asking for the probe: a
+        # process that stopped exchanging would go on alone, and send a probe
+        # of its own after the break.
+        if self._asks or (self._heard > 0 and self._now() < self._until):  # type: ignore[attr-defined]
+            return False
+        return CountMember._idle(self)
+
     def _renew(self, member: str) -> None:
         super()._renew(member)
         self._outcome = ""

@@ -139,7 +139,7 @@ local function since(field, acked, cumulative)
 end
 local function finish()
   for _, key in ipairs(KEYS) do
-    if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, ttl) end
+    if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, int(ttl)) end
   end
 end
 """
@@ -230,21 +230,22 @@ class LedgerBase:
 
     ``counts`` and ``ledger`` are dicts (Redis hashes), ``members`` and
     ``demand`` are :class:`Scores` (sorted sets); a key that expired is
-    emptied (``ttl`` milliseconds after the last exchange, as Redis does).
+    emptied (``ttl`` milliseconds after the last exchange, as Redis does, or
+    later where the exchange said so: ``_expires``).
     A test may set any of them to what a stray client could write to Redis
     (a string in place of a hash, a word in place of a number): the model
     checks what it reads as the script does.  Not thread-safe: its store
     holds a lock around each exchange.
     """
 
-    __slots__ = ("counts", "members", "ledger", "demand", "_touched", "_mask")
+    __slots__ = ("counts", "members", "ledger", "demand", "_expires", "_mask")
 
     def __init__(self) -> None:
         self.counts: Any = {}
         self.members: Any = Scores()
         self.ledger: Any = {}
         self.demand: Any = Scores()
-        self._touched: int | None = None  # when the keys' ttl was last set
+        self._expires: int | None = None  # when the keys expire, as their ttl was last set
         self._mask = 0
 
     def _start(self, member: str, now: int, horizon: int, ttl: int, leave: int) -> tuple[int, int]:
@@ -257,9 +258,9 @@ class LedgerBase:
     def _begin(self, now: int, ttl: int) -> None:
         """The keys as Redis would have them at *now*: expired after *ttl*, of the right types."""
         self._mask = 0
-        if self._touched is not None and now >= self._touched + ttl * 1000:
+        if self._expires is not None and now >= self._expires:
             self.counts, self.members, self.ledger, self.demand = {}, Scores(), {}, Scores()
-        self._touched = now
+        self._expires = now + ttl * 1000
         for name, kind in (("counts", dict), ("members", Scores), ("ledger", dict)):
             if type(getattr(self, name)) is not kind:
                 setattr(self, name, kind())
