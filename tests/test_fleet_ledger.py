@@ -618,6 +618,17 @@ def test_an_open_breakers_keys_outlive_its_break_by_a_horizon(client):
     ] == (twins.model._mask, 1)
 
 
+def test_a_lease_of_a_member_lost_with_the_members_key_comes_back(client):
+    """a, alone, is lent the whole room and dies; the members key is lost: b, the next to exchange, finds no member and takes back every lease held (Redis and the model alike)."""
+    twins = Twins(client, "BUDGET")
+    assert twins.run("a", NOW, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)[3] == 10_000
+    client.delete(twins.keys[1])
+    twins.model.members = Scores()
+    mask, _, n, lease = twins.run("b", NOW + 1, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    assert (n, lease, mask & GONE) == (1, 10_000, GONE)
+    assert twins.state()[2]["leased"] == "10000"
+
+
 def test_the_level_stays_between_zero_and_its_cap():
     """Counts below 0 or above the cap stop there, and the script says so."""
     model = Ledger()

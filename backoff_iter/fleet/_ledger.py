@@ -115,6 +115,18 @@ forget(redis.call('ZRANGEBYSCORE', members, '-inf', '(' .. int(now)), GONE)
 forget(redis.call('ZRANGEBYSCORE', members, '(' .. int(now + horizon), '+inf'), REPAIRED)
 redis.call('ZREMRANGEBYSCORE', members, '-inf', '(' .. int(now))
 redis.call('ZREMRANGEBYSCORE', members, '(' .. int(now + horizon), '+inf')
+-- No member left, a lease still held is a member's the fleet lost track of
+-- (the members key deleted or evicted, the member gone): they all come back.
+if redis.call('ZCARD', members) == 0 then
+  local fields = redis.call('HGETALL', ledger)
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], 1, 2) == 'l:' then
+      redis.call('HDEL', ledger, fields[i])
+      flag(GONE)
+    end
+  end
+  leased = 0
+end
 release(member)
 redis.call('HDEL', ledger, 'l:' .. member)
 if leave then
@@ -306,6 +318,12 @@ class LedgerBase:
         members = self.members
         leased = self._forget(members.below(now), GONE, leased)
         leased = self._forget(members.above(now + horizon), REPAIRED, leased)
+        if not len(members):  # leases of members lost track of come back (see the script)
+            ledger = self.ledger
+            for field in [k for k in ledger if k[:2] == "l:"]:
+                del ledger[field]
+                self._mask |= GONE
+            leased = 0
         leased = self._release(member, leased)
         self.ledger.pop("l:" + member, None)
         if leave:
