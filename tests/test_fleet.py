@@ -1085,6 +1085,22 @@ def test_counts_a_window_old_are_not_sent_after_an_outage():
     assert cumulative - acked == 1_000
 
 
+def test_a_retry_budget_back_after_a_lost_answer_and_a_window_owes_nothing_it_never_spent():
+    """Its 5 calls applied in Redis, their answer lost, then 2 s without Redis (window 1.5 s): the next exchange takes nothing back from the fleet's window, which holds no debt (it held -5 retries)."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=1.5, clock=clock, store=store)
+    joined(store, budget)
+    for _ in range(5):
+        budget.record_success(True)
+    store.land(budget, store.send(budget))  # applied; the answer is lost
+    clock.now += 2.0
+    budget.record_success(True)
+    sent = store.send(budget)
+    assert sent[0][:2] == [5_000, 6_000]  # from where its window began; its count whole
+    assert store.land(budget, sent)[1] == 1_000
+
+
 class CountingLock:
     """A lock that counts how often it was taken."""
 

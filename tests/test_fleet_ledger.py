@@ -169,7 +169,7 @@ def budget_events():
             st.tuples(
                 st.just("poison"),
                 st.integers(0, 4),
-                poison(["level", "born", "junk", "leased", "a:@", "l:@", "turn"]),
+                poison(["level", "born", "junk", "leased", "a:@", "l:@", "t:@", "turn"]),
             ),
         ),
         min_size=8,
@@ -627,6 +627,30 @@ def test_a_lease_of_a_member_lost_with_the_members_key_comes_back(client):
     mask, _, n, lease = twins.run("b", NOW + 1, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
     assert (n, lease, mask & GONE) == (1, 10_000, GONE)
     assert twins.state()[2]["leased"] == "10000"
+
+
+@pytest.mark.parametrize(
+    ("after", "base", "value"),
+    [(2_100_000, 6_000, 2_000), (500_000, 3_000, 8_000), (1_000_000, 3_000, 3_000)],
+)
+def test_a_window_counts_from_what_redis_applied_unless_it_applied_it_a_window_ago(
+    client, after, base, value
+):
+    """A window's member whose 5,000 were applied (answer lost) sends 8,000 from where its window began: a window (1.5 s) later, Redis counts from there; within it, from the 5,000 it applied, once."""
+    twins = Twins(client, "BUDGET")
+    twins.run("a", NOW, *TIMING, 0, 0, 5_000, 0, 0, "", 0, *WINDOW)
+    answer = twins.run("a", NOW + after, *TIMING, 0, base, 8_000, 0, 0, "", 0, *WINDOW)
+    assert answer[1] == value
+    assert twins.state()[2]["t:a"] == str(NOW + after)
+
+
+def test_an_unreadable_time_of_a_windows_last_count_is_repaired(client):
+    """A word where Redis keeps when it last applied a member's counts: flagged, and the member's count taken from what Redis applied."""
+    twins = Twins(client, "BUDGET")
+    twins.run("a", NOW, *TIMING, 0, 0, 5_000, 0, 0, "", 0, *WINDOW)
+    twins.poison(("ledger", "t:@", "abc"), "a")
+    mask, value, _, _ = twins.run("a", NOW + 1, *TIMING, 0, 0, 6_000, 0, 0, "", 0, *WINDOW)
+    assert (mask & REPAIRED, value) == (REPAIRED, 6_000)
 
 
 def test_the_level_stays_between_zero_and_its_cap():
