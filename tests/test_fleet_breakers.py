@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import sys
 import threading
 import time
 from itertools import count
@@ -18,6 +19,7 @@ from redis_server import RedisServer, free_port, require_binary
 
 from backoff_iter import (
     AdaptiveThrottle,
+    ArgumentValueError,
     BrokenCircuitError,
     CircuitBreaker,
     ThrottledError,
@@ -621,3 +623,20 @@ def test_idle_members_of_an_open_fleet_keep_exchanging_so_a_long_break_sends_one
     finally:
         for store in stores:
             store.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "parameter"), [("breaker", "sampling_duration"), ("throttle", "window")]
+)
+def test_a_window_of_up_to_1e9_seconds_is_shared_and_a_longer_one_refused(server, kind, parameter):
+    """sampling_duration / window of 1e9 s: exchanges answer; of 1e9 s and a bit (sys.maxsize: every exchange failed), the argument error naming it."""
+    make = CircuitBreaker if kind == "breaker" else AdaptiveThrottle
+    store = RedisStore(server.client(), next(names), sync_interval=0.01)
+    try:
+        wait_for_first_exchange(make(**{parameter: 1e9}, store=store))
+    finally:
+        store.close()
+    for value in (1e9 + 1000, sys.maxsize):
+        with pytest.raises(ArgumentValueError, match=parameter) as refused:
+            make(**{parameter: value}, store=RedisStore(server.client(), next(names)))
+        assert refused.value.parameter == parameter and repr(value) in str(refused.value)

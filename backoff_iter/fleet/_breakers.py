@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from backoff_iter import _checks
 from backoff_iter._sliding import SlidingCounts, detached
 from backoff_iter.breakers import _BUCKETS as _BREAKER_BUCKETS
 from backoff_iter.breakers import (
@@ -40,6 +41,20 @@ if TYPE_CHECKING:
 
 #: The most one slot of a fleet window counts: beyond, poison.
 _MOST_PER_SLOT = 10**12
+#: The longest window (``sampling_duration``) a fleet part keeps, in seconds
+#: (about 31 years): its keys' lifetime in ms and its slots in us stay whole
+#: numbers Redis takes (1e14 s and more failed every exchange).
+LONGEST_WINDOW = 1e9
+
+
+def _bounded(name: str, value: float, given: object) -> None:
+    """Refuse a window (*value*, as *given*) longer than a fleet keeps."""
+    if value > LONGEST_WINDOW:
+        raise _checks.ArgumentValueError(
+            name, f"{name} must be at most 1e9 seconds with a store, got {given!r}"
+        )
+
+
 #: A throttle's window in the fleet: 12 slots (10 s each at the default 120 s),
 #: so that an exchange reads 24 numbers, not 240; its own keeps 120.
 _FLEET_SLOTS = 12
@@ -157,6 +172,7 @@ class FleetAdaptiveThrottle(CountMember, AdaptiveThrottle):
         store: Store | None = None,
     ) -> None:
         AdaptiveThrottle.__init__(self, k, window, clock=clock, rng=rng)
+        _bounded("window", self.window, window)
         counts = self._counts = FleetTotals(self.window, _THROTTLE_BUCKETS)
         counts.part = self
         width = max(1, round(self.window / _FLEET_SLOTS * 1e6))
@@ -234,6 +250,7 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
         CircuitBreaker.__init__(
             self, failure_ratio, minimum_throughput, sampling_duration, break_duration, clock=clock
         )
+        _bounded("sampling_duration", self.sampling_duration, sampling_duration)
         self._counts = Counts(self.sampling_duration, _BREAKER_BUCKETS)
         self._outcome = ""
         self._asks = self._holds = self._probing = False
