@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import gc
@@ -22,6 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from redis_server import RedisServer, free_port, require_binary
 
+import backoff_iter.fleet
 from backoff_iter import RetryBudget, RetryQuota, TokenBucket, aretrying
 from backoff_iter.fleet import RedisStore, Store, _SharedState
 from backoff_iter.fleet._budgets import FleetTokenBucket
@@ -1565,6 +1567,48 @@ def test_the_fleet_window_follows_the_redis_server_clock(client):
 
 
 # -- Keys, threads and lifecycle ---------------------------------------------
+
+
+def test_the_guides_fleet_example_runs_as_written(server):
+    """The fleet example of docs/budgets.rst, its host pointed at the test's redis-server, imports all it uses and makes a budget that hears from Redis."""
+    guide = ROOT / "docs" / "budgets.rst"
+    block = guide.read_text().split(".. code-block:: python", 1)[1].split("\n\n:class:", 1)[0]
+    source = "\n".join(line[4:] for line in block.splitlines())
+    source = source.replace('host="redis.internal"', f"host='127.0.0.1', port={server.port}")
+    code = compile(source, str(guide), "exec")
+    namespace: dict = {}
+    exec(code, namespace)
+    try:
+        wait_for_first_exchange(namespace["budget"])
+        # every name it reads, in functions called later too, is defined
+        read = {
+            node.id
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+        }
+        assert read <= set(namespace), read - set(namespace)
+    finally:
+        namespace["store"].close()
+
+
+def test_the_fleet_module_says_what_each_part_shares_and_does_without_redis():
+    """The fleet module's docstring, which the parts' docstrings point to, covers the parts, the lag, Redis away and keys expiring."""
+    text = " ".join(backoff_iter.fleet.__doc__.split())
+    for name in ("TokenBucket", "RetryBudget", "RetryQuota", "CircuitBreaker", "AdaptiveThrottle"):
+        assert f"~backoff_iter.{name}`" in text
+    for heading in (
+        "What the fleet shares",
+        "What the lag costs",
+        "Redis slow, paused, restarted or gone",
+        "Keys expire",
+    ):
+        assert heading in text
+    timing = Timing(0.1, 30.0)
+    assert "max(3 x sync_interval, 0.25)" in text and timing.stale == max(3 * 0.1, 0.25)
+    assert "4 x stale" in text and timing.horizon == 4 * timing.stale
+    assert "max(60 x sync_interval, 4 x stale)" in text and timing.silence == max(
+        6.0, timing.horizon
+    )
 
 
 def test_an_idle_fleet_leaves_no_keys_behind(client):
