@@ -1592,7 +1592,7 @@ def test_the_guides_fleet_example_runs_as_written(server):
 
 
 def test_the_fleet_module_says_what_each_part_shares_and_does_without_redis():
-    """The fleet module's docstring, which the parts' docstrings point to, covers the parts, the lag, Redis away and keys expiring."""
+    """The fleet module's docstring, which the parts' docstrings point to, covers the parts, the lag, Redis away, keys expiring and ending."""
     text = " ".join(backoff_iter.fleet.__doc__.split())
     for name in ("TokenBucket", "RetryBudget", "RetryQuota", "CircuitBreaker", "AdaptiveThrottle"):
         assert f"~backoff_iter.{name}`" in text
@@ -1601,6 +1601,7 @@ def test_the_fleet_module_says_what_each_part_shares_and_does_without_redis():
         "What the lag costs",
         "Redis slow, paused, restarted or gone",
         "Keys expire",
+        "Ending",
     ):
         assert heading in text
     timing = Timing(0.1, 30.0)
@@ -1652,6 +1653,28 @@ def test_a_store_and_its_budget_collected_end_the_thread(client):
     del store
     gc.collect()
     RedisServer.wait_until(lambda: not thread.is_alive(), "the thread to end")
+
+
+def test_a_store_and_its_budget_dropped_without_close_lose_the_last_counts_as_the_guide_says(
+    client,
+):
+    """Dropped, not closed: the thread ends, but the last failure never reaches Redis and the member stays until its horizon - what docs/budgets.rst says (it said dropping sent the last counts)."""
+    name = next(names)
+    store = RedisStore(client, name, sync_interval=30)  # no exchange but the first
+    bucket = TokenBucket(store=store)
+    wait_for_first_exchange(bucket)
+    bucket.record_failure(True)
+    thread = store._worker._thread
+    del store, bucket
+    gc.collect()
+    RedisServer.wait_until(lambda: not thread.is_alive(), "the thread to end")
+    prefix = f"backoff_iter:{{{name}}}:token_bucket"
+    assert int(client.hget(f"{prefix}:counts", "level")) == 10_000
+    assert client.zcard(f"{prefix}:members") == 1
+    guide = " ".join((ROOT / "docs" / "budgets.rst").read_text().split())
+    assert "without it stops the thread when they are collected, but loses the counts" in guide
+    fleet_doc = " ".join(backoff_iter.fleet.__doc__.split())
+    assert "the counts of the last interval are lost" in fleet_doc
 
 
 def test_the_stores_connection_has_a_timeout_of_its_own(client, server):

@@ -59,6 +59,13 @@ Keys expire
     the horizon, however long the break, so that a process starting
     meanwhile finds it open and the fleet still sends one probe.  With a
     store, a window (``sampling_duration``) is at most 1e9 seconds.
+
+Ending
+    ``store.close()`` (or ``with RedisStore(...) as store:``) sends the
+    process's last counts, leaves the fleet (its lease comes back at once)
+    and stops the thread.  A store and part dropped without ``close()``
+    stop the thread when collected, but the counts of the last interval are
+    lost and the fleet forgets the process only after its horizon.
 """
 
 from __future__ import annotations
