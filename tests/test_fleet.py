@@ -344,6 +344,17 @@ def test_an_estimate_never_reads_above_full_after_an_answer(kind):
     assert estimate() == full  # not twice full
 
 
+def test_an_inline_member_idle_far_past_its_silence_still_exchanges_when_it_decides():
+    """A bucket on a shared state, idle for 100 s (silence: 6 s): its next decision exchanges as ever - inline, a member is never left silent."""
+    clock = Clock()
+    store = _SharedState(0.1, clock=clock)
+    bucket = TokenBucket(store=store)
+    bucket.try_retry(None)
+    answers = bucket._answers
+    clock.now += 100.0
+    assert bucket.try_retry(None) and bucket._answers == answers + 1
+
+
 def test_a_shared_state_reads_its_clock_through_the_one_clock_guard():
     """NaN first, then backwards, inf, then absurdly late: _sliding.steady's rule - no time passes but forward, finite, within 2**1000."""
     readings = iter([math.nan, 5.0, 4.0, math.inf, 1e300, 6.0])

@@ -653,6 +653,17 @@ def test_an_unreadable_time_of_a_windows_last_count_is_repaired(client):
     assert (mask & REPAIRED, value) == (REPAIRED, 6_000)
 
 
+def test_a_lease_recorded_above_what_is_leased_in_all_is_dropped_not_taken_back(client):
+    """a holds the whole room (10,000 leased); b's lease poisoned to 20,000: b's exchange flags it and takes back nothing, leased never going below 0."""
+    twins = Twins(client, "BUDGET")
+    twins.run("a", NOW, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    twins.run("b", NOW + 1, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    twins.poison(("ledger", "l:@", "20000"), "b")
+    mask, _, n, lease = twins.run("b", NOW + 2, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    assert (mask & REPAIRED, n, lease) == (REPAIRED, 2, 0)
+    assert twins.state()[2]["leased"] == "10000"
+
+
 def test_the_level_stays_between_zero_and_its_cap():
     """Counts below 0 or above the cap stop there, and the script says so."""
     model = Ledger()
