@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import gc
@@ -22,6 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from redis_server import RedisServer, free_port, require_binary
 
+import backoff_iter.fleet
 from backoff_iter import RetryBudget, RetryQuota, TokenBucket, aretrying
 from backoff_iter.fleet import RedisStore, Store, _SharedState
 from backoff_iter.fleet._budgets import FleetTokenBucket
@@ -340,6 +342,17 @@ def test_an_estimate_never_reads_above_full_after_an_answer(kind):
     joined(store, b)  # b alone fills the fleet too
     a._merge(sent[0], store.land(a, sent), sent[1])
     assert estimate() == full  # not twice full
+
+
+def test_an_inline_member_idle_far_past_its_silence_still_exchanges_when_it_decides():
+    """A bucket on a shared state, idle for 100 s (silence: 6 s): its next decision exchanges as ever - inline, a member is never left silent."""
+    clock = Clock()
+    store = _SharedState(0.1, clock=clock)
+    bucket = TokenBucket(store=store)
+    bucket.try_retry(None)
+    answers = bucket._answers
+    clock.now += 100.0
+    assert bucket.try_retry(None) and bucket._answers == answers + 1
 
 
 def test_a_shared_state_reads_its_clock_through_the_one_clock_guard():
@@ -1085,6 +1098,22 @@ def test_counts_a_window_old_are_not_sent_after_an_outage():
     assert cumulative - acked == 1_000
 
 
+def test_a_retry_budget_back_after_a_lost_answer_and_a_window_owes_nothing_it_never_spent():
+    """Its 5 calls applied in Redis, their answer lost, then 2 s without Redis (window 1.5 s): the next exchange takes nothing back from the fleet's window, which holds no debt (it held -5 retries)."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=1.5, clock=clock, store=store)
+    joined(store, budget)
+    for _ in range(5):
+        budget.record_success(True)
+    store.land(budget, store.send(budget))  # applied; the answer is lost
+    clock.now += 2.0
+    budget.record_success(True)
+    sent = store.send(budget)
+    assert sent[0][:2] == [5_000, 6_000]  # from where its window began; its count whole
+    assert store.land(budget, sent)[1] == 1_000
+
+
 class CountingLock:
     """A lock that counts how often it was taken."""
 
@@ -1551,6 +1580,49 @@ def test_the_fleet_window_follows_the_redis_server_clock(client):
 # -- Keys, threads and lifecycle ---------------------------------------------
 
 
+def test_the_guides_fleet_example_runs_as_written(server):
+    """The fleet example of docs/budgets.rst, its host pointed at the test's redis-server, imports all it uses and makes a budget that hears from Redis."""
+    guide = ROOT / "docs" / "budgets.rst"
+    block = guide.read_text().split(".. code-block:: python", 1)[1].split("\n\n:class:", 1)[0]
+    source = "\n".join(line[4:] for line in block.splitlines())
+    source = source.replace('host="redis.internal"', f"host='127.0.0.1', port={server.port}")
+    code = compile(source, str(guide), "exec")
+    namespace: dict = {}
+    exec(code, namespace)
+    try:
+        wait_for_first_exchange(namespace["budget"])
+        # every name it reads, in functions called later too, is defined
+        read = {
+            node.id
+            for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+        }
+        assert read <= set(namespace), read - set(namespace)
+    finally:
+        namespace["store"].close()
+
+
+def test_the_fleet_module_says_what_each_part_shares_and_does_without_redis():
+    """The fleet module's docstring, which the parts' docstrings point to, covers the parts, the lag, Redis away, keys expiring and ending."""
+    text = " ".join(backoff_iter.fleet.__doc__.split())
+    for name in ("TokenBucket", "RetryBudget", "RetryQuota", "CircuitBreaker", "AdaptiveThrottle"):
+        assert f"~backoff_iter.{name}`" in text
+    for heading in (
+        "What the fleet shares",
+        "What the lag costs",
+        "Redis slow, paused, restarted or gone",
+        "Keys expire",
+        "Ending",
+    ):
+        assert heading in text
+    timing = Timing(0.1, 30.0)
+    assert "max(3 x sync_interval, 0.25)" in text and timing.stale == max(3 * 0.1, 0.25)
+    assert "4 x stale" in text and timing.horizon == 4 * timing.stale
+    assert "max(60 x sync_interval, 4 x stale)" in text and timing.silence == max(
+        6.0, timing.horizon
+    )
+
+
 def test_an_idle_fleet_leaves_no_keys_behind(client):
     """A token bucket and a 1-second RetryBudget used, then idle (stores still open): Redis expires all their keys."""
     name = next(names)
@@ -1592,6 +1664,28 @@ def test_a_store_and_its_budget_collected_end_the_thread(client):
     del store
     gc.collect()
     RedisServer.wait_until(lambda: not thread.is_alive(), "the thread to end")
+
+
+def test_a_store_and_its_budget_dropped_without_close_lose_the_last_counts_as_the_guide_says(
+    client,
+):
+    """Dropped, not closed: the thread ends, but the last failure never reaches Redis and the member stays until its horizon - what docs/budgets.rst says (it said dropping sent the last counts)."""
+    name = next(names)
+    store = RedisStore(client, name, sync_interval=30)  # no exchange but the first
+    bucket = TokenBucket(store=store)
+    wait_for_first_exchange(bucket)
+    bucket.record_failure(True)
+    thread = store._worker._thread
+    del store, bucket
+    gc.collect()
+    RedisServer.wait_until(lambda: not thread.is_alive(), "the thread to end")
+    prefix = f"backoff_iter:{{{name}}}:token_bucket"
+    assert int(client.hget(f"{prefix}:counts", "level")) == 10_000
+    assert client.zcard(f"{prefix}:members") == 1
+    guide = " ".join((ROOT / "docs" / "budgets.rst").read_text().split())
+    assert "without it stops the thread when they are collected, but loses the counts" in guide
+    fleet_doc = " ".join(backoff_iter.fleet.__doc__.split())
+    assert "the counts of the last interval are lost" in fleet_doc
 
 
 def test_the_stores_connection_has_a_timeout_of_its_own(client, server):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import sys
 import threading
 import time
 from itertools import count
@@ -18,6 +19,7 @@ from redis_server import RedisServer, free_port, require_binary
 
 from backoff_iter import (
     AdaptiveThrottle,
+    ArgumentValueError,
     BrokenCircuitError,
     CircuitBreaker,
     ThrottledError,
@@ -143,6 +145,28 @@ def test_a_fleet_probe_a_part_refused_after_the_breaker_goes_with_the_next_call(
     assert not refuses(breakers[0])  # the member's next call sends it, at once
     clock.now += 0.11  # an exchange: the fleet's probe is out, and still this member's
     assert refuses(breakers[1])
+
+
+def test_a_member_joining_long_after_the_keys_ttl_but_within_the_break_finds_it_open():
+    """A break of 300 s (keys live 90 s after the last exchange): a member joining 200 s on, none having exchanged since, refuses; after the break one member sends the one probe."""
+    clock = Clock()
+    breakers, store = fleet_of(CircuitBreaker, 2, clock, **{**BREAKER, "break_duration": 300})
+    opened(breakers, clock)
+    clock.now += 200.0
+    late = CircuitBreaker(clock=clock, store=store, **{**BREAKER, "break_duration": 300})
+    assert refuses(late) and late.state == "open"
+    clock.now += 100.0  # the break is over
+    assert sent_in_rounds([*breakers, late], clock, 2) == [[], [0]]
+
+
+def test_a_breaker_asking_for_the_probe_keeps_exchanging_however_long_it_was_idle():
+    """A member idle for 50 s after the fleet opened (its silence: 6 s; the keys live 90 s) asks for the probe: its thread still exchanges, not going on alone with a probe of its own."""
+    clock = Clock()
+    breakers, _ = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    opened(breakers, clock)
+    clock.now += 50.0
+    assert refuses(breakers[1]) and breakers[1]._asks
+    assert breakers[1]._snapshot(clock.now, False) is not None
 
 
 def test_a_failed_probe_opens_the_fleet_again_for_the_next_break():
@@ -584,3 +608,59 @@ def test_a_member_whose_probe_is_out_sends_no_second_one():
     assert refuses(breakers[0]) and refuses(breakers[1])
     breakers[0].record(True)
     assert not refuses(breakers[0])
+
+
+def test_idle_members_of_an_open_fleet_keep_exchanging_so_a_long_break_sends_one_probe(server):
+    """Two processes idle through a break longer than their silence and the keys' ttl (1 s each): their keys stay, a process joining mid-break refuses, and after the break the fleet sends one probe."""
+    name = next(names)
+    options = {"failure_ratio": 0.5, "minimum_throughput": 2, "sampling_duration": 0.1}
+    stores = []
+
+    def joined():
+        stores.append(RedisStore(server.client(), name, sync_interval=0.01))
+        part = CircuitBreaker(**options, break_duration=2.5, store=stores[-1])
+        wait_for_first_exchange(part)
+        return part
+
+    try:
+        a, b = joined(), joined()
+        for _ in range(3):
+            if not refuses(a):
+                a.record(False, ConnectionError("down"))
+        RedisServer.wait_until(lambda: b.state == "open", "the fleet to open")
+        opened = time.monotonic()
+        assert stores[0]._worker._timing.silence == stores[0]._worker._timing.ttl == 1.0
+        RedisServer.wait_until(lambda: time.monotonic() - opened > 1.6, "silence and ttl")
+        assert server.client().hget(f"backoff_iter:{{{name}}}:breaker:ledger", "state") == b"open"
+        c = joined()  # a process starting mid-break
+        assert refuses(c) and c.state == "open"
+        probes = []
+
+        def ask():
+            for part in (a, b, c):
+                if not refuses(part):
+                    probes.append(part)
+            return bool(probes)
+
+        RedisServer.wait_until(ask, "the probe")
+        assert len(probes) == 1 and all(refuses(part) for part in (a, b, c) if part not in probes)
+    finally:
+        for store in stores:
+            store.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "parameter"), [("breaker", "sampling_duration"), ("throttle", "window")]
+)
+def test_a_window_of_up_to_1e9_seconds_is_shared_and_a_longer_one_refused(server, kind, parameter):
+    """sampling_duration / window of 1e9 s: exchanges answer; of 1e9 s and a bit (sys.maxsize: every exchange failed), the argument error naming it."""
+    make = CircuitBreaker if kind == "breaker" else AdaptiveThrottle
+    store = RedisStore(server.client(), next(names), sync_interval=0.01)
+    try:
+        wait_for_first_exchange(make(**{parameter: 1e9}, store=store))
+    finally:
+        store.close()
+    for value in (1e9 + 1000, sys.maxsize):
+        with pytest.raises(ArgumentValueError, match=parameter) as refused:
+            make(**{parameter: value}, store=RedisStore(server.client(), next(names)))
+        assert refused.value.parameter == parameter and repr(value) in str(refused.value)

@@ -169,7 +169,7 @@ def budget_events():
             st.tuples(
                 st.just("poison"),
                 st.integers(0, 4),
-                poison(["level", "born", "junk", "leased", "a:@", "l:@", "turn"]),
+                poison(["level", "born", "junk", "leased", "a:@", "l:@", "t:@", "turn"]),
             ),
         ),
         min_size=8,
@@ -576,6 +576,92 @@ def test_counts_resent_after_a_lost_answer_land_once():
     assert exchange(model, "a", -4_000, at=NOW + 2)[1] == 6_000
     # forgotten after a long silence: its acked count is what it last heard
     assert exchange(model, "a", -5_000, at=NOW + 5_000_000, acked=-4_000)[1] == 5_000
+
+
+def test_counts_after_a_lost_answer_and_an_outage_longer_than_the_horizon_land_once(client):
+    """A bucket member's 10 failures applied, their answer lost, then silent past its horizon: its next exchange from the same acked applies nothing again (Redis and the model alike)."""
+    twins = Twins(client, "BUDGET")
+    assert twins.run("a", NOW, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)[1] == 10_000
+    assert twins.run("a", NOW + 1, *TIMING, 0, 0, -3_000, 0, 0, "", 0, *LEVEL)[1] == 7_000
+    later = NOW + 1 + 2_000_000  # the answer was lost; 2 s without Redis (horizon 1.2 s)
+    mask, level, _, _ = twins.run("a", later, *TIMING, 0, 0, -3_000, 0, 0, 10_000, 0, *LEVEL)
+    assert (level, mask & GONE) == (7_000, GONE)
+    assert twins.run("a", later + 1, *TIMING, 0, -3_000, -4_000, 0, 0, 7_000, 0, *LEVEL)[1] == 6_000
+
+
+@pytest.mark.parametrize("script", ["THROTTLE", "BREAKER"])
+def test_a_count_member_forgotten_after_a_lost_answer_counts_once(client, script):
+    """A throttle's or breaker's member whose answer to 3 and 2 counts was lost, silent past its horizon: resent from the same acked, they count once."""
+    twins = Twins(client, script)
+    extra = ["", 0, 200_000, *BREAKER] if script == "BREAKER" else [*THROTTLE]
+    twins.run("a", NOW, *TIMING, 0, 0, 3, 0, 2, *extra)  # applied; its answer lost
+    later = NOW + 1_300_000  # past the horizon (1.2 s), within the window (2 s)
+    answer = twins.run("a", later, *TIMING, 0, 0, 3, 0, 2, *extra)
+    totals = answer[1:3] if script == "THROTTLE" else answer[3:5]
+    assert (sorted(totals), answer[0] & GONE) == ([2, 3], GONE)
+
+
+def test_an_open_breakers_keys_outlive_its_break_by_a_horizon(client):
+    """Keys living 1 s: a circuit opened for a 10 s break keeps them, in Redis and the model, until the break's end plus the horizon (1.2 s); a member exchanging 5 s on hears it open."""
+    twins = Twins(client, "BREAKER")
+    timing = (*TIMING[:3], 1_000)  # ttl: 1 s
+
+    def breaker(member, at, failures, duration=10_000_000):
+        return twins.run(member, at, *timing, 0, 0, 0, 0, failures, "", 0, duration, *BREAKER)
+
+    assert breaker("a", NOW, 4)[1] == 1  # opened
+    _, _, ledger, _ = twins.keys
+    assert 11_100 <= client.pttl(ledger) <= 11_200  # Redis's clock, not NOW: the break's end
+    assert twins.model._expires == NOW + 11_200_000
+    assert twins.model.breaker("b", NOW + 5_000_000, *timing, 0, 0, 0, 0, 0, "", 0, 1, *BREAKER)[
+        :2
+    ] == (twins.model._mask, 1)
+
+
+def test_a_lease_of_a_member_lost_with_the_members_key_comes_back(client):
+    """a, alone, is lent the whole room and dies; the members key is lost: b, the next to exchange, finds no member and takes back every lease held (Redis and the model alike)."""
+    twins = Twins(client, "BUDGET")
+    assert twins.run("a", NOW, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)[3] == 10_000
+    client.delete(twins.keys[1])
+    twins.model.members = Scores()
+    mask, _, n, lease = twins.run("b", NOW + 1, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    assert (n, lease, mask & GONE) == (1, 10_000, GONE)
+    assert twins.state()[2]["leased"] == "10000"
+
+
+@pytest.mark.parametrize(
+    ("after", "base", "value"),
+    [(2_100_000, 6_000, 2_000), (500_000, 3_000, 8_000), (1_000_000, 3_000, 3_000)],
+)
+def test_a_window_counts_from_what_redis_applied_unless_it_applied_it_a_window_ago(
+    client, after, base, value
+):
+    """A window's member whose 5,000 were applied (answer lost) sends 8,000 from where its window began: a window (1.5 s) later, Redis counts from there; within it, from the 5,000 it applied, once."""
+    twins = Twins(client, "BUDGET")
+    twins.run("a", NOW, *TIMING, 0, 0, 5_000, 0, 0, "", 0, *WINDOW)
+    answer = twins.run("a", NOW + after, *TIMING, 0, base, 8_000, 0, 0, "", 0, *WINDOW)
+    assert answer[1] == value
+    assert twins.state()[2]["t:a"] == str(NOW + after)
+
+
+def test_an_unreadable_time_of_a_windows_last_count_is_repaired(client):
+    """A word where Redis keeps when it last applied a member's counts: flagged, and the member's count taken from what Redis applied."""
+    twins = Twins(client, "BUDGET")
+    twins.run("a", NOW, *TIMING, 0, 0, 5_000, 0, 0, "", 0, *WINDOW)
+    twins.poison(("ledger", "t:@", "abc"), "a")
+    mask, value, _, _ = twins.run("a", NOW + 1, *TIMING, 0, 0, 6_000, 0, 0, "", 0, *WINDOW)
+    assert (mask & REPAIRED, value) == (REPAIRED, 6_000)
+
+
+def test_a_lease_recorded_above_what_is_leased_in_all_is_dropped_not_taken_back(client):
+    """a holds the whole room (10,000 leased); b's lease poisoned to 20,000: b's exchange flags it and takes back nothing, leased never going below 0."""
+    twins = Twins(client, "BUDGET")
+    twins.run("a", NOW, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    twins.run("b", NOW + 1, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    twins.poison(("ledger", "l:@", "20000"), "b")
+    mask, _, n, lease = twins.run("b", NOW + 2, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    assert (mask & REPAIRED, n, lease) == (REPAIRED, 2, 0)
+    assert twins.state()[2]["leased"] == "10000"
 
 
 def test_the_level_stays_between_zero_and_its_cap():

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from backoff_iter import _checks
 from backoff_iter._sliding import SlidingCounts, detached
 from backoff_iter.breakers import _BUCKETS as _BREAKER_BUCKETS
 from backoff_iter.breakers import (
@@ -40,6 +41,20 @@ if TYPE_CHECKING:
 
 #: The most one slot of a fleet window counts: beyond, poison.
 _MOST_PER_SLOT = 10**12
+#: The longest window (``sampling_duration``) a fleet part keeps, in seconds
+#: (about 31 years): its keys' lifetime in ms and its slots in us stay whole
+#: numbers Redis takes (1e14 s and more failed every exchange).
+LONGEST_WINDOW = 1e9
+
+
+def _bounded(name: str, value: float, given: object) -> None:
+    """Refuse a window (*value*, as *given*) longer than a fleet keeps."""
+    if value > LONGEST_WINDOW:
+        raise _checks.ArgumentValueError(
+            name, f"{name} must be at most 1e9 seconds with a store, got {given!r}"
+        )
+
+
 #: A throttle's window in the fleet: 12 slots (10 s each at the default 120 s),
 #: so that an exchange reads 24 numbers, not 240; its own keeps 120.
 _FLEET_SLOTS = 12
@@ -157,6 +172,7 @@ class FleetAdaptiveThrottle(CountMember, AdaptiveThrottle):
         store: Store | None = None,
     ) -> None:
         AdaptiveThrottle.__init__(self, k, window, clock=clock, rng=rng)
+        _bounded("window", self.window, window)
         counts = self._counts = FleetTotals(self.window, _THROTTLE_BUCKETS)
         counts.part = self
         width = max(1, round(self.window / _FLEET_SLOTS * 1e6))
@@ -195,6 +211,15 @@ class BreakerMember(CountMember):
     _cause: BaseException | None  # a failure since the last exchange (a copy)
     _sent_now: float  # the breaker's clock when the exchange under way was sent
 
+    def _idle(self) -> bool:
+        # Not while the fleet's circuit is open or half open, as last heard, and
+        # the break (or the probe) not over, nor while asking for the probe: a
+        # process that stopped exchanging would go on alone, and send a probe
+        # of its own after the break.
+        if self._asks or (self._heard > 0 and self._now() < self._until):  # type: ignore[attr-defined]
+            return False
+        return CountMember._idle(self)
+
     def _renew(self, member: str) -> None:
         super()._renew(member)
         self._outcome = ""
@@ -225,6 +250,7 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
         CircuitBreaker.__init__(
             self, failure_ratio, minimum_throughput, sampling_duration, break_duration, clock=clock
         )
+        _bounded("sampling_duration", self.sampling_duration, sampling_duration)
         self._counts = Counts(self.sampling_duration, _BREAKER_BUCKETS)
         self._outcome = ""
         self._asks = self._holds = self._probing = False

@@ -72,6 +72,23 @@ BUDGET = (
     lua_bits(BITS)
     + PRELUDE
     + """
+-- A window's: when Redis last applied this member's counts (t:).  A window
+-- ago or more, what it applied then has left the window, and so has all the
+-- member counted before its own window began: its count since is taken from
+-- acked, which such a member sends as its count where its window began.
+if ARGV[14] == 'window' then
+  local stored = redis.call('HGET', ledger, 't:' .. member)
+  local at = whole(stored, -LIMIT, LIMIT)
+  if stored and not at then flag(REPAIRED) end
+  if at and at + tonumber(ARGV[16]) * tonumber(ARGV[17]) <= now then
+    redis.call('HDEL', ledger, 'a:' .. member)
+  end
+  if leave then
+    redis.call('HDEL', ledger, 't:' .. member)
+  else
+    redis.call('HSET', ledger, 't:' .. member, int(now))
+  end
+end
 local delta = since('a', tonumber(ARGV[8]), tonumber(ARGV[9]))
 local keep, kind, unit = tonumber(ARGV[10]), ARGV[14], tonumber(ARGV[15])
 local need = tonumber(ARGV[13]) or 0
@@ -275,6 +292,8 @@ class BudgetLedger(LedgerBase):
     ) -> tuple[int, int, int, int]:
         """What the budget script answers to the same ARGV: (mask, value, n, lease)."""
         leased, n = self._start(member, now, horizon, ttl, leave)
+        if kind == "window":  # when Redis last applied its counts (see the script)
+            self._applied(member, now, parameters[0] * parameters[1], leave)
         delta = self._since("a", member, acked, cumulative, leave)
         counts = self.counts
         owes = False
@@ -313,6 +332,20 @@ class BudgetLedger(LedgerBase):
             member, now, stale, room, n, leased, keep, want, unit, max(least, need), leave, owes
         )
         return self._mask, value, n, lease
+
+    def _applied(self, member: str, now: int, span: int, leave: int) -> None:
+        """A window's member last applied a window ago or more: its a: is dropped."""
+        ledger = self.ledger
+        stored = ledger.get("t:" + member)
+        at = whole(stored, -LIMIT, LIMIT)
+        if stored is not None and at is None:
+            self._mask |= REPAIRED
+        if at is not None and at + span <= now:
+            ledger.pop("a:" + member, None)
+        if leave:
+            ledger.pop("t:" + member, None)
+        else:
+            ledger["t:" + member] = now
 
     def _on_credit(self, room: int, n: int, leased: int, wanting: int, unit: int) -> None:
         """A quiet member of a level that owes, its share too small to lend: a

@@ -145,6 +145,11 @@ class BudgetMember(Member):
         """Whether the fleet's value as last heard may rebuild lost counts."""
         return self._known
 
+    def _base(self, now: float) -> int:
+        """Where the count the script adds begins, unless Redis holds what it
+        last applied of this process's: what the fleet acknowledged."""
+        return self._acked
+
     def _needed(self, now: float) -> int:
         """A quota's: the cheapest retry this process asked for within the
         last ``stale`` seconds (0 if none), by what it asked between its
@@ -188,7 +193,7 @@ class BudgetMember(Member):
         self._asked = False
         self._own_sent = self._own
         heard = self._value if self._recent(now) else ""
-        return [self._acked, self._cum, keep, wants, heard, need]
+        return [self._base(now), self._cum, keep, wants, heard, need]
 
     def _take(self, sent: list[Any], answer: list[int], sent_at: float) -> None:
         _, value, n, lease = answer
@@ -470,8 +475,16 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
     def _settle(self, now: float) -> None:
         if now - self._ok_at >= self.window:  # unsent counts older than a window are dropped
             self._advance()
-            self._cum = self._acked + self._balance
             self._own = self._balance
+
+    def _base(self, now: float) -> int:
+        # A window without an answer: its counts before its window began are
+        # not sent (nor are, says the script, those Redis applied a window ago
+        # or more: a lost answer's).  _cum stays whole: what Redis applied
+        # since, if anything, is what the script counts from.
+        if now - self._ok_at >= self.window:
+            return self._cum - self._balance
+        return self._acked
 
     def record_failure(self, first_attempt: bool) -> None:
         """A call whose first attempt failed deposits; every failure tells the fleet."""

@@ -154,6 +154,9 @@ else
 end
 local codes = {closed = 0, open = 1, half = 2}
 local holds = (state == 'half' and probe == member) and 1 or 0
+-- An open or half-open state outlives its break (or probe) by a horizon,
+-- however long: a process starting meanwhile hears of it, and of its probe.
+if state ~= 'closed' then ttl = math.max(ttl, math.ceil((ends - now + horizon) / 1000)) end
 finish()
 return {mask, codes[state], math.max(0, ends - now), successes, failures, holds, n}
 """
@@ -293,4 +296,6 @@ class CountLedger(LedgerBase):
         else:
             ledger.pop("probe", None)
         holds = int(state == "half" and probe == member)
+        if state != "closed":  # the state outlives its break by a horizon (see the script)
+            self._expires = max(self._expires or 0, now + -(-(ends - now + horizon) // 1000) * 1000)
         return self._mask, STATES[state], max(0, ends - now), successes, failures, holds, n

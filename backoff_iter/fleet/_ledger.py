@@ -100,11 +100,13 @@ local function release(id)
   end
 end
 -- Members not heard from within their horizon have gone, and members whose
--- expiry lies beyond any horizon never were: their leases come back.
+-- expiry lies beyond any horizon never were: their leases come back.  What
+-- each last sent (a:, b:) stays until it leaves or the keys expire: a member
+-- back after an outage may have lost the answer to counts applied here.
 local function forget(ids, bit_)
   for _, id in ipairs(ids) do
     release(id)
-    redis.call('HDEL', ledger, 'a:' .. id, 'b:' .. id, 'l:' .. id)
+    redis.call('HDEL', ledger, 'l:' .. id)
     redis.call('ZREM', demand, id)
     flag(bit_)
   end
@@ -113,6 +115,18 @@ forget(redis.call('ZRANGEBYSCORE', members, '-inf', '(' .. int(now)), GONE)
 forget(redis.call('ZRANGEBYSCORE', members, '(' .. int(now + horizon), '+inf'), REPAIRED)
 redis.call('ZREMRANGEBYSCORE', members, '-inf', '(' .. int(now))
 redis.call('ZREMRANGEBYSCORE', members, '(' .. int(now + horizon), '+inf')
+-- No member left, a lease still held is a member's the fleet lost track of
+-- (the members key deleted or evicted, the member gone): they all come back.
+if redis.call('ZCARD', members) == 0 then
+  local fields = redis.call('HGETALL', ledger)
+  for i = 1, #fields, 2 do
+    if string.sub(fields[i], 1, 2) == 'l:' then
+      redis.call('HDEL', ledger, fields[i])
+      flag(GONE)
+    end
+  end
+  leased = 0
+end
 release(member)
 redis.call('HDEL', ledger, 'l:' .. member)
 if leave then
@@ -137,7 +151,7 @@ local function since(field, acked, cumulative)
 end
 local function finish()
   for _, key in ipairs(KEYS) do
-    if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, ttl) end
+    if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, int(ttl)) end
   end
 end
 """
@@ -228,21 +242,22 @@ class LedgerBase:
 
     ``counts`` and ``ledger`` are dicts (Redis hashes), ``members`` and
     ``demand`` are :class:`Scores` (sorted sets); a key that expired is
-    emptied (``ttl`` milliseconds after the last exchange, as Redis does).
+    emptied (``ttl`` milliseconds after the last exchange, as Redis does, or
+    later where the exchange said so: ``_expires``).
     A test may set any of them to what a stray client could write to Redis
     (a string in place of a hash, a word in place of a number): the model
     checks what it reads as the script does.  Not thread-safe: its store
     holds a lock around each exchange.
     """
 
-    __slots__ = ("counts", "members", "ledger", "demand", "_touched", "_mask")
+    __slots__ = ("counts", "members", "ledger", "demand", "_expires", "_mask")
 
     def __init__(self) -> None:
         self.counts: Any = {}
         self.members: Any = Scores()
         self.ledger: Any = {}
         self.demand: Any = Scores()
-        self._touched: int | None = None  # when the keys' ttl was last set
+        self._expires: int | None = None  # when the keys expire, as their ttl was last set
         self._mask = 0
 
     def _start(self, member: str, now: int, horizon: int, ttl: int, leave: int) -> tuple[int, int]:
@@ -255,9 +270,9 @@ class LedgerBase:
     def _begin(self, now: int, ttl: int) -> None:
         """The keys as Redis would have them at *now*: expired after *ttl*, of the right types."""
         self._mask = 0
-        if self._touched is not None and now >= self._touched + ttl * 1000:
+        if self._expires is not None and now >= self._expires:
             self.counts, self.members, self.ledger, self.demand = {}, Scores(), {}, Scores()
-        self._touched = now
+        self._expires = now + ttl * 1000
         for name, kind in (("counts", dict), ("members", Scores), ("ledger", dict)):
             if type(getattr(self, name)) is not kind:
                 setattr(self, name, kind())
@@ -290,8 +305,7 @@ class LedgerBase:
         ledger, demand = self.ledger, self.demand
         for member in ids:
             leased = self._release(member, leased)
-            for field in ("a:", "b:", "l:"):
-                ledger.pop(field + member, None)
+            ledger.pop("l:" + member, None)  # a: and b: stay (see the script)
             demand.remove(member)
             self._mask |= bit
         return leased
@@ -304,6 +318,12 @@ class LedgerBase:
         members = self.members
         leased = self._forget(members.below(now), GONE, leased)
         leased = self._forget(members.above(now + horizon), REPAIRED, leased)
+        if not len(members):  # leases of members lost track of come back (see the script)
+            ledger = self.ledger
+            for field in [k for k in ledger if k[:2] == "l:"]:
+                del ledger[field]
+                self._mask |= GONE
+            leased = 0
         leased = self._release(member, leased)
         self.ledger.pop("l:" + member, None)
         if leave:
