@@ -150,7 +150,12 @@ def test_a_study_costing_more_than_its_bound_is_refused_at_once(clients, runs, w
     """clients² x runs, summed over the cells, at most MAX_WORK: beyond, an error naming the
     runs (or the clients, if one run is too much already) - not an OverflowError from a
     count of tasks, nor a study that runs for days without a word."""
-    rejects(lambda: simulate(["none", "full_jitter"], clients, runs), ValueError, word, "at most")
+
+    def ran(done, total):  # were the bound lost, the first runs end the test, not hours later
+        raise AssertionError(f"the study began: {done} of {total} runs")
+
+    study = ["none", "full_jitter"]
+    rejects(lambda: simulate(study, clients, runs, progress=ran), ValueError, word, "at most")
 
 
 class ScriptedRng:
