@@ -191,4 +191,5 @@ def test_a_whole_number_of_seconds_within_floats_is_kept_whatever_its_size():
     assert list(elapsed([1, years])) == [1, years + 1] == list(elapsed([1, float(years)]))
     assert list(within([years, 1], 1e10)) == [years, 1]
     assert list(capped([years], math.inf)) == [years]
+    assert [type(total) for total in elapsed([1, years])] == [int, int]  # kept, not made floats
     assert list(elapsed([Fraction(years)])) == [float(years)]
