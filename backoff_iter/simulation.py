@@ -37,7 +37,7 @@ from . import _checks
 from .strategies import STRATEGIES as _LIBRARY
 from .strategies import constant, maker
 
-__all__ = ["STUDY_STRATEGIES", "Result", "Run", "simulate", "simulate_once"]
+__all__ = ["MAX_WORK", "STUDY_STRATEGIES", "Result", "Run", "simulate", "simulate_once"]
 
 HOP_MEAN, HOP_SD = 10.0, 2.0  # ms, one way
 DEFAULT_CLIENTS = tuple(range(10, 200, 10))
@@ -309,9 +309,9 @@ def simulate(
     twice counts once.  With a *seed* the results repeat exactly: each run
     has its own stream, so asking for fewer strategies, or running on more
     *jobs*, gives the same figures.  *progress(runs_done, runs_total)* is
-    called as runs finish.  A run of n clients costs about n² steps: a study
-    of more than :data:`MAX_WORK` (clients² x runs, summed over its cells)
-    is refused, naming *clients* or *runs*.
+    called as runs finish.  A run of n clients costs about n² steps: a
+    study of more than :data:`~backoff_iter.simulation.MAX_WORK` (clients²
+    x runs, summed over its cells) is refused, naming *clients* or *runs*.
 
     *jobs* > 1 spawns that many processes, but never more than there are
     tasks (of up to 20 runs of one pair each); a study of one task runs in
