@@ -689,3 +689,31 @@ def test_successes_taken_in_fill_a_bucket_or_a_quota_up_to_full_not_beyond():
     for _ in range(10):  # 10 refunds' worth
         quota.record_success(True)
     assert quota.available == 30.0
+
+
+def test_calls_noted_in_a_slot_are_deposited_there_when_a_retry_moves_the_window():
+    """Calls noted without the lock in the newest slot (the first deposits, the next two
+    are noted) count when a retry moves the window: three calls, three retries at ratio 1
+    (the noted two were left out, one retry allowed)."""
+    now = [0.0]
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=10, clock=lambda: now[0])
+    budget.record_failure(True)
+    now[0] = 0.5
+    budget.record_failure(True)
+    budget.record_failure(True)
+    now[0] = 1.5  # a slot later: the retry moves the window
+    assert [budget.try_retry(None) for _ in range(4)] == [True, True, True, False]
+
+
+def test_a_retry_at_a_slots_very_end_is_charged_to_the_next_slot():
+    """A retry at the first reading past the newest slot (1.0 for one-second slots) is the
+    next slot's: when the deposit's slot leaves the window its withdrawal stays, and a new
+    call's deposit only pays it back (charged to the old slot, it left with it)."""
+    now = [0.0]
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=10, clock=lambda: now[0])
+    budget.record_failure(True)  # slot 0: one call
+    now[0] = 1.0
+    assert budget.try_retry(None)  # slot 1: its retry
+    now[0] = 10.5  # slot 0 has left the window; slot 1 has not
+    budget.record_failure(True)
+    assert not budget.try_retry(None)

@@ -1509,3 +1509,12 @@ def test_choices_that_are_not_strings_are_listed_and_offered_as_they_are():
     expected = r"invalid choice: 3 \(choose from 1, 2, 30\); did you mean 30\?"
     with pytest.raises(ParseError, match=expected):
         parser.parse_args(["--n", "3"])
+
+
+def test_an_unknown_option_before_the_command_is_the_only_one_named(cli):
+    """--bogus before `show`: the command is still the first word that is no option, so
+    its own arguments parse and the error names --bogus alone (taking --bogus for the
+    command left `show` without options: "unrecognized arguments: --bogus exponential -n 2")."""
+    result = cli("--bogus", "show", "exponential", "-n", "2")
+    assert result.status == 2
+    assert one_error_line(result.err).endswith("error: unrecognized arguments: --bogus")
