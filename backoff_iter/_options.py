@@ -423,7 +423,9 @@ class Policy:
         parts.extend(self.parts)
         if self.timeout_part is not None:
             parts.append(self.timeout_part)
-        befores, abefores, afters, allows, checks, limiter, *drops = stages(parts)
+        befores, abefores, afters, allows, checks, limiter, drops, adrops, allow_drops = stages(
+            parts
+        )
         # The first try may run bare when what guards it is a check of no
         # argument (a breaker's, a throttle's) and a CUBIC rate limiter that is
         # off; its result, judged there, goes to the loop only when on_result
@@ -433,7 +435,7 @@ class Policy:
         # (made empty, then each field named: keyword arguments cost twice as much)
         plan = CallPlan.__new__(CallPlan)
         plan.befores, plan.abefores, plan.afters, plan.allows = befores, abefores, afters, allows
-        plan.before_drops, plan.abefore_drops, plan.allow_drops = drops
+        plan.before_drops, plan.abefore_drops, plan.allow_drops = drops, adrops, allow_drops
         plan.guarded = bool(abefores)
         plan.checks = checks or ()
         plan.limiter = limiter

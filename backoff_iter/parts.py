@@ -162,20 +162,23 @@ class Stages(NamedTuple):
     allow_drops: tuple[Callable[[float], None] | None, ...]
 
 
+#: The stages of no part at all.
+_NO_STAGES = tuple.__new__(Stages, ((), (), (), (), (), None, (), (), ()))
+
+
 def stages(parts: list[Part]) -> Stages:
     """The :class:`Stages` of *parts*, in their order."""
+    if not parts:
+        return _NO_STAGES
     befores: list[Callable[[Any], float]] = []
     abefores: list[tuple[Callable[[Any], Any], bool]] = []
     afters: list[Callable[[Any, str, int, float], None]] = []
     allows: list[Callable[[Any, str], float]] = []
     checks: list[Breaker | Throttle] | None = []
     limiter = None
-    before_drops: list[Callable[[float], None] | None] = []
-    abefore_drops: list[Callable[[float], None] | None] = []
-    allow_drops: list[Callable[[float], None] | None] = []
+    giving = False  # a part gives back what it let go (see _drops)
     for part in parts:
-        before, abefore, after, allow = _overridden(type(part))
-        drop = part.attempt_dropped if _gives_back(part) else None
+        before, abefore, after, allow, drop = _overridden(type(part))
         if limiter is None and type(part) is RateLimiterPart and _cubic(part.limiter):
             limiter = part.limiter
         elif before or abefore:
@@ -183,18 +186,15 @@ def stages(parts: list[Part]) -> Stages:
             checks = None if check is None or checks is None else [*checks, check]
         if before:
             befores.append(part.before_attempt)
-            before_drops.append(drop)
         if abefore:
             abefores.append((part.abefore_attempt, True))
         elif before:
             abefores.append((part.before_attempt, False))
-        if before or abefore:
-            abefore_drops.append(drop)
         if after:
             afters.append(part.after_attempt)
         if allow:
             allows.append(part.allow_retry)
-            allow_drops.append(drop)
+        giving = giving or (drop and _gives_back(part))
     afters.reverse()
     fields = (
         tuple(befores),
@@ -203,11 +203,31 @@ def stages(parts: list[Part]) -> Stages:
         tuple(allows),
         None if checks is None else tuple(checks),
         limiter,
+        *(_drops(parts) if giving else ((), (), ())),
+    )
+    return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)
+
+
+def _drops(parts: list[Part]) -> tuple[tuple[Callable[[float], None] | None, ...], ...]:
+    """The ``attempt_dropped`` of each part in the befores, the abefores and the
+    allows of *parts* (None where it gives nothing back), each aligned with its list."""
+    before_drops: list[Callable[[float], None] | None] = []
+    abefore_drops: list[Callable[[float], None] | None] = []
+    allow_drops: list[Callable[[float], None] | None] = []
+    for part in parts:
+        before, abefore, _, allow, drop = _overridden(type(part))
+        given = part.attempt_dropped if drop and _gives_back(part) else None
+        if before:
+            before_drops.append(given)
+        if before or abefore:
+            abefore_drops.append(given)
+        if allow:
+            allow_drops.append(given)
+    return (
         tuple(before_drops) if any(before_drops) else (),
         tuple(abefore_drops) if any(abefore_drops) else (),
         tuple(allow_drops) if any(allow_drops) else (),
     )
-    return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)
 
 
 def _cubic(limiter: object) -> TypeGuard[CubicRateLimiter]:
@@ -219,14 +239,14 @@ def _cubic(limiter: object) -> TypeGuard[CubicRateLimiter]:
 
 
 def _gives_back(part: Part) -> bool:
-    """Whether *part*'s ``attempt_dropped`` gives anything back: one of the
-    user's that overrides it, or the library's budget of a ``RetryQuota``
-    and breaker of a ``CircuitBreaker`` (others hold nothing to give)."""
+    """Whether *part*, whose class overrides ``attempt_dropped``, gives anything
+    back: the library's budget only a ``RetryQuota``'s cost, its breaker only
+    a ``CircuitBreaker``'s probe (others hold nothing to give)."""
     if type(part) is BudgetPart:
         return part.refunds
     if type(part) is BreakerPart:
         return part.unsent is not None
-    return type(part).attempt_dropped is not Part.attempt_dropped
+    return True
 
 
 def _first_check(part: Part) -> Breaker | Throttle | None:
@@ -242,21 +262,21 @@ def _first_check(part: Part) -> Breaker | Throttle | None:
 
 # Which of a Part class's stage methods it overrides, by class (bounded: a
 # program may make part classes on the fly).
-_OVERRIDDEN: dict[type, tuple[bool, bool, bool, bool]] = {}
+_OVERRIDDEN: dict[type, tuple[bool, bool, bool, bool, bool]] = {}
+_STAGES = ("before_attempt", "abefore_attempt", "after_attempt", "allow_retry", "attempt_dropped")
 
 
-def _overridden(cls: type) -> tuple[bool, bool, bool, bool]:
-    """Which of before_attempt, abefore_attempt, after_attempt and
-    allow_retry the Part class *cls* overrides (read once per class)."""
+def _overridden(cls: type) -> tuple[bool, bool, bool, bool, bool]:
+    """Which of before_attempt, abefore_attempt, after_attempt, allow_retry
+    and attempt_dropped the Part class *cls* overrides (read once per class)."""
     found = _OVERRIDDEN.get(cls)
     if found is None:
         if len(_OVERRIDDEN) >= 256:
             _OVERRIDDEN.clear()
-        before, abefore, after, allow = (
-            getattr(cls, method) is not getattr(Part, method)
-            for method in ("before_attempt", "abefore_attempt", "after_attempt", "allow_retry")
+        before, abefore, after, allow, drop = (
+            getattr(cls, method) is not getattr(Part, method) for method in _STAGES
         )
-        found = _OVERRIDDEN[cls] = before, abefore, after, allow
+        found = _OVERRIDDEN[cls] = before, abefore, after, allow, drop
     return found
 
 
