@@ -796,3 +796,25 @@ def test_a_string_is_no_list_of_hooks(observe):
     """observe="" (or any str or bytes) is refused when the policy is made, naming observe:
     iterated, an empty string would silently be no hook at all."""
     rejects(lambda: retrying([0.0], observe=observe), TypeError, "observe", "a list of hooks")
+
+
+def test_opentelemetry_records_a_give_up_whose_message_raises_by_its_type():
+    """The SDK's record_exception reads str(failure): for one whose __str__ raises, the
+    hook records an "exception" event of its type, and the call ends with its own
+    failure (the SDK's AttributeError ended it)."""
+    from test_logs_and_testing import Unprintable
+
+    backend = OpenTelemetry()
+
+    @retry([0.0], on=ConnectionError, sleep=lambda s: None, observe=backend.hook, name="fetch")
+    def fetch():
+        raise Unprintable()
+
+    with pytest.raises(Unprintable):
+        fetch()
+    (span,) = backend.spans()
+    assert [(e.name, dict(e.attributes)) for e in span.events][-1] == (
+        "exception",
+        {"exception.type": "Unprintable"},
+    )
+    assert span.status.description == "gave up (exhausted): Unprintable"

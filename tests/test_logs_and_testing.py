@@ -287,3 +287,35 @@ def test_without_no_sleep_the_real_sleep_runs(monkeypatch):
         pass
     retry([0.5])(failing(1))()
     assert slept == [0.5]
+
+
+class Unprintable(ConnectionError):
+    """A client's error whose message reads what its __init__ never set."""
+
+    def __init__(self, response=None):
+        super().__init__()
+        self.response = response
+
+    def __str__(self):
+        return f"HTTP {self.response.status_code}"
+
+
+def test_a_failure_whose_message_raises_is_logged_and_retried_all_the_same(caplog):
+    """The default log read str(failure) itself: an error whose __str__ raises ended the
+    call with the logger's AttributeError at the first attempt, for every driver."""
+    caplog.set_level(logging.DEBUG, logger="backoff_iter")
+    calls = []
+
+    @retry([0.0, 0.0], on=ConnectionError, sleep=lambda s: None, name="fetch")
+    def fetch():
+        calls.append(1)
+        if len(calls) < 3:
+            raise Unprintable()
+        return "ok"
+
+    assert fetch() == "ok" and len(calls) == 3
+    assert [r.getMessage() for r in caplog.records] == [
+        f"fetch: attempt {n} failed (Unprintable: <unprintable Unprintable: its message"
+        f" raised AttributeError>); retrying in 0.00 s"
+        for n in (1, 2)
+    ]

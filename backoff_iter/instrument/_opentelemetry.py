@@ -211,10 +211,10 @@ class _OpenTelemetry:
             error_type = type_of(outcome)
             self.give_ups.add(1, {"name": name, "reason": str(event.reason)})
             if isinstance(outcome, BaseException):
-                span.record_exception(outcome)
+                _record_exception(span, outcome)
             span.set_status(self.status(self.error, f"gave up ({event.reason}): {error_type}"))
         elif kind == "error":
-            span.record_exception(outcome)
+            _record_exception(span, outcome)
             span.set_status(self.status(self.error, type_of(outcome)))
         span.end()
 
@@ -240,3 +240,13 @@ class _OpenTelemetry:
 
     def __repr__(self) -> str:
         return f"<backoff_iter.instrument.opentelemetry hook at {id(self):#x}>"
+
+
+def _record_exception(span: Span, failure: BaseException) -> None:
+    """``span.record_exception(failure)``; for a failure whose ``__str__``
+    raises (which the SDK reads), its type alone, as an ``"exception"``
+    event: the hook never ends the call with an error of its own."""
+    try:
+        span.record_exception(failure)
+    except Exception:
+        span.add_event("exception", {"exception.type": type_of(failure)})

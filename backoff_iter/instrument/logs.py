@@ -106,7 +106,7 @@ class RetryLogger:
         logger = self.logger
         outcome = event.outcome
         kind = error_type(outcome)
-        message = str(outcome) if isinstance(outcome, BaseException) else repr(outcome)
+        message = _described(outcome)
         logger.log(
             level,
             "%s: attempt %d failed (%s: %s); %s",
@@ -124,6 +124,16 @@ class RetryLogger:
                 "retry_reason": event.reason,
             },
         )
+
+
+def _described(outcome: object) -> str:
+    """The message of *outcome* (an exception's ``str``, a result's ``repr``),
+    or a note that it has none: a failure whose ``__str__`` raises (it reads
+    what its ``__init__`` never set) is logged, and retried, all the same."""
+    try:
+        return str(outcome) if isinstance(outcome, BaseException) else repr(outcome)
+    except Exception as error:
+        return f"<unprintable {type(outcome).__name__}: its message raised {type(error).__name__}>"
 
 
 def log_retries(
