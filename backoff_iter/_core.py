@@ -406,7 +406,11 @@ class Call:
                 return False
         if self._retries_heard:
             self.emit("retry", result if exc is None else exc, self.number - 1, delay)
-        _sleeping.sleep(self.policy.sleep, delay)
+        try:
+            _sleeping.sleep(self.policy.sleep, delay)
+        except BaseException as error:
+            self._cut_short(error)
+            raise
         self.slept += delay
         return True
 
@@ -430,9 +434,25 @@ class Call:
                 return False
         if self._retries_heard:
             self.emit("retry", result if exc is None else exc, self.number - 1, delay)
-        await _sleeping.asleep(self.policy.sleep, delay)
+        try:
+            await _sleeping.asleep(self.policy.sleep, delay)
+        except BaseException as error:
+            self._cut_short(error)
+            raise
         self.slept += delay
         return True
+
+    def _cut_short(self, error: BaseException) -> None:
+        """The sleep before the next attempt ended in *error* (the task was
+        cancelled, Ctrl-C, the sleep raised): so does the call.  What the
+        parts allowed for the retry is given back, and the hooks hear an
+        ``"error"`` (a span begun at the first retry ends)."""
+        self.number -= 1  # the attempt that ran last
+        self.state = _DONE
+        self.last = None  # the call is over: it keeps no failure (nor its frames)
+        self._drop()
+        if self._hooks:
+            self.emit("error", error, self.number)
 
     # -- what the stream driver (_streams.py) asks: an attempt that spans yields ----
 

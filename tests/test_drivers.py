@@ -3701,3 +3701,52 @@ def test_in_async_loops_an_awaited_part_that_let_the_attempt_go_gives_it_back():
     with pytest.raises(PermissionError):
         asyncio.run(main())
     assert log == [("awaited", 0.0)]
+
+
+@each_driver
+def test_a_sleep_cut_short_ends_the_call_told_to_the_hooks_and_costs_no_retry(run):
+    """Ctrl-C (or a cancellation) in the sleep before a retry: the call ends with it, the
+    hooks hear an "error" after the "retry" (the OpenTelemetry span begun there was left
+    open), and the retry the quota paid for, which never ran, costs nothing."""
+    from backoff_iter import RetryQuota
+
+    class Interrupted(FakeTime):
+        def sleep(self, seconds):
+            raise KeyboardInterrupt
+
+        async def asleep(self, seconds):
+            raise KeyboardInterrupt
+
+    time, seen, quota = Interrupted(), [], RetryQuota(capacity=100)
+    operation = Operation([ConnectionError()] * 3)
+    options = {"on": ConnectionError, "budget": quota, "observe": seen.append}
+    with pytest.raises(KeyboardInterrupt):
+        run([1.0] * 3, operation, time, **options)
+    assert [(event.kind, event.number) for event in seen] == [("retry", 1), ("error", 1)]
+    assert operation.calls == 1 and quota.available == 100.0
+
+
+def test_an_async_call_cancelled_in_its_backoff_sleep_tells_the_hooks_it_ended():
+    """The task of an async @retry is cancelled during its sleep (as asyncio.wait_for
+    does): the hooks hear the cancellation as the call's "error" (they heard nothing,
+    and a span stayed open)."""
+    seen = []
+
+    def forever(seconds):  # a sleep that ends only when cancelled
+        return asyncio.Event().wait()
+
+    @retry([5.0, 5.0], on=ConnectionError, observe=seen.append, sleep=forever)
+    async def fetch():
+        raise ConnectionError("down")
+
+    async def main():
+        task = asyncio.ensure_future(fetch())
+        while not seen:  # until the retry's event: the task sleeps
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert [event.kind for event in seen] == ["retry", "error"]
+    assert isinstance(seen[-1].outcome, asyncio.CancelledError)
