@@ -11,7 +11,7 @@ import httpx
 from . import _checks
 from ._core import begin
 from ._options import Policy
-from .hints import parse_retry_after
+from .hints import longest_retry_after
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -36,7 +36,7 @@ def _time_limit(request: httpx.Request, seconds: float | None) -> None:
 def _server_hint(outcome: Any) -> float | None:
     """The response's ``Retry-After``, in seconds; None for an exception."""
     if isinstance(outcome, httpx.Response):
-        return parse_retry_after(outcome.headers.get("Retry-After"))
+        return longest_retry_after(outcome.headers.get_list("Retry-After"))
     return None
 
 

@@ -14,7 +14,7 @@ from urllib3.util.retry import Retry
 from . import _checks, _sleeping, instrument
 from ._options import Policy
 from ._schedule import Schedule
-from .hints import RETRY_AFTER_MAX, parse_retry_after, server_wait, sleep_for
+from .hints import RETRY_AFTER_MAX, longest_retry_after, server_wait, sleep_for
 
 if TYPE_CHECKING:  # urllib3 2's name; 1.26 (which botocore keeps on Python 3.9) lacks it
     from urllib3.response import BaseHTTPResponse
@@ -33,7 +33,7 @@ class Urllib3Retry(Retry):
     ``retries=``.  Each request draws from its own schedule (it survives
     the copy urllib3 makes with ``.new()`` at every retry): the n-th retry
     sleeps the n-th delay, raised to the server's ``Retry-After`` (read by
-    :func:`~backoff_iter.parse_retry_after`, clamped to *retry_after_max*).
+    :func:`~backoff_iter.hints.longest_retry_after`, clamped to *retry_after_max*).
     Redirects are not retries: they take no delay.  When the schedule runs
     out, or yields ``inf``, the retries are exhausted, as when ``total`` is.
     *sleep* defaults to ``time.sleep``, and
@@ -164,7 +164,7 @@ class Urllib3Retry(Retry):
 
     def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
         """The server's ``Retry-After``, never an exception, at most ``retry_after_max``."""
-        seconds = parse_retry_after(response.headers.get("Retry-After"))
+        seconds = longest_retry_after(response.headers.getlist("Retry-After"))
         return None if seconds is None else server_wait(seconds, self.retry_after_max)
 
     def _hint(self, response: BaseHTTPResponse | None) -> float | None:

@@ -10,10 +10,17 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Iterable
 
 from . import _checks
 
-__all__ = ["RETRY_AFTER_MAX", "parse_retry_after", "server_wait", "sleep_for"]
+__all__ = [
+    "RETRY_AFTER_MAX",
+    "longest_retry_after",
+    "parse_retry_after",
+    "server_wait",
+    "sleep_for",
+]
 
 #: The longest server hint honoured by default, in seconds: 6 hours, as
 #: urllib3's ``Retry.DEFAULT_RETRY_AFTER_MAX``.  A longer hint is clamped to it.
@@ -80,16 +87,33 @@ _DATE_FORMS = (
 _dates: list[re.Pattern[str]] = []  # compiled on first use: import stays cheap
 
 
+def longest_retry_after(values: Iterable[str | bytes]) -> float | None:
+    """The longest wait among a response's ``Retry-After`` header lines
+    (a proxy may repeat the header, and an HTTP client's ``headers.get``
+    joins the lines with commas that no value survives); None if none
+    parses.  What :class:`~backoff_iter.interop.RetryTransport` and
+    :class:`~backoff_iter.interop.Urllib3Retry` read.
+
+    >>> longest_retry_after(["120", "120"]), longest_retry_after(["soon", "30"])
+    (120.0, 30.0)
+    """
+    hints = [hint for hint in map(parse_retry_after, values) if hint is not None]
+    return max(hints, default=None)
+
+
 def parse_retry_after(value: str | bytes | None, *, now: float | None = None) -> float | None:
     """Seconds to wait from an HTTP ``Retry-After`` value (RFC 9110, section 10.2.3).
 
     The value is delay-seconds (``"120"``) or an HTTP-date, in the preferred
     form or the obsolete RFC 850 and asctime ones, taken relative to *now*
     (seconds since the epoch, any real number; default :func:`time.time`):
-    with a *now* no calendar holds (``inf``, NaN, ``1e20``) a date gives
-    ``None``.  A date in the past gives ``0.0``.  ``None``, empty, negative, fractional or otherwise
-    unparseable values give ``None``; a number too large for a float gives
-    ``inf`` (the drivers clamp hints to their ``retry_after_max``).
+    with a *now* that is no time at all (``inf``, NaN) a date gives
+    ``None``, and so does an RFC 850 date (its two-digit year is read
+    against *now*'s) with a *now* past any calendar (``1e20``); other dates
+    are measured against it as they stand.  A date in the past gives
+    ``0.0``.  ``None``, empty, negative, fractional or otherwise unparseable
+    values give ``None``; a number too large for a float gives ``inf`` (the
+    drivers clamp hints to their ``retry_after_max``).
 
     >>> parse_retry_after("120")
     120.0

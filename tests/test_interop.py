@@ -541,8 +541,9 @@ class Script:
                     return
                 status, headers, body = answer
                 self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
+                for name, value in headers.items():  # a list: the header on lines of its own
+                    for line in value if isinstance(value, list) else [value]:
+                        self.send_header(name, line)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -1342,3 +1343,20 @@ def test_statuses_and_methods_that_are_no_collection_are_named(given):
     """RetryTransport(statuses=503) or methods=None: an argument error naming the parameter."""
     [parameter] = given
     rejects(lambda: RetryTransport(**given), TypeError, parameter, "collection")
+
+
+@pytest.mark.parametrize("lines, slept", [(["120", "120"], 120.0), (["soon", "30", "7"], 30.0)])
+def test_a_retry_after_header_on_several_lines_is_honoured_by_both_clients(lines, slept):
+    """A proxy may repeat Retry-After; headers.get joins the lines as "120, 120", which no
+    value survives, and the hint was lost (the retry came after the schedule's 0.5 s):
+    httpx's transport and urllib3's Retry take the longest line that parses."""
+    for client in ("httpx", "urllib3"):
+        with Script([(503, {"Retry-After": lines}, b"busy")]) as script, no_sleep() as waits:
+            if client == "httpx":
+                transport = RetryTransport(delays=[0.5], statuses={503})
+                with httpx.Client(transport=transport) as http:
+                    assert http.get(script.url).status_code == 200
+            else:
+                retry = Urllib3Retry(delays=[0.5], total=2, status_forcelist=[503])
+                assert session_of(retry).get(script.url).status_code == 200
+        assert waits == [slept], client
