@@ -447,6 +447,25 @@ def test_two_prometheus_hooks_on_one_registry_share_its_collectors():
     assert registry.get_sample_value("backoff_iter_attempts_total", {"name": "a"}) == 2.0
 
 
+def test_a_hook_enabled_twice_counts_once():
+    """Start-up code run twice (an app factory per test): prometheus(registry) is the
+    registry's one hook, and enable() takes a hook it has once (every attempt counted
+    twice); enabled() lists it once."""
+    registry = CollectorRegistry()
+    assert instrument.prometheus(registry) is instrument.prometheus(registry)
+    seen = []
+    try:
+        for _ in range(2):
+            instrument.enable(instrument.prometheus(registry), seen.append, seen.append)
+        retry([0.0], name="twice")(Operation([]))()
+        hooks = instrument.enabled()
+    finally:
+        instrument.reset()
+    assert registry.get_sample_value("backoff_iter_attempts_total", {"name": "twice"}) == 1.0
+    assert [event.kind for event in seen] == ["success"]
+    assert hooks.count(seen.append) == hooks.count(instrument.prometheus(registry)) == 1
+
+
 def test_prometheus_without_a_registry_counts_into_the_default_one():
     """registry=None is prometheus_client's REGISTRY, which start_http_server serves."""
     from prometheus_client import REGISTRY

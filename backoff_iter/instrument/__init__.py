@@ -29,9 +29,12 @@ every driver of the process with :func:`enable`:
 A hook is a plain function of the event, called in the retried call's
 thread or task; keep it fast and let it not raise (its error would end the
 call).  With no hook at all, the drivers make no event: the success path
-costs nothing more.  A hook that wants only some kinds of events says so
-with an ``events`` attribute (a set of kinds): one that lists neither
-``"success"`` nor ``"error"`` costs a call that succeeds at once nothing.
+costs nothing more.  A hook may say which kinds of events it wants with an
+``events`` attribute (a set of kinds): enabled for the process, one that
+lists neither ``"success"`` nor ``"error"`` hears only retries and
+give-ups, and costs a call that succeeds at once nothing.  It is a promise
+of what the hook ignores, not a filter: a hook still reads
+``event.kind``, and one given to ``observe=`` hears every kind.
 A hook may also have a ``wants(kind)`` method, asked before a retry or
 give-up event is made (for retries once, at a call's first): when every
 hook of the call says no (the default logger does while its logger drops
@@ -204,7 +207,9 @@ def enable(*new: Hook) -> None:
 
     Like stamina's ``set_on_retry_hooks``: one line at start-up instruments
     every retry, including those of libraries you do not control.  Calls
-    already under way keep the hooks they started with.
+    already under way keep the hooks they started with.  A hook enabled
+    already is not enabled again: start-up code that runs twice (an app
+    factory per test) counts nothing twice.
 
     >>> from backoff_iter import retrying
     >>> seen = []
@@ -219,8 +224,10 @@ def enable(*new: Hook) -> None:
     global every, failures
     checked = hooks(list(new), "new")
     with _lock:
-        every += tuple(hook for hook in checked if _wants_successes(hook))
-        failures += tuple(hook for hook in checked if not _wants_successes(hook))
+        # A hook enabled already is not enabled again (start-up code run twice).
+        added = [hook for hook in dict.fromkeys(checked) if hook not in every + failures]
+        every += tuple(hook for hook in added if _wants_successes(hook))
+        failures += tuple(hook for hook in added if not _wants_successes(hook))
         listening[:] = every
 
 
@@ -241,7 +248,9 @@ def reset() -> None:
 
 
 def enabled() -> tuple[Hook, ...]:
-    """The process-wide hooks, in the order they were enabled."""
+    """The process-wide hooks: those that hear every event, then those that
+    hear only retries and give-ups (the default logger), each in the order
+    they were enabled."""
     return every + failures
 
 

@@ -18,9 +18,10 @@ if TYPE_CHECKING:
 __all__ = ["prometheus"]
 
 
-# The collectors registered in each registry, so that a second hook for the same
-# registry counts into them rather than failing with "Duplicated timeseries".
-_REGISTERED: weakref.WeakKeyDictionary[Any, tuple[Any, Any, Any, Any]] = weakref.WeakKeyDictionary()
+# The hook of each registry, its collectors registered once: asked again for the
+# same registry, prometheus() returns it (a second registration fails with
+# "Duplicated timeseries", and a second hook enabled would count twice).
+_REGISTERED: weakref.WeakKeyDictionary[Any, _Prometheus] = weakref.WeakKeyDictionary()
 _REGISTERING = threading.Lock()
 
 
@@ -40,9 +41,10 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
       delay (buckets :data:`SLEEP_BUCKETS`, 10 ms to 5 minutes).
 
     ``name`` is the driver's ``name=``.  The collectors are registered once
-    per registry: hooks made again for it count into the same ones.  The
-    hook is thread-safe; give it to one policy (``observe=``) or to all
-    (:func:`enable`).  Needs ``pip install prometheus-client`` (the extra ``prometheus``).
+    per registry, and the hook is made once: asked again for the same
+    registry, it returns the same hook (which :func:`enable` takes once,
+    however often start-up code runs).  The hook is thread-safe; give it to
+    one policy (``observe=``) or to all (:func:`enable`).  Needs ``pip install prometheus-client`` (the extra ``prometheus``).
 
     >>> from prometheus_client import CollectorRegistry
     >>> from backoff_iter import retrying
@@ -72,10 +74,10 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
             f"registry must be a prometheus_client CollectorRegistry or None, got {registry!r}",
         )
     with _REGISTERING:
-        collectors = _REGISTERED.get(registry)
-        if collectors is None:
-            collectors = _REGISTERED[registry] = _register(prometheus_client, registry)
-    return _Prometheus(*collectors)
+        hook = _REGISTERED.get(registry)
+        if hook is None:
+            hook = _REGISTERED[registry] = _Prometheus(*_register(prometheus_client, registry))
+    return hook
 
 
 def _register(client: Any, registry: CollectorRegistry) -> tuple[Any, Any, Any, Any]:
