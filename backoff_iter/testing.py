@@ -32,7 +32,10 @@ def no_sleep() -> Iterator[list[float]]:
     >>> slept
     [1.0, 2.0]
 
-    Blocks nest; the innermost open one records.
+    Blocks nest; the innermost open one records - the one opened last in
+    the process, whichever thread opened it: blocks open at once in two
+    threads (tests run in parallel threads) share their delays, all in the
+    newer list.  Give each such test a ``sleep=`` of its own instead.
     """
     slept: list[float] = []
     _sleeping.recorders.append(slept)
