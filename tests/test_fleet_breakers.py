@@ -101,6 +101,18 @@ def opened(breakers, clock):
     assert all(checked)
 
 
+def asking_for_the_probe():
+    """Two members of an opened fleet, the break over, the first asking for the probe an
+    exchange ago: the fleet's probe is its next call's."""
+    clock = Clock()
+    breakers, _ = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    opened(breakers, clock)
+    clock.now += 5.0  # the break is over
+    assert refuses(breakers[0])  # it asks for the probe
+    clock.now += 0.11
+    return breakers, clock
+
+
 def sent_in_rounds(breakers, clock, rounds):
     """Each round, a tenth of a second apart: which breakers let a call go (each succeeds)."""
     sent = []
@@ -134,12 +146,7 @@ def test_a_fleet_probe_a_part_refused_after_the_breaker_goes_with_the_next_call(
         def before_attempt(self, call):
             raise PermissionError("not now")
 
-    clock = Clock()
-    breakers, _ = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
-    opened(breakers, clock)
-    clock.now += 5.0  # the break is over
-    assert refuses(breakers[0])  # it asks for the probe
-    clock.now += 0.11
+    breakers, clock = asking_for_the_probe()
     with pytest.raises(PermissionError):
         retry([], on=ConnectionError, breaker=breakers[0], parts=[Refuses()])(lambda: "ok")()
     assert not refuses(breakers[0])  # the member's next call sends it, at once
@@ -597,12 +604,7 @@ def test_one_sick_process_among_ten_healthy_does_not_open_the_fleets_circuit(fle
 
 def test_a_member_whose_probe_is_out_sends_no_second_one():
     """An exchange while this member's probe is out (the fleet still says the probe is its): no second call goes as a probe, here or elsewhere."""
-    clock = Clock()
-    breakers, _ = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
-    opened(breakers, clock)
-    clock.now += 5.0  # the break is over
-    assert refuses(breakers[0])  # it asks for the probe
-    clock.now += 0.11
+    breakers, clock = asking_for_the_probe()
     assert not refuses(breakers[0])  # the probe is its to send: out now
     clock.now += 0.11  # an exchange while the probe is out
     assert refuses(breakers[0]) and refuses(breakers[1])
