@@ -93,7 +93,7 @@ def success_teller(policy: Policy) -> Callable[[tuple[instrument.Hook, ...], flo
 
 
 def tell_refused(
-    policy: Policy, hooks: tuple[instrument.Hook, ...], start: float, refused: Exception
+    policy: Policy, hooks: tuple[instrument.Hook, ...], start: float, refused: BaseException
 ) -> None:
     """A breaker's or a throttle's check refused ``@retry``'s bare first try
     (begun at *start*, *hooks* listening): they hear of it as a call's would
@@ -303,7 +303,7 @@ class Call:
                         else:
                             before(self)
                         passed += 1
-                except Exception as refused:
+                except BaseException as refused:  # a refusal, or the wait interrupted
                     self._drop(plan.abefore_drops, passed)
                     self._refused(refused)
                     raise
@@ -331,7 +331,7 @@ class Call:
             for before in self.plan.befores:
                 waited += before(self)
                 passed += 1
-        except Exception as refused:
+        except BaseException as refused:  # a refusal, or the wait interrupted
             self._drop(self.plan.before_drops, passed)
             self._refused(refused)
             raise
@@ -349,12 +349,13 @@ class Call:
             if drop is not None:
                 drop(taken)
 
-    def _refused(self, refused: Exception) -> None:
-        """A part refused the next attempt: the call ends with its error, which
-        keeps the failure that led to it (the call's last, if it retried one)."""
+    def _refused(self, refused: BaseException) -> None:
+        """A part refused the next attempt (or its wait was interrupted): the
+        call ends with its error, which keeps the failure that led to it (the
+        call's last, if it retried one; an interruption keeps its own)."""
         self.state = _DONE
-        if self.last is not None:  # the call's own failure before the one the part tells
-            refused.__cause__ = self.last
+        if self.last is not None and isinstance(refused, Exception):
+            refused.__cause__ = self.last  # the call's own failure before the one the part tells
         self.last = None  # the call is over: it keeps no failure (nor its frames)
         if self._hooks:
             self.emit("error", refused, self.number)
@@ -395,18 +396,18 @@ class Call:
         delay = self.decide(attempt, exc, result, judged)
         if delay is None:
             return False
-        hook = self.policy.before_sleep
-        if hook is not None:
-            outcome = result if exc is None else exc
-            returned = hook(cast(Attempt, attempt), outcome, delay)
-            if returned is not None:
-                _sleeping.refuse_awaitable(returned, hook, "before_sleep")
-            delay = self._fit(attempt, outcome, delay)
-            if delay is None:
-                return False
-        if self._retries_heard:
-            self.emit("retry", result if exc is None else exc, self.number - 1, delay)
-        try:
+        try:  # from here to the end of the sleep, what ends the call gives the retry back
+            hook = self.policy.before_sleep
+            if hook is not None:
+                outcome = result if exc is None else exc
+                returned = hook(cast(Attempt, attempt), outcome, delay)
+                if returned is not None:
+                    _sleeping.refuse_awaitable(returned, hook, "before_sleep")
+                delay = self._fit(attempt, outcome, delay)
+                if delay is None:
+                    return False
+            if self._retries_heard:
+                self.emit("retry", result if exc is None else exc, self.number - 1, delay)
             _sleeping.sleep(self.policy.sleep, delay)
         except BaseException as error:
             self._cut_short(error)
@@ -423,18 +424,18 @@ class Call:
         delay = self.decide(attempt, exc, result, judged)
         if delay is None:
             return False
-        hook = self.policy.before_sleep
-        if hook is not None:
-            outcome = result if exc is None else exc
-            returned = hook(cast(Attempt, attempt), outcome, delay)
-            if returned is not None and hasattr(returned, "__await__"):
-                await cast("Awaitable[Any]", returned)
-            delay = self._fit(attempt, outcome, delay)
-            if delay is None:
-                return False
-        if self._retries_heard:
-            self.emit("retry", result if exc is None else exc, self.number - 1, delay)
-        try:
+        try:  # from here to the end of the sleep, what ends the call gives the retry back
+            hook = self.policy.before_sleep
+            if hook is not None:
+                outcome = result if exc is None else exc
+                returned = hook(cast(Attempt, attempt), outcome, delay)
+                if returned is not None and hasattr(returned, "__await__"):
+                    await cast("Awaitable[Any]", returned)
+                delay = self._fit(attempt, outcome, delay)
+                if delay is None:
+                    return False
+            if self._retries_heard:
+                self.emit("retry", result if exc is None else exc, self.number - 1, delay)
             await _sleeping.asleep(self.policy.sleep, delay)
         except BaseException as error:
             self._cut_short(error)
@@ -443,11 +444,11 @@ class Call:
         return True
 
     def _cut_short(self, error: BaseException) -> None:
-        """The sleep before the next attempt ended in *error* (the task was
-        cancelled, Ctrl-C, the sleep raised): so does the call.  What the
-        parts allowed for the retry is given back, and the hooks hear an
-        ``"error"`` (a span begun at the first retry ends)."""
-        self.number -= 1  # the attempt that ran last
+        """Between the decision to retry and the end of the sleep, *error* (the
+        task was cancelled, Ctrl-C, a hook or the sleep raised): the call ends
+        with it.  What the parts allowed for the retry is given back, and the
+        hooks hear an ``"error"`` of the attempt that will not run, as of one
+        a part refused (a span begun at the first retry ends)."""
         self.state = _DONE
         self.last = None  # the call is over: it keeps no failure (nor its frames)
         self._drop()
@@ -651,7 +652,12 @@ class Call:
         elif number > ENDLESS_RETRIES and policy.deadline is None and not policy.warned:
             self._warn_endless(delay)
         if delay is not _END and (self.hint is not None or not plan.simple):
-            delay, reason = self._limit(delay, outcome, kind, asked)
+            try:
+                delay, reason = self._limit(delay, outcome, kind, asked)
+            except BaseException:  # the retry_after hook raised: no retry
+                if asked:
+                    self._drop()
+                raise
             if delay is _END and asked:  # the parts were asked first, and paid for nothing
                 self._drop()
         if delay is _END:

@@ -410,7 +410,7 @@ def _sync_wrapper(
             try:
                 for guard in checks:  # a refusal ends the call, the try never made
                     guard.check()
-            except Exception as refused:
+            except BaseException as refused:  # a refusal (or Ctrl-C in a check)
                 dropped(plan.before_drops, checks.index(guard))  # (the first befores)
                 if heard:
                     tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
@@ -479,7 +479,7 @@ def _async_wrapper(
             try:
                 for guard in checks:  # a refusal ends the call, the try never made
                     guard.check()
-            except Exception as refused:
+            except BaseException as refused:  # a refusal (or Ctrl-C in a check)
                 dropped(plan.before_drops, checks.index(guard))  # (the first befores)
                 if heard:
                     tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]

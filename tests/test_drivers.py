@@ -3722,7 +3722,39 @@ def test_a_sleep_cut_short_ends_the_call_told_to_the_hooks_and_costs_no_retry(ru
     options = {"on": ConnectionError, "budget": quota, "observe": seen.append}
     with pytest.raises(KeyboardInterrupt):
         run([1.0] * 3, operation, time, **options)
-    assert [(event.kind, event.number) for event in seen] == [("retry", 1), ("error", 1)]
+    assert [(event.kind, event.number) for event in seen] == [("retry", 1), ("error", 2)]
+    assert operation.calls == 1 and quota.available == 100.0
+
+
+@each_driver
+@pytest.mark.parametrize("where", ["before_sleep", "part"])
+def test_an_interruption_after_the_retry_was_paid_gives_it_back(run, where):
+    """Ctrl-C in a before_sleep hook, or in a part's wait before the retry (a rate
+    limiter's): the call ends with it told to the hooks, and the quota's cost comes back
+    (caught as Exception only, both left the retry paid and the hooks unaware)."""
+    from backoff_iter import RetryQuota
+    from backoff_iter.parts import Part
+
+    class Waits(Part):
+        def before_attempt(self, call):
+            if call.number == 2:
+                raise KeyboardInterrupt
+            return 0.0
+
+    def hook(attempt, outcome, delay):
+        raise KeyboardInterrupt
+
+    seen, quota = [], RetryQuota(capacity=100)
+    options = {"on": ConnectionError, "budget": quota, "observe": seen.append}
+    if where == "part":
+        options["parts"] = [Waits()]
+    else:
+        options["before_sleep"] = hook
+    operation = Operation([ConnectionError()] * 3)
+    with pytest.raises(KeyboardInterrupt):
+        run([1.0] * 3, operation, FakeTime(), **options)
+    kinds = [event.kind for event in seen]
+    assert kinds == (["retry", "error"] if where == "part" else ["error"])
     assert operation.calls == 1 and quota.available == 100.0
 
 
@@ -3750,3 +3782,27 @@ def test_an_async_call_cancelled_in_its_backoff_sleep_tells_the_hooks_it_ended()
     asyncio.run(main())
     assert [event.kind for event in seen] == ["retry", "error"]
     assert isinstance(seen[-1].outcome, asyncio.CancelledError)
+
+
+@each_driver
+def test_a_retry_after_hook_raising_after_a_jittered_retry_was_paid_gives_it_back(run):
+    """per_failure(jitter=) asks the budget before the retry_after hook: the hook's error
+    ends the call, and the cost the quota took for the retry comes back."""
+    from backoff_iter import RetryQuota
+    from backoff_iter.schedules import per_failure
+
+    def broken(outcome):
+        raise LookupError("no header")
+
+    quota = RetryQuota(capacity=100)
+    delays = per_failure(default=[1.0] * 3, jitter="full")
+    with pytest.raises(LookupError):
+        run(
+            delays,
+            Operation([ConnectionError()] * 3),
+            FakeTime(),
+            on=ConnectionError,
+            budget=quota,
+            retry_after=broken,
+        )
+    assert quota.available == 100.0

@@ -466,6 +466,29 @@ def test_a_hook_enabled_twice_counts_once():
     assert hooks.count(seen.append) == hooks.count(instrument.prometheus(registry)) == 1
 
 
+def test_enable_takes_unhashable_hooks_and_tells_equal_ones_apart():
+    """Hooks compared by identity (a method read twice is one hook): an unhashable one
+    (a dataclass with __call__) is enabled, as before, and two that compare equal but
+    count apart are both kept."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Counts:
+        kinds: list
+
+        def __call__(self, event):
+            self.kinds.append(event.kind)
+
+    first, second = Counts([]), Counts([])
+    assert first == second
+    try:
+        instrument.enable(first, second)
+        retry([0.0], name="apart")(Operation([]))()
+    finally:
+        instrument.reset()
+    assert first.kinds == second.kinds == ["success"]
+
+
 def test_prometheus_without_a_registry_counts_into_the_default_one():
     """registry=None is prometheus_client's REGISTRY, which start_http_server serves."""
     from prometheus_client import REGISTRY

@@ -225,10 +225,26 @@ def enable(*new: Hook) -> None:
     checked = hooks(list(new), "new")
     with _lock:
         # A hook enabled already is not enabled again (start-up code run twice).
-        added = [hook for hook in dict.fromkeys(checked) if hook not in every + failures]
+        added: list[Hook] = []
+        for hook in checked:
+            if not any(_same(hook, other) for other in (*every, *failures, *added)):
+                added.append(hook)
         every += tuple(hook for hook in added if _wants_successes(hook))
         failures += tuple(hook for hook in added if not _wants_successes(hook))
         listening[:] = every
+
+
+def _same(hook: Hook, other: Hook) -> bool:
+    """One hook: one object, or one method of one object (``seen.append``,
+    read twice, is two objects); hooks that merely compare equal are two."""
+    if hook is other:
+        return True
+    owner = getattr(hook, "__self__", None)
+    return (
+        owner is not None
+        and owner is getattr(other, "__self__", None)
+        and getattr(hook, "__name__", None) == getattr(other, "__name__", None)
+    )
 
 
 def disable() -> None:
