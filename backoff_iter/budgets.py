@@ -76,7 +76,7 @@ class Budget(Protocol):
       ``record_failure``, and last, once the delays and the deadline leave
       room.  A retry it allowed may still not run (a breaker or a throttle
       refuses it, or a ``before_sleep`` hook runs past the deadline): a
-      ``RetryQuota`` then gets its cost back.  *outcome* is the exception
+      budget with ``give_back`` then gets it back.  *outcome* is the exception
       or retried result.  A falsy answer (``0``, ``False``) refuses; a truthy
       one allows, and is what the retry took from the budget (``True``
       counts as 1, for budgets that do not weigh retries).
@@ -85,6 +85,11 @@ class Budget(Protocol):
       took (its ``try_retry`` answer; ``0.0`` when it never retried), so a
       budget can give back what a call that recovered used, as botocore's
       quota does; for a hedged call, what its unneeded hedges took too.
+    - ``give_back(taken)``, optional: a retry ``try_retry`` allowed, taking
+      *taken*, never ran (a breaker or a throttle refused it, a hook ran
+      past the deadline, the call was cancelled in its sleep).
+      ``RetryQuota`` has it; a ``RetryBudget``'s withdrawal stays (given
+      back in a later slot of its window, it would outlive the withdrawal).
     """
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None: ...
@@ -625,6 +630,15 @@ class RetryQuota:
 
     def record_failure(self, first_attempt: bool) -> None:
         """A failure costs nothing until it is retried."""
+
+    def give_back(self, taken: float) -> None:
+        """A retry :meth:`try_retry` took *taken* for never ran (a breaker or a
+        throttle refused it, the deadline came first): *taken* goes back."""
+        if taken > 0.0:  # NaN is not
+            units = self._units(taken)
+            with self._lock:
+                milli = self._milli + units
+                self._milli = milli if milli < self._capacity else self._capacity
 
     def try_retry(self, outcome: Any, throttled: bool = False) -> float:
         """Take a retry's cost and return it, or return 0.0 if the quota cannot

@@ -417,7 +417,7 @@ def _sync_wrapper(
                 raise
             try:
                 result = func(*args, **kwargs)
-            except BaseException as error:  # as in the loop: the parts hear of any
+            except BaseException as error:  # as in the loop: decided there
                 call = Call(policy, start)
                 if not call.settle(None, error, _NO_RESULT):
                     raise
@@ -487,7 +487,7 @@ def _async_wrapper(
             cancelling = cancellations()
             try:
                 result = await func(*args, **kwargs)
-            except BaseException as error:  # as in the loop: the parts hear of any
+            except BaseException as error:  # as in the loop: decided there
                 call = Call(policy, start, True, cancelling)
                 if not await call.asettle(None, error, _NO_RESULT):
                     raise

@@ -9,14 +9,15 @@ a fourth, should an attempt the parts let go never run):
    may refuse the attempt by raising (a breaker's ``BrokenCircuitError``;
    the error ends the call, the attempt never runs), make it wait (a rate
    limiter; ``abefore_attempt`` in async loops), or set its timeout;
-2. **after each attempt**: ``after_attempt(outcome, kind, number, spent)``
+2. **after each attempt** the dependency answered (not one a cancellation
+   or Ctrl-C cut short): ``after_attempt(outcome, kind, number, spent)``
    hears how it went;
 3. **before each retry**, once the delays and the deadline leave room:
    ``allow_retry(outcome, kind)`` may refuse it (a budget), and what it
    returns is what the retry took;
 4. **when an attempt they let go will not run** after all (a part after
    them refused it, or the deadline came first): ``attempt_dropped(taken)``
-   gives back what each held for it - a ``RetryQuota`` the retry's cost, a
+   gives back what each held for it - a budget the retry it paid for, a
    breaker its half-open probe.
 
 The order: the budget, the breaker, the throttle, the rate limiter, your
@@ -135,8 +136,9 @@ class Part:
         part held for it: *taken* is what its :meth:`allow_retry` took for
         it, ``0.0`` for what its :meth:`before_attempt` let go (a part that
         did both hears of each).  Asked newest first, never for an attempt
-        that ran; the library's budget gives a ``RetryQuota`` its cost back,
-        its breaker lets the next call be the half-open probe."""
+        that ran; the library's budget option gives a budget with
+        ``give_back`` (``RetryQuota``) the retry back, its
+        breaker option lets the next call be the half-open probe."""
 
 
 class Stages(NamedTuple):
@@ -240,10 +242,10 @@ def _cubic(limiter: object) -> TypeGuard[CubicRateLimiter]:
 
 def _gives_back(part: Part) -> bool:
     """Whether *part*, whose class overrides ``attempt_dropped``, gives anything
-    back: the library's budget only a ``RetryQuota``'s cost, its breaker only
-    a ``CircuitBreaker``'s probe (others hold nothing to give)."""
+    back: the library's budget only a budget with ``give_back``, its breaker
+    only a ``CircuitBreaker``'s probe (the protocols have no way to)."""
     if type(part) is BudgetPart:
-        return part.refunds
+        return part.gives_back is not None
     if type(part) is BreakerPart:
         return part.unsent is not None
     return True
@@ -287,18 +289,21 @@ class BudgetPart(Part):
     """A :class:`~backoff_iter.Budget` as a part: told of every failure it may
     pay for and every success, asked before each retry."""
 
-    __slots__ = ("budget", "weighs_throttles", "refunds")
+    __slots__ = ("budget", "weighs_throttles", "gives_back")
 
     budget: Budget
     weighs_throttles: bool
-    refunds: bool
+    gives_back: Callable[[float], None] | None
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
         # The library's quota hears whether the failure is a throttle: its cost.
         self.weighs_throttles = _library_signature(budget, RetryQuota, "try_retry")
-        # ... and takes back a retry's cost as record_success(False, cost) does.
-        self.refunds = isinstance(budget, RetryQuota)
+        # A budget may take back a retry that never ran (the protocol's optional method).
+        give_back = getattr(budget, "give_back", None)
+        self.gives_back = (
+            cast("Callable[[float], None]", give_back) if callable(give_back) else None
+        )
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         if kind is SUCCESS:
@@ -312,9 +317,9 @@ class BudgetPart(Part):
         return self.budget.try_retry(outcome)
 
     def attempt_dropped(self, taken: float) -> None:
-        """A ``RetryQuota``'s retry that never ran: its cost given back."""
-        if self.refunds:
-            self.budget.record_success(False, taken)
+        """A retry that never ran: the budget takes it back, if it can."""
+        if self.gives_back is not None:
+            self.gives_back(taken)
 
 
 class BreakerPart(Part):

@@ -1840,3 +1840,21 @@ def test_a_forked_child_is_a_new_member_with_its_own_thread(server):
         timeout=60,
     )
     assert result.stdout.split() == ["True", "-1000", "2", "True", "True"], result.stderr
+
+
+@pytest.mark.parametrize("fleet", [False, True], ids=["alone", "fleet of one"])
+def test_a_retry_quota_takes_back_a_retry_that_never_ran(fleet):
+    """give_back(taken): the cost of a retry a breaker (or the deadline) stopped goes
+    back, never above the capacity; nothing for nothing taken; a fleet's member as the
+    in-process quota."""
+    clock = Clock(1000.0)
+    store = _SharedState(0.5, clock=clock) if fleet else None
+    quota = RetryQuota(capacity=100, store=store)
+    taken = quota.try_retry(ConnectionError())
+    assert taken == 14.0 and quota.available == 86.0
+    quota.give_back(taken)
+    assert quota.available == 100.0
+    quota.give_back(0.0)
+    quota.give_back(math.nan)
+    quota.give_back(50.0)
+    assert quota.available == 100.0

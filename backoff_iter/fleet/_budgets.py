@@ -401,6 +401,12 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         """A failure costs nothing until it is retried (the fleet hears of it)."""
         self._wants += 1
 
+    def give_back(self, taken: float) -> None:
+        """A retry paid *taken* for never ran: *taken* goes back, as a refund does."""
+        if taken > 0.0:
+            with self._lock:
+                self._gain(self._units(taken))
+
     def try_retry(self, outcome: Any, throttled: bool = False) -> float:
         """Take a retry's cost from this process's lease (or, given one, its
         retry on credit) and return it, or return 0.0."""
