@@ -1358,7 +1358,9 @@ def test_counts_deleted_while_processes_call_are_rebuilt_not_refilled(fleet, cli
 
     def delete():
         wait_for_level(client, f"{prefix}:counts", 50_000, "the bucket to fall to half")
-        client.delete(*(f"{prefix}:{part}" for part in ("counts", "members", "ledger", "demand")))
+        client.delete(
+            *(f"{prefix}:{part}" for part in ("counts", "members", "ledger", "demand", "gone"))
+        )
 
     results = fleet.run("token_bucket", name, 0.02, THREADS, 0.6, during=delete)
     calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
