@@ -658,6 +658,20 @@ def test_a_gone_key_a_stray_client_wrote_is_repaired(client, what):
     assert ("a:a" in twins.state()[2]) == (what == "hash for gone")
 
 
+def test_a_gone_entry_a_microsecond_beyond_the_bound_is_repaired_and_one_at_it_kept(client):
+    """Entries a stray client wrote to the gone key: one a microsecond beyond now plus the bound (the ttl here, 10**12 us) is impossible (dropped with the member's fields, and said), one at it is a member forgotten this very exchange (kept)."""
+    twins = Twins(client, "BUDGET")
+    for member in "ac":
+        twins.run(member, NOW, *TIMING, 0, 0, -1_000, 0, 0, "", 0, *LEVEL)
+    at = NOW + 1
+    for member, score in (("a", at + 10**12 + 1), ("c", at + 10**12)):
+        client.zadd(twins.keys[4], {member: score})
+        twins.model.gone.add(member, score)
+    mask = twins.run("b", at, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)[0]
+    assert mask & REPAIRED
+    assert ("a:a" in twins.state()[2], "a:c" in twins.state()[2]) == (False, True)
+
+
 def churn(run, generations, extra):
     """A process starts every second, exchanges once and crashes (never
     leaves), while one lives on: the ledger's fields after, and the largest

@@ -22,8 +22,8 @@ No decision waits on the network
     counts every ``sync_interval`` seconds in one Lua script that applies
     them atomically, once, whatever answers are lost (Redis keeps what it
     last applied of each process until the process leaves, the keys expire,
-    or the *kept* time after the fleet forgot it: see "Keys expire"), and
-    reads Redis's own clock for the fleet's windows and breaks.
+    or a bounded time, *kept* below, after the fleet forgot it), and reads
+    Redis's own clock for the fleet's windows and breaks.
 
 What the lag costs
     A process hears of the others' counts at its next exchange: a budget
