@@ -27,6 +27,7 @@ import backoff_iter.fleet
 from backoff_iter import RetryBudget, RetryQuota, TokenBucket, aretrying
 from backoff_iter.fleet import RedisStore, Store, _SharedState
 from backoff_iter.fleet._budgets import FleetTokenBucket
+from backoff_iter.fleet._ledger import KEPT
 from backoff_iter.fleet._member import Member, Timing
 from backoff_iter.fleet._shared import Ledger
 
@@ -1358,7 +1359,9 @@ def test_counts_deleted_while_processes_call_are_rebuilt_not_refilled(fleet, cli
 
     def delete():
         wait_for_level(client, f"{prefix}:counts", 50_000, "the bucket to fall to half")
-        client.delete(*(f"{prefix}:{part}" for part in ("counts", "members", "ledger", "demand")))
+        client.delete(
+            *(f"{prefix}:{part}" for part in ("counts", "members", "ledger", "demand", "gone"))
+        )
 
     results = fleet.run("token_bucket", name, 0.02, THREADS, 0.6, during=delete)
     calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
@@ -1618,6 +1621,7 @@ def test_the_fleet_module_says_what_each_part_shares_and_does_without_redis():
     timing = Timing(0.1, 30.0)
     assert "max(3 x sync_interval, 0.25)" in text and timing.stale == max(3 * 0.1, 0.25)
     assert "4 x stale" in text and timing.horizon == 4 * timing.stale
+    assert "stays for 50 horizons" in text and KEPT == 50
     assert "max(60 x sync_interval, 4 x stale)" in text and timing.silence == max(
         6.0, timing.horizon
     )

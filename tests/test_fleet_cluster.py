@@ -23,7 +23,7 @@ def cluster():
 
 
 def test_a_store_on_a_cluster_keeps_a_parts_keys_in_one_slot(cluster):
-    """RedisStore takes a redis.cluster.RedisCluster; the part's four keys hash to one slot, so its script runs on one node."""
+    """RedisStore takes a redis.cluster.RedisCluster; the part's five keys hash to one slot, so its script runs on one node."""
     client = cluster.client()
     with RedisStore(client, "one-slot", sync_interval=0.02) as store:
         quota = RetryQuota(store=store)
@@ -33,9 +33,8 @@ def test_a_store_on_a_cluster_keeps_a_parts_keys_in_one_slot(cluster):
             f"backoff_iter:{{one-slot}}:retry_quota:{k}" for k in ("counts", "members", "ledger")
         ]
         RedisServer.wait_until(lambda: all(client.exists(k) for k in keys), "the keys")
-        assert (
-            len({client.keyslot(key) for key in [*keys, keys[0].replace("counts", "demand")]}) == 1
-        )
+        more = [keys[0].replace("counts", k) for k in ("demand", "gone")]
+        assert len({client.keyslot(key) for key in [*keys, *more]}) == 1
         assert repr(store).startswith("RedisStore(<redis.cluster.RedisCluster 127.0.0.1:")
     client.close()
 

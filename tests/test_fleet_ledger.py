@@ -36,12 +36,14 @@ def client():
 
 
 class Twins:
-    """One part's four keys in Redis and in the model, run and compared side by side."""
+    """One part's five keys in Redis and in the model, run and compared side by side."""
 
     def __init__(self, client, script):
         self.client = client
         name = next(names)
-        self.keys = [f"{{{name}}}:{key}" for key in ("counts", "members", "ledger", "demand")]
+        self.keys = [
+            f"{{{name}}}:{key}" for key in ("counts", "members", "ledger", "demand", "gone")
+        ]
         self.lua = client.register_script(
             getattr(_count_script, script, None) or _budget_script.BUDGET
         )
@@ -60,13 +62,14 @@ class Twins:
         return got
 
     def state(self):
-        counts, members, ledger, demand = self.keys
+        counts, members, ledger, demand, gone = self.keys
         read = self.client
         return (
             _text(read.hgetall(counts)),
             {m.decode(): int(s) for m, s in read.zrange(members, 0, -1, withscores=True)},
             _text(read.hgetall(ledger)),
             {m.decode(): int(s) for m, s in read.zrange(demand, 0, -1, withscores=True)},
+            {m.decode(): int(s) for m, s in read.zrange(gone, 0, -1, withscores=True)},
         )
 
     def modelled(self):
@@ -76,11 +79,12 @@ class Twins:
             dict(model.members.score),
             {str(k): str(v) for k, v in model.ledger.items()},
             dict(model.demand.score),
+            dict(model.gone.score),
         )
 
     def poison(self, what, member):
         """Write to both what a stray client could: a bad number, a ghost member, a key of another type, or no key."""
-        counts, members, ledger, _ = self.keys
+        counts, members, ledger, _, gone = self.keys
         model, client = self.model, self.client
         if what == "delete counts":
             client.delete(counts)
@@ -103,6 +107,16 @@ class Twins:
                 model.members = Scores()
             client.zadd(members, {"ghost": NOW * 4})
             model.members.add("ghost", NOW * 4)
+        elif what == "hash for gone":
+            client.delete(gone)
+            client.hset(gone, "x", "1")
+            model.gone = {"x": "1"}
+        elif what == "ghost gone":  # forgotten, its fields dropped only in ages
+            if type(model.gone) is not Scores:
+                client.delete(gone)
+                model.gone = Scores()
+            client.zadd(gone, {member: NOW * 4})
+            model.gone.add(member, NOW * 4)
         else:  # (key, field, value)
             key, field, value = what
             name = {"counts": counts, "ledger": ledger}[key]
@@ -133,6 +147,8 @@ def poison(fields):
                 "string for ledger",
                 "hash for members",
                 "ghost member",
+                "hash for gone",
+                "ghost gone",
             ]
         ),
         st.tuples(
@@ -445,15 +461,17 @@ def test_a_sorted_set_gives_back_the_members_below_and_above_a_score():
 
 
 def test_the_model_forgets_its_keys_after_their_ttl():
-    """The model, as Redis, empties the keys when no exchange renewed them for ttl milliseconds."""
+    """The model, as Redis, empties the keys (the gone one too) when no exchange renewed them for ttl milliseconds."""
     model = Ledger()
     arguments = (100_000, 300_000, 1_200_000, 500)  # ttl: half a second
     model.budget("a", NOW, *arguments, 0, 0, -6_000, 0, 0, "", 0, *LEVEL)
+    model.gone.add("x", NOW + 2_000_000)  # forgotten lately
     assert (
         model.budget("a", NOW + 499_999, *arguments, 0, -6_000, -6_000, 0, 0, "", 0, *LEVEL)[1]
         == 4_000
     )
     assert model.budget("b", NOW + 999_999, *arguments, 0, 0, 0, 0, 0, "", 0, *LEVEL)[1] == 10_000
+    assert not len(model.gone)
 
 
 def test_common_bits_are_named_alike_in_every_script():
@@ -601,6 +619,92 @@ def test_a_count_member_forgotten_after_a_lost_answer_counts_once(client, script
     assert (sorted(totals), answer[0] & GONE) == ([2, 3], GONE)
 
 
+SOON = (*TIMING[:3], 6_000)  # keys living 6 s: a member's fields kept 50 horizons (60 s)
+
+
+@pytest.mark.parametrize(("ttl", "kept"), [(6_000, 60), (120_000, 120)])
+def test_a_member_back_within_the_bound_counts_once_and_one_back_after_it_is_new(client, ttl, kept):
+    """Two bucket members' answers lost (3 and 2 tokens' failures applied), both forgotten at their horizon (at 2 s) while b goes on: a, back within the bound (50 horizons, 60 s, or the keys' ttl if longer), applies nothing again; c, back past it, is new and its failures count again (Redis and the model alike)."""
+    twins = Twins(client, "BUDGET")
+    timing = (*TIMING[:3], ttl)
+
+    def bucket(member, at, acked, cumulative, heard):
+        return twins.run(member, at, *timing, 0, acked, cumulative, 0, 0, heard, 0, *LEVEL)
+
+    assert bucket("a", NOW, 0, 0, "")[1] == 10_000
+    assert bucket("c", NOW, 0, 0, "")[1] == 10_000
+    assert bucket("a", NOW + 1, 0, -3_000, "")[1] == 7_000  # its answer lost
+    assert bucket("c", NOW + 1, 0, -2_000, "")[1] == 5_000  # its answer lost
+    seen = 0
+    for second in range(1, kept + 12):  # b keeps the keys alive; a and c forgotten at 2 s
+        seen |= bucket("b", NOW + second * 1_000_000, 0, 0, "")[0]
+        if second == kept:
+            back = NOW + 1 + (kept - 1) * 1_000_000
+            assert bucket("a", back, 0, -3_000, 10_000)[1] == 5_000
+    assert seen & GONE
+    assert "a:c" not in twins.state()[2] and "a:a" in twins.state()[2]
+    back = NOW + 1 + (kept + 10) * 1_000_000
+    assert bucket("c", back, 0, -2_000, 10_000)[1] == 3_000  # counted as new
+
+
+@pytest.mark.parametrize("what", ["hash for gone", "ghost gone"])
+def test_a_gone_key_a_stray_client_wrote_is_repaired(client, what):
+    """A hash in place of the gone key, or a member forgotten until ages ahead (beyond any bound): the next exchange repairs it and says so, and the member's fields go with its impossible entry (Redis and the model alike)."""
+    twins = Twins(client, "BUDGET")
+    twins.run("a", NOW, *TIMING, 0, 0, -1_000, 0, 0, "", 0, *LEVEL)
+    twins.poison(what, "a")
+    mask = twins.run("b", NOW + 1, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)[0]
+    assert mask & REPAIRED
+    assert ("a:a" in twins.state()[2]) == (what == "hash for gone")
+
+
+def test_a_gone_entry_a_microsecond_beyond_the_bound_is_repaired_and_one_at_it_kept(client):
+    """Entries a stray client wrote to the gone key: one a microsecond beyond now plus the bound (the ttl here, 10**12 us) is impossible (dropped with the member's fields, and said), one at it is a member forgotten this very exchange (kept)."""
+    twins = Twins(client, "BUDGET")
+    for member in "ac":
+        twins.run(member, NOW, *TIMING, 0, 0, -1_000, 0, 0, "", 0, *LEVEL)
+    at = NOW + 1
+    for member, score in (("a", at + 10**12 + 1), ("c", at + 10**12)):
+        client.zadd(twins.keys[4], {member: score})
+        twins.model.gone.add(member, score)
+    mask = twins.run("b", at, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)[0]
+    assert mask & REPAIRED
+    assert ("a:a" in twins.state()[2], "a:c" in twins.state()[2]) == (False, True)
+
+
+def churn(run, generations, extra):
+    """A process starts every second, exchanges once and crashes (never
+    leaves), while one lives on: the ledger's fields after, and the largest
+    number of members forgotten within the bound (60 s here) at any time."""
+    for generation in range(generations):
+        at = NOW + generation * 1_000_000
+        run(f"pod-{generation}", at, *SOON, 0, 0, 1_000, 0, 0, *extra)
+        run("long-lived", at + 500_000, *SOON, 0, 0, 0, 0, 0, *extra)
+
+
+BUDGET_CHURN = ("", 0, *WINDOW)
+
+
+def test_a_ledger_of_processes_that_come_and_go_stays_bounded():
+    """2,000 processes crash one a second (the model): the ledger keeps about three fields for each member live or forgotten within 60 s, not the thousands that came and went."""
+    model = Ledger()
+    churn(model.budget, 2_000, BUDGET_CHURN)
+    recent = len(model.members) + 61  # live, and forgotten within 60 s
+    assert len(model.ledger) <= 3 * recent + 2, len(model.ledger)  # + leased, turn
+    assert "a:pod-0" not in model.ledger and "a:pod-1990" in model.ledger
+
+
+@pytest.mark.parametrize("script", ["BUDGET", "THROTTLE"])
+def test_a_ledger_of_processes_that_come_and_go_stays_bounded_in_redis(client, script):
+    """300 processes crash one a second, on a real redis-server beside the model: the same keys all along, and the ledger holds about three fields per member live or forgotten within 60 s."""
+    twins = Twins(client, script)
+    churn(twins.run, 300, BUDGET_CHURN if script == "BUDGET" else THROTTLE)
+    members, ledger, gone = twins.state()[1], twins.state()[2], twins.state()[4]
+    assert len(members) + len(gone) <= 63
+    assert len(ledger) <= 3 * (len(members) + len(gone)) + 2, len(ledger)
+    assert twins.seen & GONE
+
+
 def test_an_open_breakers_keys_outlive_its_break_by_a_horizon(client):
     """Keys living 1 s: a circuit opened for a 10 s break keeps them, in Redis and the model, until the break's end plus the horizon (1.2 s); a member exchanging 5 s on hears it open."""
     twins = Twins(client, "BREAKER")
@@ -610,7 +714,7 @@ def test_an_open_breakers_keys_outlive_its_break_by_a_horizon(client):
         return twins.run(member, at, *timing, 0, 0, 0, 0, failures, "", 0, duration, *BREAKER)
 
     assert breaker("a", NOW, 4)[1] == 1  # opened
-    _, _, ledger, _ = twins.keys
+    ledger = twins.keys[2]
     assert 11_100 <= client.pttl(ledger) <= 11_200  # Redis's clock, not NOW: the break's end
     assert twins.model._expires == NOW + 11_200_000
     assert twins.model.breaker("b", NOW + 5_000_000, *timing, 0, 0, 0, 0, 0, "", 0, 1, *BREAKER)[

@@ -21,8 +21,9 @@ No decision waits on the network
     Each process counts locally; the store's daemon thread exchanges its
     counts every ``sync_interval`` seconds in one Lua script that applies
     them atomically, once, whatever answers are lost (Redis keeps what it
-    last applied of each process until the process leaves or the keys
-    expire), and reads Redis's own clock for the fleet's windows and breaks.
+    last applied of each process until the process leaves, the keys expire,
+    or a bounded time, *kept* below, after the fleet forgot it), and reads
+    Redis's own clock for the fleet's windows and breaks.
 
 What the lag costs
     A process hears of the others' counts at its next exchange: a budget
@@ -53,7 +54,14 @@ Keys expire
     seconds (*silence*) stops exchanging, and the fleet forgets it (takes
     its lease back) ``4 x stale`` seconds (the *horizon*) after its last
     exchange; a breaker keeps exchanging while the fleet's circuit is open
-    or half open as it last heard, and while it asks for the probe.  A part's
+    or half open as it last heard, and while it asks for the probe.  What
+    the fleet last applied of a process it forgot stays for 50 horizons
+    (*kept*: a minute at the default ``sync_interval``), or three windows
+    if longer: a process cut off alone for that long (a partition, a
+    paused VM, a failover) whose last answer was lost is not counted twice;
+    one back later is new to the fleet, and the counts whose answers it
+    lost are applied again.  So Redis holds a few fields per process live
+    or forgotten within *kept*, however many crashed before.  A part's
     keys outlive the last exchange by *silence*, or three windows if longer;
     an open or half-open breaker's, by its break (or its probe's lapse) plus
     the horizon, however long the break, so that a process starting

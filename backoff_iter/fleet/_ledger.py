@@ -1,11 +1,12 @@
 """What a fleet keeps in Redis, and the exchanges that update it: the Lua
 scripts Redis runs, each beside the one Python model of its arithmetic.
 
-Each fleet part has four keys, all in one hash slot (``{name}``, so a
+Each fleet part has five keys, all in one hash slot (``{name}``, so a
 Redis Cluster runs its script on one node): its counts (a hash), its
 members by expiry (a sorted set), its ledger (a hash: what each member last
-sent, the leases held, a breaker's state) and its demand (a sorted set: the
-members of a budget that want room now).  An exchange is one call of a
+sent, the leases held, a breaker's state), its demand (a sorted set: the
+members of a budget that want room now) and its gone (a sorted set: the
+members forgotten lately, by when what they last sent is dropped).  An exchange is one call of a
 script: a member's counts in, the fleet's state out, atomically.  This
 module is what every script begins with (``PRELUDE``) and its model
 (``LedgerBase``); ``_budget_script`` and ``_count_script`` hold the rest,
@@ -41,11 +42,23 @@ COMMON_BITS = REPAIRED | GONE | LEFT
 #: The largest whole number a count may reach: exact in a Lua number (a double).
 LIMIT = 2**53
 
+#: How long the ledger keeps what a forgotten member last sent (its a:, b:
+#: and t: fields), in horizons, or the keys' ttl if longer (three windows;
+#: *silence* is always shorter): the script's ``kept``.  A member back
+#: within it, whose last answer was lost, is not counted twice; one back
+#: later is new.  Fifty horizons are a minute at the default sync interval
+#: (0.1 s), longer than a process cut off alone from Redis plausibly stays
+#: away (a network partition, a paused VM or container, a Redis failover:
+#: 15 to 30 s to detect), and the ttl outlasts any count still in a window.
+#: The ledger then holds about three fields per member live or forgotten
+#: within it, however many came and went before.
+KEPT = 50
+
 # The Lua every script begins with: the keys' types checked, the clock, the
 # members' expiry, and what a member counted since its last exchange.  ARGV:
 # 1 member, 2 now in microseconds ('' for the server's TIME), 3 sync interval,
 # 4 stale, 5 horizon (us), 6 ttl (ms), 7 leave (1 or 0); the rest is the
-# script's own.
+# script's own.  KEYS: counts, members, ledger, demand, gone.
 PRELUDE = """
 if redis.replicate_commands then pcall(redis.replicate_commands) end  -- TIME, then writes (Redis < 5)
 local mask = 0
@@ -58,7 +71,7 @@ local function whole(value, low, high)
   if x and x == x and x >= low and x <= high and x == math.floor(x) then return x end
   return nil
 end
-local types = {'hash', 'zset', 'hash', 'zset'}
+local types = {'hash', 'zset', 'hash', 'zset', 'zset'}
 for i, key in ipairs(KEYS) do
   local found = redis.call('TYPE', key)['ok']
   if found ~= 'none' and found ~= types[i] then
@@ -71,7 +84,7 @@ if not now then
   local clock = redis.call('TIME')
   now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 end
-local counts, members, ledger, demand = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local counts, members, ledger, demand, gone = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local member = ARGV[1]
 local interval, stale, horizon = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl, leave = tonumber(ARGV[6]), ARGV[7] == '1'
@@ -101,13 +114,16 @@ local function release(id)
 end
 -- Members not heard from within their horizon have gone, and members whose
 -- expiry lies beyond any horizon never were: their leases come back.  What
--- each last sent (a:, b:) stays until it leaves or the keys expire: a member
--- back after an outage may have lost the answer to counts applied here.
+-- each last sent (a:, b:, t:) stays for kept (50 horizons, or the ttl if
+-- longer: see KEPT) in case it comes back: a member back after an outage
+-- may have lost the answer to counts applied here.  Later it is new.
+local kept = math.max(50 * horizon, ttl * 1000)
 local function forget(ids, bit_)
   for _, id in ipairs(ids) do
     release(id)
     redis.call('HDEL', ledger, 'l:' .. id)
     redis.call('ZREM', demand, id)
+    redis.call('ZADD', gone, int(now + kept), id)
     flag(bit_)
   end
 end
@@ -115,6 +131,20 @@ forget(redis.call('ZRANGEBYSCORE', members, '-inf', '(' .. int(now)), GONE)
 forget(redis.call('ZRANGEBYSCORE', members, '(' .. int(now + horizon), '+inf'), REPAIRED)
 redis.call('ZREMRANGEBYSCORE', members, '-inf', '(' .. int(now))
 redis.call('ZREMRANGEBYSCORE', members, '(' .. int(now + horizon), '+inf')
+-- Members forgotten kept ago (or beyond kept ahead: never) are dropped for
+-- good, each once: no exchange reads those dropped before.
+local function drop(ids)
+  for _, id in ipairs(ids) do
+    redis.call('HDEL', ledger, 'a:' .. id, 'b:' .. id, 't:' .. id)
+  end
+end
+drop(redis.call('ZRANGEBYSCORE', gone, '-inf', '(' .. int(now)))
+local never = redis.call('ZRANGEBYSCORE', gone, '(' .. int(now + kept), '+inf')
+if #never > 0 then flag(REPAIRED) end
+drop(never)
+redis.call('ZREMRANGEBYSCORE', gone, '-inf', '(' .. int(now))
+redis.call('ZREMRANGEBYSCORE', gone, '(' .. int(now + kept), '+inf')
+redis.call('ZREM', gone, member)
 -- No member left, a lease still held is a member's the fleet lost track of
 -- (the members key deleted or evicted, the member gone): they all come back.
 if redis.call('ZCARD', members) == 0 then
@@ -238,10 +268,10 @@ class Scores:
 
 
 class LedgerBase:
-    """A fleet part's four keys as Python values, and the prelude's arithmetic.
+    """A fleet part's five keys as Python values, and the prelude's arithmetic.
 
-    ``counts`` and ``ledger`` are dicts (Redis hashes), ``members`` and
-    ``demand`` are :class:`Scores` (sorted sets); a key that expired is
+    ``counts`` and ``ledger`` are dicts (Redis hashes), ``members``,
+    ``demand`` and ``gone`` are :class:`Scores` (sorted sets); a key that expired is
     emptied (``ttl`` milliseconds after the last exchange, as Redis does, or
     later where the exchange said so: ``_expires``).
     A test may set any of them to what a stray client could write to Redis
@@ -250,20 +280,21 @@ class LedgerBase:
     holds a lock around each exchange.
     """
 
-    __slots__ = ("counts", "members", "ledger", "demand", "_expires", "_mask")
+    __slots__ = ("counts", "members", "ledger", "demand", "gone", "_expires", "_mask")
 
     def __init__(self) -> None:
         self.counts: Any = {}
         self.members: Any = Scores()
         self.ledger: Any = {}
         self.demand: Any = Scores()
+        self.gone: Any = Scores()
         self._expires: int | None = None  # when the keys expire, as their ttl was last set
         self._mask = 0
 
     def _start(self, member: str, now: int, horizon: int, ttl: int, leave: int) -> tuple[int, int]:
         """The prelude: (leased, n)."""
         self._begin(now, ttl)
-        return self._membership(member, now, horizon, leave, self._leased())
+        return self._membership(member, now, horizon, ttl, leave, self._leased())
 
     # -- the prelude ---------------------------------------------------------------
 
@@ -271,15 +302,17 @@ class LedgerBase:
         """The keys as Redis would have them at *now*: expired after *ttl*, of the right types."""
         self._mask = 0
         if self._expires is not None and now >= self._expires:
-            self.counts, self.members, self.ledger, self.demand = {}, Scores(), {}, Scores()
+            self.counts, self.members, self.ledger = {}, Scores(), {}
+            self.demand, self.gone = Scores(), Scores()
         self._expires = now + ttl * 1000
         for name, kind in (("counts", dict), ("members", Scores), ("ledger", dict)):
             if type(getattr(self, name)) is not kind:
                 setattr(self, name, kind())
                 self._mask |= REPAIRED
-        if type(self.demand) is not Scores:
-            self.demand = Scores()
-            self._mask |= REPAIRED
+        for name in ("demand", "gone"):
+            if type(getattr(self, name)) is not Scores:
+                setattr(self, name, Scores())
+                self._mask |= REPAIRED
 
     def _leased(self) -> int:
         ledger = self.ledger
@@ -301,23 +334,38 @@ class LedgerBase:
             return leased
         return leased - amount
 
-    def _forget(self, ids: list[str], bit: int, leased: int) -> int:
-        ledger, demand = self.ledger, self.demand
+    def _forget(self, ids: list[str], bit: int, leased: int, until: int) -> int:
+        ledger, demand, gone = self.ledger, self.demand, self.gone
         for member in ids:
             leased = self._release(member, leased)
-            ledger.pop("l:" + member, None)  # a: and b: stay (see the script)
+            ledger.pop("l:" + member, None)  # a:, b: and t: stay until *until* (see the script)
             demand.remove(member)
+            gone.add(member, until)
             self._mask |= bit
         return leased
 
+    def _drop(self, ids: list[str]) -> None:
+        ledger = self.ledger
+        for member in ids:
+            for field in ("a:", "b:", "t:"):
+                ledger.pop(field + member, None)
+
     def _membership(
-        self, member: str, now: int, horizon: int, leave: int, leased: int
+        self, member: str, now: int, horizon: int, ttl: int, leave: int, leased: int
     ) -> tuple[int, int]:
-        """Members gone or impossible forgotten, the member's lease taken back,
-        its expiry renewed (or it left): (leased, n)."""
-        members = self.members
-        leased = self._forget(members.below(now), GONE, leased)
-        leased = self._forget(members.above(now + horizon), REPAIRED, leased)
+        """Members gone or impossible forgotten, and what those forgotten
+        *kept* ago sent dropped; the member's lease taken back, its expiry
+        renewed (or it left): (leased, n)."""
+        members, gone = self.members, self.gone
+        kept = max(KEPT * horizon, ttl * 1000)
+        leased = self._forget(members.below(now), GONE, leased, now + kept)
+        leased = self._forget(members.above(now + horizon), REPAIRED, leased, now + kept)
+        self._drop(gone.below(now))
+        never = gone.above(now + kept)
+        if never:
+            self._mask |= REPAIRED
+        self._drop(never)
+        gone.remove(member)
         if not len(members):  # leases of members lost track of come back (see the script)
             ledger = self.ledger
             for field in [k for k in ledger if k[:2] == "l:"]:

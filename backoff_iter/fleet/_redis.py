@@ -113,7 +113,7 @@ class RedisStore(Store):
         member._member = _new_member()
         keys = [
             f"backoff_iter:{{{self.name}}}:{member.KIND}:{part}"
-            for part in ("counts", "members", "ledger", "demand")
+            for part in ("counts", "members", "ledger", "demand", "gone")
         ]
         client, own = _own_client(self.client, max(0.5, 5.0 * self.sync_interval))
         worker = _Worker(member, client, own, keys, self.name)
