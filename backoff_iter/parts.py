@@ -138,7 +138,32 @@ class Part:
         did both hears of each).  Asked newest first, never for an attempt
         that ran; the library's budget option gives a budget with
         ``give_back`` (``RetryQuota``) the retry back, its
-        breaker option lets the next call be the half-open probe."""
+        breaker option lets the next call be the half-open probe.
+
+        >>> from backoff_iter import retry
+        >>> class Seats(Part):  # a seat held for each attempt it lets go, until it ends
+        ...     def __init__(self):
+        ...         self.held = 0
+        ...     def before_attempt(self, call):
+        ...         self.held += 1
+        ...         return 0.0
+        ...     def after_attempt(self, outcome, kind, number, spent):
+        ...         self.held -= 1
+        ...     def attempt_dropped(self, taken):
+        ...         self.held -= 1  # the attempt never ran: its seat is free
+        >>> class Closed(Part):
+        ...     def before_attempt(self, call):
+        ...         raise PermissionError("closed")
+        >>> seats = Seats()
+        >>> @retry([0.0], parts=[seats, Closed()], sleep=lambda s: None)
+        ... def fetch():
+        ...     return "ok"
+        >>> fetch()
+        Traceback (most recent call last):
+        PermissionError: closed
+        >>> seats.held
+        0
+        """
 
 
 class Stages(NamedTuple):
