@@ -3286,27 +3286,32 @@ def test_an_interrupted_attempt_is_told_to_no_part_the_dependency_never_answered
     now[0] = 10.0  # a break later: the probe that never reported is sent again
     breaker.check()
 
-    breaker = half_open()
+    async def cancelled(hangs):  # as asyncio.wait_for does, without waiting for it
+        task = asyncio.ensure_future(hangs())
+        await asyncio.sleep(0)  # the attempt starts, and waits
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
-    @retry([0.0], on=OSError, breaker=breaker, sleep=lambda s: None)
+    breaker, heard = half_open(), []
+
+    @retry([0.0], on=OSError, breaker=breaker, sleep=lambda s: None, observe=heard.append)
     async def hangs():
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # until cancelled
 
-    with pytest.raises(asyncio.TimeoutError):
-        asyncio.run(asyncio.wait_for(hangs(), 0.01))
-    assert breaker.state == "half_open"
+    asyncio.run(cancelled(hangs))
+    assert breaker.state == "half_open" and [event.kind for event in heard] == ["error"]
 
     closed = CircuitBreaker(minimum_throughput=2, failure_ratio=0.5, clock=lambda: now[0])
     closed.record(False)
 
     @retry([0.0], on=OSError, breaker=closed, sleep=lambda s: None)
     async def hung():
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()
 
     async def three_hangs():
         for _ in range(3):
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(hung(), 0.01)
+            await cancelled(hung)
 
     asyncio.run(three_hangs())
     closed.record(False)  # two failures of two; with the hangs as successes, 2 of 5: closed

@@ -1860,5 +1860,8 @@ def test_a_retry_quota_takes_back_a_retry_that_never_ran(fleet):
     assert quota.available == 100.0
     quota.give_back(0.0)
     quota.give_back(math.nan)
-    quota.give_back(50.0)
-    assert quota.available == 100.0
+    quota.give_back(50.0)  # at full: nothing more
+    paid = 0
+    while quota.try_retry(None):  # a full quota, and no more: 100 // 14 retries
+        paid += 1
+    assert paid == 7 and quota.available == 2.0

@@ -481,12 +481,14 @@ def test_enable_takes_unhashable_hooks_and_tells_equal_ones_apart():
 
     first, second = Counts([]), Counts([])
     assert first == second
+    mine, yours = [], []  # the same method of two objects: two hooks
     try:
-        instrument.enable(first, second)
+        instrument.enable(first, second, mine.append, yours.append)
         retry([0.0], name="apart")(Operation([]))()
     finally:
         instrument.reset()
     assert first.kinds == second.kinds == ["success"]
+    assert len(mine) == len(yours) == 1
 
 
 def test_prometheus_without_a_registry_counts_into_the_default_one():
