@@ -341,12 +341,13 @@ def simulate(
     if not counts:
         raise _checks.ArgumentValueError("clients", "clients must name at least one count")
     _checks.count("runs", runs, minimum=1)
-    _bounded(len(dict.fromkeys(names)), list(dict.fromkeys(counts)), runs)
+    names, counts = list(dict.fromkeys(names)), list(dict.fromkeys(counts))  # each once
+    _bounded(len(names), counts, runs)
     base, cap = _base_and_cap(base, cap)
     _checks.count("jobs", jobs, minimum=1)
     if progress is not None:
         _checks.function("progress", progress)
-    cells = [(name, n) for name in dict.fromkeys(names) for n in dict.fromkeys(counts)]
+    cells = [(name, n) for name in names for n in counts]
     tasks = [_cell_tasks(name, n, runs, seed, base, cap) for name, n in cells]
     # Each cell's figures are added in its tasks' order, whatever order they
     # finish in: the floats are those one process gets.
