@@ -449,11 +449,9 @@ class Call:
         with it.  What the parts allowed for the retry is given back, and the
         hooks hear an ``"error"`` of the attempt that will not run, as of one
         a part refused (a span begun at the first retry ends)."""
-        self.state = _DONE
-        self.last = None  # the call is over: it keeps no failure (nor its frames)
+        self.last = None  # *error* is not given the retried failure as its cause
         self._drop()
-        if self._hooks:
-            self.emit("error", error, self.number)
+        self._refused(error)
 
     # -- what the stream driver (_streams.py) asks: an attempt that spans yields ----
 
