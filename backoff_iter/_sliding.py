@@ -34,13 +34,13 @@ def steady(value: float, last: float) -> float:
     (:class:`Readings` answers its common case, a reading ahead and within
     range, without the call; a test checks the two agree)."""
     if value.__class__ is not float:
-        value = _seconds(value)
+        value = _reading(value)
     if -_HUGE <= value <= _HUGE and value > last:  # False for NaN
         return value
     return last
 
 
-def _seconds(value: object) -> float:
+def _reading(value: object) -> float:
     """A clock's reading that is no float, as one: an int, a ``Decimal`` or a
     ``Fraction`` its float (``inf`` beyond floats); anything else is the error."""
     if not is_real(value):
