@@ -356,6 +356,46 @@ def test_an_inline_member_idle_far_past_its_silence_still_exchanges_when_it_deci
     assert bucket.try_retry(None) and bucket._answers == answers + 1
 
 
+@pytest.mark.parametrize(("back", "tokens"), [(1.0, 2.0), (6.5, 10.0)])
+def test_a_member_silent_within_the_keys_lifetime_rebuilds_lost_counts_from_what_it_heard(
+    back, tokens
+):
+    """A bucket drained to 2 of 10 tokens falls silent (its thread stops exchanging: silence and ttl 6 s); the keys are deleted.  Back 1 s after its last exchange, it is the first to exchange: the counts are rebuilt at 2, not refilled (they were deleted, not expired).  Back 6.5 s after, they may have expired with the fleet idle: it is new, and finds a full bucket."""
+    clock = Clock()
+    store = _SharedState(0.1, clock=clock)
+    bucket = TokenBucket(max_tokens=10, store=store)
+    for _ in range(8):
+        bucket.record_failure(True)
+    for clock.now in (0.1, 6.0):  # its thread's exchanges: the failures sent, then idle
+        store._exchange(bucket, clock.now)
+    assert bucket.tokens == 2.0
+    assert bucket._snapshot(6.1, False) is None  # silent: its thread exchanges no more
+    store._ledger = Ledger()  # the keys deleted
+    clock.now = 6.0 + back
+    assert bucket.try_retry(ConnectionError()) is (tokens > 5)
+    assert bucket.tokens == tokens
+
+
+def test_a_member_cut_off_far_past_the_keys_lifetime_still_rebuilds_lost_counts_from_what_it_heard():
+    """A busy bucket (2 of 10 tokens heard) whose exchanges fail for 30 s (ttl 6 s): not silent, so the keys it finds gone when Redis answers are rebuilt from what it heard, minus its failures since, not refilled."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    bucket = TokenBucket(max_tokens=10, store=store)
+    joined(store, bucket)
+    for _ in range(8):
+        bucket.record_failure(True)
+    joined(store, bucket)
+    for _ in range(30):  # a failure a second, its thread's exchanges lost
+        clock.now += 1.0
+        bucket.record_failure(True)
+        store.send(bucket)
+    store.model = Ledger()  # a failover to a replica without the keys
+    sent = store.send(bucket)
+    assert sent[0][4] == 2_000  # heard: the level it rebuilds from
+    bucket._merge(sent[0], store.land(bucket, sent), sent[1])
+    assert bucket.tokens == 0.0
+
+
 def test_a_shared_state_reads_its_clock_through_the_one_clock_guard():
     """NaN first, then backwards, inf, then absurdly late: _sliding.steady's rule - no time passes but forward, finite, within 2**1000."""
     readings = iter([math.nan, 5.0, 4.0, math.inf, 1e300, 6.0])
@@ -1353,17 +1393,33 @@ def test_a_stall_longer_than_the_keys_lifetime_refills_nothing(fleet, server, cl
 
 
 def test_counts_deleted_while_processes_call_are_rebuilt_not_refilled(fleet, client):
-    """4 processes drain a shared 100-token bucket; its keys are deleted mid-run: rebuilt from what they heard, the retries stay within one bucket's (fed the same calls) plus two per process (the retries on credit, as above)."""
+    """4 processes drain a shared 100-token bucket; once each has heard it below half, its keys are deleted: rebuilt from what they heard, the retries stay within one bucket's (fed the same calls) plus two per process (the retries on credit, as above)."""
     name = next(names)
     prefix = f"backoff_iter:{{{name}}}:token_bucket"
+    members = f"{prefix}:members"
+    horizon = Timing(0.02, 0.0).arguments[2]
+
+    def all_exchanged_since(at):
+        scores = client.zrange(members, 0, -1, withscores=True)
+        return sum(score > at + horizon for _, score in scores) == PROCESSES
+
+    def server_now():
+        seconds, micros = client.time()
+        return seconds * 1_000_000 + micros
 
     def delete():
         wait_for_level(client, f"{prefix}:counts", 50_000, "the bucket to fall to half")
+        low = server_now()
+        RedisServer.wait_until(lambda: all_exchanged_since(low), "every process to hear it")
         client.delete(
             *(f"{prefix}:{part}" for part in ("counts", "members", "ledger", "demand", "gone"))
         )
+        deleted = server_now()
+        RedisServer.wait_until(lambda: all_exchanged_since(deleted), "every process to rebuild")
+        time.sleep(0.2)  # what the scenario is: calls going on in the rebuilt bucket
+        fleet.halt.set()
 
-    results = fleet.run("token_bucket", name, 0.02, THREADS, 0.6, during=delete)
+    results = fleet.run("token_bucket", name, 0.02, THREADS, 60.0, during=delete)
     calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
     single = make_budget("token_bucket", None)
     alone = sum(outage_call(single) for _ in range(calls))

@@ -43,9 +43,10 @@ Redis slow, paused, restarted or gone
     in-process one from the start).  When Redis answers again, what was
     counted meanwhile is merged (a ``RetryBudget``'s and the windows' counts
     older than the window leave as they would).  A Redis restarted empty
-    (or keys deleted) is rebuilt from what the processes last heard: a
-    budget's level never refills from full, a window keeps what its
-    processes owed.  A throttle's and a breaker's windows start again from
+    (or keys deleted) is rebuilt from what the processes last heard (a
+    process silent since rebuilds too, within the keys' lifetime after its
+    last exchange, when they cannot have expired): a budget's level never
+    refills from full, a window keeps what its processes owed.  A throttle's and a breaker's windows start again from
     the counts sent since, and a breaker's state is lost with its keys: the
     fleet's circuit is closed until its failures cross the ratio again.
 

@@ -63,7 +63,7 @@ class BudgetMember(Member):
     _full: int
     _n: int
     _value: int
-    _known: bool  # _value is the fleet's, heard and not forgotten since
+    _known_until: float  # _value may rebuild lost counts until then (see _recent)
     _wants: int  # failures since the last exchange
     _wanted: int  # failures before the last exchange that had some
     _wanted_at: float  # that exchange
@@ -84,7 +84,8 @@ class BudgetMember(Member):
         self._slice = self._full
         self._n = 1
         self._value = value
-        self._known = self._asked = self._demanded = self._credit = self._owed = False
+        self._known_until = -math.inf  # nothing heard yet
+        self._asked = self._demanded = self._credit = self._owed = False
         self._wants = self._wanted = 0
         self._asking = _NOTHING_ASKED
         self._lately = deque()
@@ -103,11 +104,9 @@ class BudgetMember(Member):
         if added:
             self._gain(added * self._each)
 
-    def _forget(self) -> None:
-        self._known = False
-
     def _renew(self, member: str) -> None:
         super()._renew(member)
+        self._known_until = -math.inf  # a new member: what its parent heard is the parent's
         self._acked = self._cum = self._lease = self._own = self._own_sent = 0
         self._wants = 0
         self._asking = _NOTHING_ASKED
@@ -141,9 +140,18 @@ class BudgetMember(Member):
     def _settle(self, now: float) -> None:
         """Adjust the counts after an answer, or before sending them (lock held)."""
 
+    def _silent(self) -> None:
+        # Until the keys' lifetime (ttl) after its last answer, counts gone
+        # were deleted, evicted or lost in a restart, not expired: the level it
+        # heard is the fleet's, never full.  Later they may have expired with
+        # the whole fleet idle, and this process comes back as new.
+        self._known_until = min(self._known_until, self._ok_at + self._timing.ttl)
+
     def _recent(self, now: float) -> bool:
-        """Whether the fleet's value as last heard may rebuild lost counts."""
-        return self._known
+        """Whether the fleet's value as last heard may rebuild lost counts:
+        heard since the process began, and silent, if at all, for less than
+        the keys' lifetime after its last answer."""
+        return now < self._known_until
 
     def _base(self, now: float) -> int:
         """Where the count the script adds begins, unless Redis holds what it
@@ -204,7 +212,7 @@ class BudgetMember(Member):
         self._n = n if n > 0 else 1
         self._lease = lease
         self._slice = self._full // self._n
-        self._known = True
+        self._known_until = math.inf
         self._demanded = sent[3] > 0
         self._heard(answer[0])
         self._settle(sent_at)
@@ -470,7 +478,7 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
 
     def _recent(self, now: float) -> bool:
         return (
-            self._known and now - self._ok_at < self.window
+            now < self._known_until and now - self._ok_at < self.window
         )  # what it owed is still in the window
 
     def _forget_noted(self) -> None:

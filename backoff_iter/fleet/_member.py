@@ -133,7 +133,7 @@ class Member:
             if not self._idle():
                 self._active_at = now
             elif not always and now - self._active_at >= self._timing.silence:
-                self._forget()
+                self._silent()
                 return None
             if self._trying is None:
                 self._trying = now
@@ -155,7 +155,6 @@ class Member:
         self._trying = None
         self._ok_at = -_INF
         self._alone = False
-        self._forget()
 
     def _describe(self, base: str) -> str:
         return f"{base} shared through {self._store!r}"
@@ -169,8 +168,9 @@ class Member:
         """Nothing counted that the fleet has not heard (lock held)."""
         return True
 
-    def _forget(self) -> None:
-        """Forget what the fleet said (lock held): after a silence, or a fork."""
+    def _silent(self) -> None:
+        """The process had no calls for ``silence`` seconds (lock held): its
+        thread exchanges no more until it has some, and the fleet forgets it."""
 
     def _wait(self) -> None:
         """The last answer lapsed while the process was idle: until the next
