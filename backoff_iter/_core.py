@@ -67,8 +67,10 @@ def begin(policy: Policy, in_async: bool = False, shown: bool = True) -> Call:
 def hooks_now(policy: Policy) -> tuple[instrument.Hook, ...]:
     """The hooks a call of *policy* beginning now is told of: its own, then
     the process's that hear every event (a call keeps those it began with)."""
-    every = instrument.every
-    return policy.observe + every if every else policy.observe
+    observe, every = policy.observe, instrument.every
+    if observe and every:
+        every = instrument.beside(observe, every, instrument.failures)[0]
+    return observe + every if every else observe
 
 
 def success_teller(policy: Policy) -> Callable[[tuple[instrument.Hook, ...], float, Any], None]:
@@ -240,6 +242,8 @@ class Call:
         # process that want only retries and give-ups hear only those.
         if process_hooks:
             every, failures = instrument.every, instrument.failures
+            if policy.observe and (every or failures):  # a hook of its own heard once
+                every, failures = instrument.beside(policy.observe, every, failures)
         else:
             every = failures = ()
         hooks = policy.observe + every if every else policy.observe

@@ -128,7 +128,10 @@ class Urllib3Retry(Retry):
         reason: str | None,
     ) -> None:
         """Give every hook the event of one retry or give-up of this request."""
-        hooks = self.observe + instrument.every + instrument.failures
+        every, failures = instrument.every, instrument.failures
+        if self.observe and (every or failures):  # a hook of its own heard once
+            every, failures = instrument.beside(self.observe, every, failures)
+        hooks = self.observe + every + failures
         if hooks:
             event = instrument.event(
                 kind,

@@ -466,6 +466,39 @@ def test_a_hook_enabled_twice_counts_once():
     assert hooks.count(seen.append) == hooks.count(instrument.prometheus(registry)) == 1
 
 
+class FailuresOnly(list):
+    """A hook of retries and give-ups only (its ``events``)."""
+
+    events = frozenset({"retry", "give_up"})
+
+    def __call__(self, event):
+        self.append(event.kind)
+
+
+def test_a_hook_both_enabled_and_given_to_observe_hears_each_event_once(no_process_hooks):
+    """The same hook given to enable() and to a policy's observe= (a library enables
+    prometheus(), the app passes it too): each event once, in every form, and for a
+    hook enabled for failures only; another hook enabled beside them still hears them."""
+    seen, failures, other = [], FailuresOnly(), []
+    instrument.enable(seen.append, failures, other.append)
+    error = ConnectionError("down")
+    options = {"on": ConnectionError, "sleep": lambda s: None, "observe": [seen.append, failures]}
+    retry([0.0], **options)(Operation([]))()  # the bare first try
+    retry([0.0], **options)(Operation([error]))()
+    run_loop(Operation([error]), delays=[0.0], **options)
+    with pytest.raises(ConnectionError):
+        retry([0.0], **options)(Operation([error, error]))()
+    kinds = ["success", "retry", "success", "retry", "success", "retry", "give_up"]
+    assert [event.kind for event in seen] == kinds
+    assert failures == kinds  # given to observe=, it hears them all (see events)
+    assert [event.kind for event in other] == kinds
+    late, decorated = FailuresOnly(), retry([0.0], **options)(Operation([error, "ok", error]))
+    decorated()
+    instrument.enable(late)  # between two calls of one policy
+    decorated()
+    assert late == ["retry"]
+
+
 def test_enable_takes_unhashable_hooks_and_tells_equal_ones_apart():
     """Hooks compared by identity (a method read twice is one hook): an unhashable one
     (a dataclass with __call__) is enabled, as before, and two that compare equal but

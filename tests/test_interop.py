@@ -20,7 +20,7 @@ import tenacity
 from checks import rejects
 from urllib3.exceptions import ConnectTimeoutError
 
-from backoff_iter import TokenBucket, constant, exponential
+from backoff_iter import TokenBucket, constant, exponential, instrument
 from backoff_iter.interop import (
     RetryTransport,
     Urllib3Retry,
@@ -859,6 +859,20 @@ def test_urllib3_retry_tells_hooks_each_retry_and_the_give_up():
         ("give_up", 2, "exhausted"),
     ]
     assert seen[0].call_id == seen[1].call_id and seen[1].name == "call"
+
+
+def test_urllib3_retry_tells_a_hook_both_enabled_and_observing_once():
+    """A hook given to observe= and enabled too hears each retry once."""
+    seen = []
+    instrument.enable(seen.append)
+    try:
+        with Script([BUSY]) as script, no_sleep():
+            session(delays=[0.25], total=3, status_forcelist=[503], observe=seen.append).get(
+                script.url
+            )
+    finally:
+        instrument.reset()
+    assert [event.kind for event in seen] == ["retry"]
 
 
 # -- every option reaches the peer, and every bad one is named --------------------------------------

@@ -209,7 +209,8 @@ def enable(*new: Hook) -> None:
     every retry, including those of libraries you do not control.  Calls
     already under way keep the hooks they started with.  A hook enabled
     already is not enabled again: start-up code that runs twice (an app
-    factory per test) counts nothing twice.
+    factory per test) counts nothing twice, nor does a call whose
+    ``observe=`` has an enabled hook too.
 
     >>> from backoff_iter import retrying
     >>> seen = []
@@ -245,6 +246,30 @@ def _same(hook: Hook, other: Hook) -> bool:
         and owner is getattr(other, "__self__", None)
         and getattr(hook, "__name__", None) == getattr(other, "__name__", None)
     )
+
+
+#: beside()'s answers, by id of the observe= tuple: (observe, every, failures,
+#: the two without observe's hooks), kept while those are still the ones.
+_beside: dict[int, tuple[tuple[Hook, ...], ...]] = {}
+
+
+def beside(
+    observe: tuple[Hook, ...], every: tuple[Hook, ...], failures: tuple[Hook, ...]
+) -> tuple[tuple[Hook, ...], tuple[Hook, ...]]:
+    """The process-wide hooks *every* and *failures* that a call whose own
+    hooks are *observe* adds beside them: those not among them (by
+    :func:`_same`), so that a hook both enabled and given to ``observe=``
+    hears each event once.  Worked out once for each policy's hooks while
+    :func:`enable` and :func:`disable` change nothing."""
+    known = _beside.get(id(observe))
+    if known is not None and known[0] is observe and known[1] is every and known[2] is failures:
+        return known[3], known[4]
+    apart = tuple(hook for hook in every if not any(_same(hook, own) for own in observe))
+    failing = tuple(hook for hook in failures if not any(_same(hook, own) for own in observe))
+    if len(_beside) >= 256:  # policies made per call: their tuples come and go
+        _beside.clear()
+    _beside[id(observe)] = (observe, every, failures, apart, failing)
+    return apart, failing
 
 
 def disable() -> None:
