@@ -83,10 +83,15 @@ def _source(
     """This attempt's source of items: the function's anew until items were
     delivered, then what *resume* makes of the progress (a stream without
     *resume* never comes back here once it delivered), which must have
-    *protocol*: ``__iter__``, or ``__aiter__`` for an async stream."""
+    *protocol*: ``__iter__``, or ``__aiter__`` for an async stream.  A
+    StopIteration out of *resume* is its bug, never the stream's end: a
+    RuntimeError, as out of a generator (PEP 479)."""
     if not state.count:
         return func(*state.args, **kwargs)
-    items = resume(state)  # type: ignore[misc]
+    try:
+        items = resume(state)  # type: ignore[misc]
+    except (StopIteration, StopAsyncIteration) as stop:
+        raise RuntimeError(f"resume raised {type(stop).__name__}") from stop
     kind = type(items)  # (asked of the type, as iter() asks: a class itself is no iterable)
     if not hasattr(kind, protocol) and not (
         protocol == "__iter__" and hasattr(kind, "__getitem__")

@@ -680,6 +680,35 @@ def test_an_async_resume_returning_what_is_not_async_items_ends_the_stream_namin
     assert got == [0, 1] and calls == [2]
 
 
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_resume_raising_stop_iteration_is_an_error_never_the_end_of_the_stream(form):
+    """resume raising StopIteration (a next() on an exhausted iterator of its own, say) is its
+    bug, a RuntimeError as in a generator (PEP 479): the sync stream took it for its end, the
+    consumer got 0, 1 and the hooks a success, items 2..9 dropped without a word."""
+    source = Source(after=1, cut=[1])
+    mirrors = iter([])
+
+    def resume(state):
+        next(mirrors)  # none left: StopIteration
+        return source.items(state.count) if form == "sync" else source.aitems(state.count)
+
+    events, got = [], []
+    decorated = retry([0.0], resume=resume, observe=events.append, sleep=lambda s: None)
+    if form == "sync":
+        with pytest.raises(RuntimeError, match="resume raised StopIteration"):
+            for item in decorated(source.items)():
+                got.append(item)
+    else:
+
+        async def main():
+            async for item in decorated(source.aitems)():
+                got.append(item)
+
+        with pytest.raises(RuntimeError, match="resume raised StopIteration"):
+            asyncio.run(main())
+    assert got == [0, 1] and [event.kind for event in events] == ["retry", "error"]
+
+
 def test_the_return_value_of_a_stream_comes_through():
     """A generator's return value is the decorated generator's."""
 
