@@ -152,8 +152,11 @@ def sync_stream(
                 except GeneratorExit:
                     _abandon(call, iterator)
                     raise
-                except BaseException as failure:  # whoever threw it: the source let it out
-                    call.committed(attempt, failure)
+                except BaseException as failure:
+                    if isinstance(failure.__context__, GeneratorExit):
+                        call.abandon()  # out of the source's close(): the stream was closed
+                    else:  # whoever threw it: the source let it out
+                        call.committed(attempt, failure)
                     raise
                 call.settle(attempt, None, result)
                 return result

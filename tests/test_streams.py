@@ -229,6 +229,49 @@ def test_closing_the_stream_closes_the_source_and_starts_no_retry(taken):
     assert source.closed == 1 and source.calls == 1 and events == []
 
 
+@pytest.mark.parametrize("resume", [False, True])
+@pytest.mark.parametrize("form", ["sync", "async"])
+@pytest.mark.parametrize("taken", [1, 3])  # closed at its first item, and past it
+def test_a_source_failing_as_it_is_closed_is_still_a_closed_stream(taken, form, resume):
+    """The source's cleanup fails as the consumer closes the stream (its connection reset
+    as it is shut): the error comes out of close(), but the stream was closed, not cut:
+    the budget pays nothing, the hooks hear nothing.  Without resume a sync stream closed
+    past its first item took it for a committed failure (a token taken, a give-up
+    "committed" logged), unlike the same stream closed at its first item, or an async one."""
+    bucket, events = TokenBucket(), []
+
+    def items(start=0):
+        try:
+            yield from range(start, 10)
+        finally:
+            raise ConnectionError("reset as it was closed")
+
+    async def aitems(start=0):
+        try:
+            for item in range(start, 10):
+                yield item
+        finally:
+            raise ConnectionError("reset as it was closed")
+
+    source = items if form == "sync" else aitems
+    options = {"resume": lambda state: source(state.count)} if resume else {}
+    decorated = retry([0.0], on=ConnectionError, budget=bucket, observe=events.append, **options)
+    stream = decorated(source)()
+    tokens = bucket.tokens
+    with pytest.raises(ConnectionError, match="reset as it was closed"):
+        if form == "sync":
+            assert [next(stream) for _ in range(taken)] == list(range(taken))
+            stream.close()
+        else:
+
+            async def main():
+                assert [await stream.__anext__() for _ in range(taken)] == list(range(taken))
+                await stream.aclose()
+
+            asyncio.run(main())
+    assert bucket.tokens == tokens and events == []
+
+
 @pytest.mark.parametrize("taken", [1, 3])  # thrown at its first item, and past it
 @pytest.mark.parametrize(
     ("thrown", "heard"),
