@@ -35,7 +35,9 @@ def opentelemetry(
     - counters ``backoff_iter.attempts`` (every attempt),
       ``backoff_iter.retries`` (attribute ``error_type``: the exception's
       class name, or ``"result"``) and ``backoff_iter.give_ups`` (attribute
-      ``reason``: ``"exhausted"``, ``"deadline"`` or ``"budget"``);
+      ``reason``: ``"exhausted"``, ``"deadline"``, ``"budget"``,
+      ``"retry_after"`` or ``"committed"``, as
+      :attr:`~backoff_iter.instrument.RetryEvent.reason` says);
     - the histogram ``backoff_iter.sleep`` of each retry's delay, unit
       ``s`` (bucket bounds :data:`SLEEP_BUCKETS` advised);
 
@@ -128,7 +130,7 @@ def opentelemetry(
         meter.create_counter(
             "backoff_iter.give_ups",
             unit="{call}",
-            description="Calls that gave up retrying, by reason: exhausted, deadline or budget.",
+            description="Calls that gave up retrying, by reason: exhausted, deadline, budget, retry_after or committed.",
         ),
         sleep,
         tracer_provider.get_tracer("backoff_iter", __version__),

@@ -36,7 +36,9 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
       are retried; ``error_type`` is the exception's class name, or
       ``"result"`` for a result ``on_result`` retried;
     - ``backoff_iter_give_ups_total{name, reason}``: the calls that gave up
-      (``reason`` is ``"exhausted"``, ``"deadline"`` or ``"budget"``);
+      (``reason`` is ``"exhausted"``, ``"deadline"``, ``"budget"``,
+      ``"retry_after"`` or ``"committed"``, as
+      :attr:`~backoff_iter.instrument.RetryEvent.reason` says);
     - ``backoff_iter_sleep_seconds{name}``: a histogram of each retry's
       delay (buckets :data:`SLEEP_BUCKETS`, 10 ms to 5 minutes).
 
@@ -94,7 +96,7 @@ def _register(client: Any, registry: CollectorRegistry) -> tuple[Any, Any, Any, 
         ),
         client.Counter(
             "backoff_iter_give_ups",
-            "Calls that gave up retrying, by reason: exhausted, deadline or budget.",
+            "Calls that gave up retrying, by reason: exhausted, deadline, budget, retry_after or committed.",
             ["name", "reason"],
             registry=None,
         ),

@@ -31,7 +31,9 @@ class RetryLogger:
     ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
     ``retry_delay`` (None when giving up), ``retry_error`` (the exception's
     type name, or ``"result"``), ``retry_message`` and ``retry_reason``
-    (None for a retry; ``"exhausted"``, ``"deadline"`` or ``"budget"``).
+    (None for a retry; for a give-up ``"exhausted"``, ``"deadline"``,
+    ``"budget"``, ``"retry_after"`` or ``"committed"``, as
+    :attr:`~backoff_iter.instrument.RetryEvent.reason` says).
     """
 
     __slots__ = ("_logger", "level", "give_up_level", "quiet_in_tests")
