@@ -150,15 +150,22 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if not self._retries(request):
             return transport.handle_request(request)
         response: httpx.Response | None = None
-        for attempt in begin(self._policy, shown=False):
+        try:
+            for attempt in begin(self._policy, shown=False):
+                if response is not None:
+                    response.close()  # read already: it goes back to the pool
+                with attempt:
+                    _time_limit(request, attempt.timeout)
+                    response = transport.handle_request(request)
+                    if response.status_code in self.statuses:
+                        response.read()  # kept whole if it is the last
+                    attempt.set_result(response)
+        except BaseException:
+            # Ended between attempts (the sleep interrupted, a part refusing the
+            # next): the response retried is let go, or its connection stays taken.
             if response is not None:
-                response.close()  # read already: it goes back to the pool
-            with attempt:
-                _time_limit(request, attempt.timeout)
-                response = transport.handle_request(request)
-                if response.status_code in self.statuses:
-                    response.read()  # kept whole if it is the last
-                attempt.set_result(response)
+                response.close()
+            raise
         assert response is not None  # the loop ends with a response, or raises
         return response
 
@@ -168,15 +175,20 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if not self._retries(request):
             return await transport.handle_async_request(request)
         response: httpx.Response | None = None
-        async for attempt in begin(self._policy, in_async=True, shown=False):
+        try:
+            async for attempt in begin(self._policy, in_async=True, shown=False):
+                if response is not None:
+                    await response.aclose()
+                async with attempt:
+                    _time_limit(request, attempt.timeout)
+                    response = await transport.handle_async_request(request)
+                    if response.status_code in self.statuses:
+                        await response.aread()
+                    attempt.set_result(response)
+        except BaseException:  # the task cancelled while it waited, say
             if response is not None:
                 await response.aclose()
-            async with attempt:
-                _time_limit(request, attempt.timeout)
-                response = await transport.handle_async_request(request)
-                if response.status_code in self.statuses:
-                    await response.aread()
-                attempt.set_result(response)
+            raise
         assert response is not None
         return response
 

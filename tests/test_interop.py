@@ -1374,3 +1374,51 @@ def test_a_retry_after_header_on_several_lines_is_honoured_by_both_clients(lines
                 retry = Urllib3Retry(delays=[0.5], total=2, status_forcelist=[503])
                 assert session_of(retry).get(script.url).status_code == 200
         assert waits == [slept], client
+
+
+# -- what a request left behind (review of stop 43) ----------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_a_response_retried_unread_is_closed_when_the_wait_before_the_next_is_cut(mode):
+    """on_result retries a 200 it leaves unread; the sleep before the next attempt is cut
+    short (Ctrl-C, a task cancelled by its timeout).  That response was never closed: it
+    held the pool's one connection for good, and every later request waited for the pool
+    in vain (PoolTimeout)."""
+    again = (200, {"X-Again": "1"}, b"later")
+
+    def interrupted(seconds):
+        raise KeyboardInterrupt
+
+    async def cancelled(seconds):
+        asyncio.current_task().cancel()
+        await asyncio.sleep(0)
+
+    one_connection = httpx.Limits(max_connections=1)
+    timeout = httpx.Timeout(5.0, pool=0.5)
+    with Script([again]) as script:
+        if mode == "sync":
+            inner = httpx.HTTPTransport(limits=one_connection)
+            transport = RetryTransport(
+                inner, delays=[1.0], sleep=interrupted, on_result=lambda r: "X-Again" in r.headers
+            )
+            with httpx.Client(transport=transport, timeout=timeout) as client:
+                with pytest.raises(KeyboardInterrupt):
+                    client.get(script.url)
+                with httpx.Client(transport=inner, timeout=timeout) as plain:
+                    assert plain.get(script.url).text == "ok"  # the pool has its connection
+        else:
+
+            async def get():
+                inner = httpx.AsyncHTTPTransport(limits=one_connection)
+                transport = RetryTransport(
+                    inner, delays=[1.0], sleep=cancelled, on_result=lambda r: "X-Again" in r.headers
+                )
+                async with httpx.AsyncClient(transport=transport, timeout=timeout) as client:
+                    with pytest.raises(asyncio.CancelledError):
+                        await client.get(script.url)
+                    async with httpx.AsyncClient(transport=inner, timeout=timeout) as plain:
+                        return (await plain.get(script.url)).text
+
+            assert asyncio.run(get()) == "ok"
+    assert len(script.seen) == 2
