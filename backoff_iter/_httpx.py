@@ -3,6 +3,7 @@ driver core (imported from :mod:`backoff_iter.interop`)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +118,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         self._transport = transport
         self._sync: httpx.BaseTransport | None = None
         self._async: httpx.AsyncBaseTransport | None = None
+        self._making = threading.Lock()  # one sync transport, whatever threads ask at once
 
     def _retried(self, response: httpx.Response) -> bool:
         """A response to retry: its status, or the user's ``on_result``."""
@@ -130,14 +132,16 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
 
     def _sync_transport(self) -> httpx.BaseTransport:
         if self._sync is None:
-            transport = self._transport or httpx.HTTPTransport()
-            if not isinstance(transport, httpx.BaseTransport):
-                raise TypeError(f"{transport!r} serves only async clients")
-            self._sync = transport
+            with self._making:  # threads sending a new client's first requests make one
+                if self._sync is None:
+                    transport = self._transport or httpx.HTTPTransport()
+                    if not isinstance(transport, httpx.BaseTransport):
+                        raise TypeError(f"{transport!r} serves only async clients")
+                    self._sync = transport
         return self._sync
 
     def _async_transport(self) -> httpx.AsyncBaseTransport:
-        if self._async is None:
+        if self._async is None:  # (an event loop's tasks: none comes in while it is made)
             transport = self._transport or httpx.AsyncHTTPTransport()
             if not isinstance(transport, httpx.AsyncBaseTransport):
                 raise TypeError(f"{transport!r} serves only sync clients")

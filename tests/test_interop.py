@@ -1422,3 +1422,29 @@ def test_httpx_a_response_retried_unread_is_closed_when_the_wait_before_the_next
 
             assert asyncio.run(get()) == "ok"
     assert len(script.seen) == 2
+
+
+def test_httpx_threads_that_send_the_first_requests_at_once_share_one_wrapped_transport(
+    monkeypatch,
+):
+    """A new Client shared by threads: each thread that came while the wrapped
+    HTTPTransport was being made (its SSL context takes a while) made one of its own;
+    all but the last were lost with their pools, and client.close() never closed their
+    connections.  Here a second thread comes while the first one's is being made."""
+    made, second = [], []
+    thread = threading.Thread(target=lambda: second.append(transport._sync_transport()))
+
+    class Made(httpx.HTTPTransport):
+        def __init__(self):
+            made.append(self)
+            super().__init__()
+            if len(made) == 1:  # another thread sends its first request now
+                thread.start()
+                thread.join(0.2)  # it waits for this one to be made: the join times out
+
+    monkeypatch.setattr(httpx, "HTTPTransport", Made)
+    transport = RetryTransport()
+    first = transport._sync_transport()
+    thread.join()
+    assert made == [first] and second == [first]
+    transport.close()
