@@ -110,7 +110,8 @@ class Urllib3Retry(Retry):
             request = self._request or _Request()
             self._tell(request, "give_up", outcome, self._retries() + 1, None, "exhausted")
             raise
-        if retry._hint(response) == math.inf:  # longer than can be slept: no next attempt
+        redirect = retry.history[-1].redirect_location is not None  # followed at once
+        if not redirect and retry._hint(response) == math.inf:  # too long to sleep: no retry
             request = retry._request or _Request()
             self._tell(request, "give_up", outcome, self._retries() + 1, None, "retry_after")
             reason = error or ResponseError("the server's Retry-After is too long to wait")

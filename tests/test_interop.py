@@ -1448,3 +1448,22 @@ def test_httpx_threads_that_send_the_first_requests_at_once_share_one_wrapped_tr
     thread.join()
     assert made == [first] and second == [first]
     transport.close()
+
+
+def test_urllib3_a_redirect_is_followed_whatever_its_retry_after():
+    """retry_after_max=inf and a 302 with Retry-After: 99999999999999.  A redirect is no
+    retry and takes no sleep, yet its hint, too long to sleep, ended the request with
+    MaxRetryError; a 503's still does."""
+    import urllib3
+
+    moved = (302, {"Location": "/moved", "Retry-After": FOREVER}, b"")
+    retry = Urllib3Retry(delays=[0.1], retry_after_max=float("inf"))
+    with Script([moved]) as script, no_sleep() as slept:
+        with urllib3.PoolManager() as pool:
+            assert pool.request("GET", script.url, retries=retry).status == 200
+    assert [path for _, path, _ in script.seen] == ["/thing", "/moved"] and slept == []
+    busy = (503, {"Retry-After": FOREVER}, b"busy")
+    with Script([busy]) as script, no_sleep() as slept:
+        with urllib3.PoolManager() as pool, pytest.raises(urllib3.exceptions.MaxRetryError):
+            pool.request("GET", script.url, retries=retry)
+    assert len(script.seen) == 1 and slept == []
