@@ -37,7 +37,10 @@ class Urllib3Retry(Retry):
     Redirects are not retries: they take no delay.  When the schedule runs
     out, or yields ``inf``, the retries are exhausted, as when ``total`` is.
     *sleep* defaults to ``time.sleep``, and
-    :func:`backoff_iter.testing.no_sleep` switches it off.
+    :func:`backoff_iter.testing.no_sleep` switches it off.  urllib3 sends
+    the body again at each retry: a file rewound, but a generator's body is
+    used up and the retry goes out empty - give such a request bytes, or
+    leave its method out of *allowed_methods*.
 
     *name* and *observe* are the drivers': the hooks (and those of
     :func:`backoff_iter.instrument.enable`) hear a ``"retry"`` event before
