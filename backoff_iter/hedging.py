@@ -181,7 +181,8 @@ class _Hedging:
                 await group.sleep(due - group.now())
                 continue
             timeout = None if due is None else max(0.0, due - group.now())
-            for attempt, exc, result in await group.finished(timeout):
+            ended = await group.finished(timeout)
+            for index, (attempt, exc, result) in enumerate(ended):
                 if exc is not None:
                     if not matches(policy.on, policy.only_exceptions, exc):
                         for after in policy.plan.afters:
@@ -216,7 +217,9 @@ class _Hedging:
                     if due is not None:
                         due = max(now, not_before)
                     trigger = last
-                if (due is not None or group.running) and events._failure_hooks:
+                # The call goes on: a hedge to send, an attempt running, or one that ended with it.
+                going_on = due is not None or group.running or index + 1 < len(ended)
+                if going_on and events._failure_hooks:
                     wait = 0.0 if due is None else max(0.0, due - group.now())
                     events.emit("retry", last, attempt, wait)
         if events._failure_hooks:

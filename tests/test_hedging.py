@@ -361,6 +361,18 @@ def test_the_last_failure_with_nothing_left_is_a_give_up_not_a_retry():
     assert [(event.kind, event.number) for event in events] == [("give_up", 1)]
 
 
+def test_attempts_failing_in_the_same_loop_turn_are_each_heard_with_nothing_left():
+    """The last two attempts fail in the same turn of the loop, no hedge left: the hooks hear the
+    earlier one as a retry (the call went on to the later one) and the later one as the give-up
+    (the earlier failure was heard of nowhere: no event, no log line)."""
+    events = []
+    script = Script(fail(ConnectionError("one")), fail(ConnectionError("two")))
+    with pytest.raises(ConnectionError, match="two"):
+        run(hedged(script, [0], observe=events.append))
+    heard = [(event.kind, event.number, str(event.outcome)) for event in events]
+    assert heard == [("hedge", 2, "None"), ("retry", 1, "one"), ("give_up", 2, "two")]
+
+
 def test_a_hint_too_long_to_sleep_sends_no_more_hedges():
     """With no maximum, a hint of inf is too long to wait: no further hedge, the failure
     stands at once (rather than a hedge due at the end of time)."""
