@@ -133,6 +133,9 @@ class _Hedging:
                 outcome, failed = await self._hedge(group, events)
             except Exception as error:  # hedging's own (a hook's, a bad delay's): raised below,
                 outcome, failed = error, True  # out of the group, as under asyncio (not wrapped)
+            except BaseException as interruption:  # the caller's cancellation, Ctrl-C
+                await self._interrupted(group, events, interruption)
+                raise
         if failed:  # raised out of the group (a nursery would wrap it), holding no local: no cycle
             try:
                 raise outcome
@@ -226,6 +229,19 @@ class _Hedging:
             events.emit("give_up", last, number, reason=reason)
         return last, failed
 
+    async def _interrupted(
+        self, group: _Attempts, events: Call, interruption: BaseException
+    ) -> None:
+        """The call ends with *interruption* (the caller's cancellation, Ctrl-C):
+        cancel the attempts still running, and tell the hooks of each and of the
+        call's end, an ``"error"`` of the latest attempt, as the retry drivers
+        tell an interrupted call."""
+        try:
+            await self._cancel_rest(group, events)
+        finally:  # (interrupted again while the attempts stop: the call ends all the same)
+            if events._hooks:
+                events.emit("error", interruption, group.latest)
+
     async def _cancel_rest(self, group: _Attempts, events: Call) -> list[int]:
         """Cancel the attempts still running, tell the hooks of each; their numbers."""
         cancelled = await group.cancel_rest()
@@ -248,6 +264,8 @@ def _allowed(policy: Policy, outcome: Any) -> float:
 
 class _Attempts:
     """The attempts of one hedged call, each in a task of the running event loop."""
+
+    latest = 0  # the number of the latest attempt started
 
     def __init__(self, call: Callable[[], Awaitable[Any]], name: str) -> None:
         self._call = call
@@ -318,6 +336,7 @@ class _AsyncioAttempts(_Attempts):
         else:
             task = self._asyncio.ensure_future(awaitable)
         self._tasks[task] = number
+        self.latest = number
 
     async def sleep(self, seconds: float) -> None:
         await self._asyncio.sleep(seconds)
@@ -402,6 +421,7 @@ class _TrioAttempts(_Attempts):
         self._nursery.start_soon(
             self._attempt, number, scope, self._awaitable(), name=f"{self._name} attempt {number}"
         )
+        self.latest = number
 
     async def _attempt(self, number: int, scope: Any, awaitable: Awaitable[Any]) -> None:
         with scope:
@@ -473,7 +493,8 @@ def hedged(
     is left, the latest outcome stands: its exception propagates as
     itself, or a rejected result is returned (as the retry drivers return
     their last result).  Cancelling the caller cancels every attempt, and
-    waits for them.
+    waits for them; the hooks hear each attempt cancelled, and the call end
+    as an ``"error"``, the cancellation its outcome.
 
     >>> import asyncio
     >>> attempts = []

@@ -687,6 +687,31 @@ def test_cancelling_the_caller_cancels_every_attempt_and_waits_for_them():
     run(main())
 
 
+def test_a_hedged_call_cancelled_by_its_caller_tells_the_hooks_how_it_ended():
+    """Cancelled while two attempts run: the hooks hear each attempt cancelled and the call end
+    as an error, as the retry drivers tell a cancelled call (they heard the hedge, then nothing:
+    a span opened for the call stayed open)."""
+
+    async def main():
+        events = []
+        script = Script(forever, forever)
+        caller = asyncio.ensure_future(hedged(script, [0], observe=events.append))
+        while len(script.started) < 2:
+            await asyncio.sleep(0)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert not others()
+        return [(event.kind, event.number, type(event.outcome)) for event in events]
+
+    assert run(main()) == [
+        ("hedge", 2, type(None)),
+        ("cancelled", 1, type(None)),
+        ("cancelled", 2, type(None)),
+        ("error", 2, asyncio.CancelledError),
+    ]
+
+
 def test_a_caller_cancelled_again_during_the_cleanup_still_waits_for_every_attempt():
     """A second cancellation while the attempts wind down is raised only once they have finished."""
     release = []

@@ -97,6 +97,29 @@ def test_hedged_under_trio_takes_the_fast_hedge_and_cancels_the_slow_attempt():
     assert sorted(ended) == [0.05, 60]
 
 
+def test_hedged_under_trio_cancelled_by_the_callers_scope_tells_the_hooks_how_it_ended():
+    """The caller's cancel scope ends a hedged call with two attempts hanging: the hooks hear
+    each attempt cancelled and the call end as an error (they heard the hedge, then nothing)."""
+    events = []
+
+    async def hang():
+        await trio.sleep(60)
+
+    async def main():
+        with trio.move_on_after(1.0) as scope:
+            await hedged(hang, [0.1], observe=events.append)
+        return scope.cancelled_caught
+
+    assert run_trio(main) == (True, 1.0)
+    heard = [(event.kind, event.number, type(event.outcome)) for event in events]
+    assert heard == [
+        ("hedge", 2, type(None)),
+        ("cancelled", 1, type(None)),
+        ("cancelled", 2, type(None)),
+        ("error", 2, trio.Cancelled),
+    ]
+
+
 def test_hedge_under_trio_sends_the_next_hedge_at_once_after_a_matched_failure():
     """@hedge under trio: a ConnectionError sends the next hedge at once, not after its 30 s delay."""
     attempts = []
