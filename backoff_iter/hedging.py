@@ -181,7 +181,7 @@ class _Hedging:
             if not group.running:
                 if due is None:  # every attempt failed, no hedge left to send
                     break
-                await group.sleep(due - group.now())
+                await group.sleep(max(0.0, due - group.now()))  # (due since: trio refuses < 0)
                 continue
             timeout = None if due is None else max(0.0, due - group.now())
             ended = await group.finished(timeout)

@@ -120,6 +120,30 @@ def test_hedged_under_trio_cancelled_by_the_callers_scope_tells_the_hooks_how_it
     ]
 
 
+@pytest.mark.parametrize("hint", [0.5, 1.5, 2.5, 3.5])
+def test_hedged_under_trio_never_sleeps_a_negative_time_when_the_clock_moves_on(monkeypatch, hint):
+    """A hint holds the next hedge back, nothing runs: hedged() sleeps until it is due.  The
+    clock moving on between the check that it is not due and the sleep never makes trio.sleep
+    a negative time (trio raised ValueError).  The clock here moves 1 s at each reading, so
+    for one of these hints the due time falls between those two readings."""
+    from backoff_iter import hedging
+
+    readings = iter(range(1000))
+    monkeypatch.setattr(
+        hedging._TrioAttempts, "now", lambda self: float(trio.current_time()) + next(readings)
+    )
+    replies = iter([ConnectionError("slow down"), "second"])
+
+    async def read():
+        reply = next(replies)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    result, _ = run_trio(lambda: hedged(read, [3600], retry_after=lambda outcome: hint))
+    assert result == "second"
+
+
 def test_hedge_under_trio_sends_the_next_hedge_at_once_after_a_matched_failure():
     """@hedge under trio: a ConnectionError sends the next hedge at once, not after its 30 s delay."""
     attempts = []
