@@ -136,6 +136,7 @@ class Attempt:
             return False
         expired = None
         if self._scope is not None:  # the attempt's timeout: its expiry is a TimeoutError
+            # (under trio, a failure its scope left beside the cancellations it took)
             expired = await self._scope.__aexit__(exc_type, exc, traceback)
             self._scope = None
             if expired is not None:

@@ -28,8 +28,10 @@ class _Scope:
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> TimeoutError | None:
-        """None, or the TimeoutError that replaces *exc*: the attempt timed out."""
+    ) -> BaseException | None:
+        """None, or the exception that replaces *exc*: the TimeoutError of an
+        attempt that timed out (under trio, a group's failures besides the
+        cancellations its scope took)."""
         raise NotImplementedError  # pragma: no cover - an interface
 
 
@@ -132,8 +134,15 @@ class _TrioScope(_Scope):
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> TimeoutError | None:
-        self._scope.__exit__(exc_type, exc, tb)
+    ) -> BaseException | None:
+        try:
+            self._scope.__exit__(exc_type, exc, tb)
+        except BaseException as rest:
+            if not self._scope.cancelled_caught:
+                raise
+            # It took the cancellations out of a group (the attempt's nursery) and
+            # raised the rest: the attempt's failure, as asyncio's TaskGroup raises it.
+            return rest
         if self._scope.cancelled_caught:  # its deadline cancelled the attempt
             return TimeoutError(f"the attempt timed out after {self._seconds:g} s")
         return None

@@ -63,6 +63,35 @@ def test_an_attempt_timeout_under_trio_cancels_the_attempt_with_a_cancel_scope()
     assert run_trio(fetch) == ("ok", 1.5)
 
 
+def test_a_failure_left_beside_the_cancellations_a_timeout_took_is_decided_on_under_trio():
+    """An attempt's nursery cut at its timeout, one child failing as it is cancelled: the cancel
+    scope takes the cancellations and leaves that failure in a group, which the loop decides on
+    (retried, the hooks told) as under asyncio - it escaped the `async with` undecided, the
+    hooks told nothing."""
+    events = []
+
+    async def child():
+        try:
+            await trio.sleep(60)
+        finally:
+            raise ConnectionError("reset as it was cancelled")
+
+    async def main():
+        async for attempt in aretrying([0.5], attempt_timeout=1.0, observe=events.append):
+            async with attempt:
+                if attempt.number == 1:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(child)
+                        await trio.sleep(60)
+                return attempt.number
+
+    assert run_trio(main) == (2, 1.5)
+    retried, succeeded = events
+    assert retried.kind == "retry"  # its outcome the group, as asyncio's TaskGroup raises it
+    assert [str(error) for error in retried.outcome.exceptions] == ["reset as it was cancelled"]
+    assert (succeeded.kind, succeeded.number) == ("success", 2)
+
+
 def test_the_rate_limiter_waits_with_trio_too():
     """A CUBIC limiter turned on waits with trio.sleep before the next attempt, never blocking."""
     now = [0.0]
