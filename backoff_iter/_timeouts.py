@@ -13,6 +13,7 @@ import math
 import sys
 from typing import Any
 
+from . import _checks
 from ._sleeping import running_library
 
 __all__ = ["scope"]
@@ -36,7 +37,12 @@ class _Scope:
 
 
 def scope(seconds: float) -> _Scope:
-    """A timeout of *seconds* for the attempt about to run in the current task."""
+    """A timeout of *seconds* for the attempt about to run in the current task.
+
+    *seconds* is ``call.timeout``, which a Part of the user's may set to any
+    value: read as a delay is (a Decimal as its float, a number too large as
+    ``inf``), and a bad one is an error naming it."""
+    seconds = _checks.wait("call.timeout", seconds)
     library = running_library()
     if library == "asyncio":
         if sys.version_info >= (3, 11):

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import math
 import threading
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -285,6 +286,42 @@ def test_a_bad_timeout_from_a_schedule_names_attempt_timeout():
         for attempt in retrying([1.0], attempt_timeout=[-2.0]):
             with attempt:
                 pass
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_a_timeout_a_users_part_sets_is_read_as_attempt_timeouts_are(library):
+    """call.timeout set by a Part of the user's: a Decimal is its float, an integer beyond
+    floats no timeout, and a NaN, negative or non-number one an error naming the timeout -
+    never an OverflowError or a TypeError out of the event loop's arithmetic, nor a NaN
+    deadline that times every attempt out at once."""
+    import trio
+
+    from backoff_iter.parts import Part
+
+    class Sets(Part):
+        def __init__(self, value):
+            self.value = value
+
+        def before_attempt(self, call):
+            call.timeout = self.value
+            return 0.0
+
+    async def answers():
+        if library == "trio":
+            await trio.sleep(0)
+        else:
+            await asyncio.sleep(0)
+        return "answer"
+
+    def run(value):
+        decorated = retry([], parts=[Sets(value)], sleep=lambda s: None)(answers)
+        return trio.run(decorated) if library == "trio" else asyncio.run(decorated())
+
+    assert run(Decimal("60")) == "answer"
+    assert run(10**400) == "answer"
+    for bad, error in [(math.nan, ValueError), (-1.0, ValueError), ("5", TypeError)]:
+        with pytest.raises(error, match="timeout"):
+            run(bad)
 
 
 def test_the_async_drivers_run_under_trio():
