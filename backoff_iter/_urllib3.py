@@ -113,7 +113,8 @@ class Urllib3Retry(Retry):
             request = self._request or _Request()
             self._tell(request, "give_up", outcome, self._retries() + 1, None, "exhausted")
             raise
-        redirect = retry.history[-1].redirect_location is not None  # followed at once
+        # A redirect is followed at once: its hint asks for no sleep.
+        redirect = any(step.redirect_location is not None for step in retry.history[-1:])
         if not redirect and retry._hint(response) == math.inf:  # too long to sleep: no retry
             request = retry._request or _Request()
             self._tell(request, "give_up", outcome, self._retries() + 1, None, "retry_after")
