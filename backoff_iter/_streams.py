@@ -286,20 +286,10 @@ def async_stream(
                         if sent is not None:
                             item = await iterator.asend(sent)
                             continue
-                        # The items that follow as `async for` takes them, the
-                        # least any wrapper costs, until the consumer sends or
-                        # throws something in: its answer is yielded above.
-                        async for item in iterator:
-                            try:
-                                sent = yield item
-                            except GeneratorExit:
-                                raise
-                            except BaseException as thrown:
-                                item = await _athrow(iterator, thrown)
-                                break
-                            if sent is not None:
-                                item = await iterator.asend(sent)
-                                break
+                        # The next item as `async for` takes it, with no call of the
+                        # source's bound __anext__: 2.0x a bare generator, not 2.3x.
+                        async for item in iterator:  # noqa: B007 - the item is used after the loop
+                            break
                         else:
                             raise StopAsyncIteration  # the source ended
                 except StopAsyncIteration:
