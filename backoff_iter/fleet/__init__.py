@@ -46,9 +46,10 @@ Redis slow, paused, restarted or gone
     (or keys deleted) is rebuilt from what the processes last heard (a
     process silent since rebuilds too, within the keys' lifetime after its
     last exchange, when they cannot have expired): a budget's level never
-    refills from full, a window keeps what its processes owed.  A throttle's and a breaker's windows start again from
-    the counts sent since, and a breaker's state is lost with its keys: the
-    fleet's circuit is closed until its failures cross the ratio again.
+    refills from full, a window keeps what its processes owed.  A
+    throttle's and a breaker's windows start again from the counts sent
+    since, and a breaker's state is lost with its keys: the fleet's circuit
+    is closed until its failures cross the ratio again.
 
 Keys expire
     A process with no calls for ``max(60 x sync_interval, 4 x stale)``
