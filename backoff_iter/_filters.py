@@ -121,14 +121,19 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, _transient_classes()):
         return True
     group = getattr(exc, "exceptions", None)
-    if (
-        isinstance(group, tuple)
-        and group
-        and sys.version_info >= (3, 11)
-        and isinstance(exc, BaseExceptionGroup)  # noqa: F821 - 3.11+, checked above
-    ):
+    if isinstance(group, tuple) and group and _is_group(exc):
         return all(is_transient(member) for member in group)
     return False
+
+
+def _is_group(exc: BaseException) -> bool:
+    """Is *exc* an exception group: the builtin's (3.11+), or before 3.11 the
+    ``exceptiongroup`` backport's, which trio's nurseries raise (asked
+    without importing it: loaded, it is the one in use)."""
+    if sys.version_info >= (3, 11):
+        return isinstance(exc, BaseExceptionGroup)  # noqa: F821 - 3.11+, checked above
+    backport = sys.modules.get("exceptiongroup")
+    return backport is not None and isinstance(exc, backport.BaseExceptionGroup)
 
 
 # Filters already checked, by the `on` they came from, with whether every class
