@@ -287,6 +287,11 @@ class _Attempts:
         raise NotImplementedError  # pragma: no cover - an interface
 
     def start(self, number: int) -> None:
+        """Start attempt *number* in a task of its own: the latest."""
+        self.latest = number
+        self._start(number)
+
+    def _start(self, number: int) -> None:
         raise NotImplementedError  # pragma: no cover - an interface
 
     async def sleep(self, seconds: float) -> None:
@@ -329,14 +334,13 @@ class _AsyncioAttempts(_Attempts):
     def now(self) -> float:
         return self._loop.time()
 
-    def start(self, number: int) -> None:
+    def _start(self, number: int) -> None:
         awaitable = self._awaitable()
         if self._asyncio.iscoroutine(awaitable):
             task = self._loop.create_task(awaitable, name=f"{self._name} attempt {number}")
         else:
             task = self._asyncio.ensure_future(awaitable)
         self._tasks[task] = number
-        self.latest = number
 
     async def sleep(self, seconds: float) -> None:
         await self._asyncio.sleep(seconds)
@@ -415,13 +419,12 @@ class _TrioAttempts(_Attempts):
     def now(self) -> float:
         return float(self._trio.current_time())
 
-    def start(self, number: int) -> None:
+    def _start(self, number: int) -> None:
         scope = self._trio.CancelScope()
         self._scopes[number] = scope
         self._nursery.start_soon(
             self._attempt, number, scope, self._awaitable(), name=f"{self._name} attempt {number}"
         )
-        self.latest = number
 
     async def _attempt(self, number: int, scope: Any, awaitable: Awaitable[Any]) -> None:
         with scope:
