@@ -59,7 +59,8 @@ KEPT = 50
 # 1 member, 2 now in microseconds ('' for the server's TIME), 3 sync interval,
 # 4 stale, 5 horizon (us), 6 ttl (ms), 7 leave (1 or 0); the rest is the
 # script's own.  KEYS: counts, members, ledger, demand, gone.
-PRELUDE = """
+PRELUDE = (
+    """
 if redis.replicate_commands then pcall(redis.replicate_commands) end  -- TIME, then writes (Redis < 5)
 local mask = 0
 local function flag(bit_) mask = bit.bor(mask, bit_) end
@@ -117,7 +118,9 @@ end
 -- each last sent (a:, b:, t:) stays for kept (50 horizons, or the ttl if
 -- longer: see KEPT) in case it comes back: a member back after an outage
 -- may have lost the answer to counts applied here.  Later it is new.
-local kept = math.max(50 * horizon, ttl * 1000)
+local kept = math.max("""
+    + str(KEPT)
+    + """ * horizon, ttl * 1000)
 local function forget(ids, bit_)
   for _, id in ipairs(ids) do
     release(id)
@@ -185,6 +188,7 @@ local function finish()
   end
 end
 """
+)
 
 
 def lua_number(value: Any) -> float | None:
