@@ -289,9 +289,14 @@ def test_an_endless_break_keeps_the_circuit_open_for_good(endless):
     assert str(error) == "the circuit is open: calls are refused for good"
 
 
-@pytest.mark.parametrize("endless", [math.inf, 1e300, [1e300]])
+@pytest.mark.parametrize(
+    "endless",
+    [math.inf, 1e300, [1e300], 10**400, [10**400], Fraction(10**400, 3)],
+    ids=["inf", "1e300", "[1e300]", "10**400", "[10**400]", "Fraction(10**400, 3)"],
+)
 def test_an_endless_first_break_is_open_for_good_too(endless):
-    """The same when the first break is that long, given as a number or first in a schedule."""
+    """The same when the first break is that long, given as a number or first in a schedule,
+    an integer or a fraction beyond floats included (it was refused as too large)."""
     breaker, clock = opened(break_duration=endless)
     clock.now = 1e200
     error = refused(breaker)
