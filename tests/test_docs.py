@@ -9,10 +9,14 @@ checks that every documented name exists and every cross-reference resolves.
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import re
+import time
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
+
+import pytest
 
 import backoff_iter
 
@@ -116,3 +120,28 @@ def test_a_name_missing_from_the_reference_is_reported(tmp_path):
     fake = SimpleNamespace(__name__="backoff_iter.fake", __all__=["retry", "server_wait"])
     fake.retry, fake.server_wait = backoff_iter.retry, None  # a re-export, and a name of its own
     assert missing(fake, backoff_iter, names) == ["backoff_iter.fake.server_wait"]
+
+
+def shown(parameter: inspect.Parameter) -> str:
+    """A parameter as the guides write it: its name, and its default as Python reads it."""
+    if parameter.default is parameter.empty:
+        return parameter.name
+    default = "time.monotonic" if parameter.default is time.monotonic else repr(parameter.default)
+    return f"{parameter.name}={default}"
+
+
+@pytest.mark.parametrize("page", ["budgets.rst", "limiting.rst"])
+def test_the_parts_guides_show_each_parts_whole_signature(page):
+    """Each part's signature in the budgets and limiting guides is the class's own, every
+    keyword included (limiting.rst left the breaker's and the throttle's store= out)."""
+    text = " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
+    signatures = re.findall(r":class:`(\w+)\((.*?)\) <backoff_iter\.\1>`", text)
+    assert len(signatures) == 3
+    for name, written in signatures:
+        words, star = [], False
+        for parameter in inspect.signature(getattr(backoff_iter, name)).parameters.values():
+            if parameter.kind is parameter.KEYWORD_ONLY and not star:
+                words.append("*")
+                star = True
+            words.append(shown(parameter))
+        assert written == ", ".join(words), name
