@@ -111,8 +111,9 @@ class AdaptiveThrottle:
     passed.  *rng* is any ``random.Random``-like object (with ``random()``),
     the module-level ``random`` when None.  Thread-safe and task-safe: one
     lock guards the counts; nothing blocks or sleeps.  An accept takes no
-    lock: it waits for the next check (or :attr:`probability`) to count it,
-    at the time it was told.
+    lock (but one in 65 with no check between, which counts those waiting):
+    it waits for the next check (or :attr:`probability`) to count it, at
+    the time it was told.
 
     With ``store=`` a :class:`backoff_iter.fleet.RedisStore`, the requests
     and accepts are the whole fleet's: every process using the same store

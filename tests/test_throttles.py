@@ -428,3 +428,22 @@ def test_a_draw_equal_to_the_probability_lets_the_request_go():
     assert checked(throttle)  # no request before: p = 0, no draw
     assert throttle.probability == 0.5
     assert checked(throttle)
+
+
+def test_a_run_of_accepts_with_no_check_between_takes_the_lock_once_in_65():
+    """An accept takes no lock but the 65th in a row with no check between, which counts those
+    waiting (as the class's docstring says): 130 accepts take it twice."""
+    throttle = AdaptiveThrottle(rng=Random(1), clock=Clock())
+    taken = []
+
+    class Counting:
+        def __enter__(self):
+            taken.append(1)
+
+        def __exit__(self, *exc):
+            return None
+
+    throttle._lock = Counting()
+    for _ in range(130):
+        throttle.record(accepted=True)
+    assert len(taken) == 2 and not throttle._accepts
