@@ -350,9 +350,14 @@ class CircuitBreaker:
         if restart is not None:
             durations = restart()
             try:
-                self._durations = iter(durations)
+                fresh = iter(durations)
             except TypeError:  # the function no longer returns an iterable: the last break stays
-                self._durations = None
+                fresh = None
+            # Made anew, the schedule starts at its first break, not at one a
+            # fleet's member took ahead of the old schedule (an iterator goes on).
+            if fresh is not self._durations:
+                self._upcoming = None
+            self._durations = fresh
 
     def __repr__(self) -> str:
         return (

@@ -200,6 +200,41 @@ def test_a_failed_probe_opens_the_fleet_again_for_the_next_break():
     assert sent_in_rounds(breakers, clock, 2)[1] == [0]
 
 
+@pytest.mark.parametrize(
+    "schedule, again",
+    [
+        (lambda: [5, 10, 20], 5.0),
+        (lambda: lambda: iter([5, 10, 20]), 5.0),
+        (lambda: iter([5, 10, 20]), 10.0),  # a one-shot iterator goes on where it was
+    ],
+    ids=["list", "function", "iterator"],
+)
+def test_the_fleets_break_schedule_restarts_when_the_circuit_closes(schedule, again):
+    """Opened again after its probe closed it, the fleet serves the schedule's first break
+    again, as one breaker does: 5 s, not the 10 s each member had taken ahead of the old
+    schedule to send with its exchanges (a one-shot iterator's next, 10 s, as one breaker)."""
+    clock = Clock()
+    store = _SharedState(0.1, clock=clock)
+    breakers = [
+        CircuitBreaker(
+            failure_ratio=0.5,
+            minimum_throughput=20,
+            break_duration=schedule(),  # each member its own
+            clock=clock,
+            store=store,
+        )
+        for _ in range(2)
+    ]
+    opened(breakers, clock)
+    clock.now += 5.0
+    assert sent_in_rounds(breakers, clock, 3)[-1] == [0, 1]  # the probe closed it for all
+    opened(breakers, clock)
+    clock.now += again - 0.3
+    assert all(refuses(b) for b in breakers)
+    clock.now += 0.2  # the break it opened for again is over
+    assert sent_in_rounds(breakers, clock, 3)[-1] == [0, 1]
+
+
 def test_the_throttles_requests_and_accepts_are_the_fleets():
     """Two members: one whose requests the backend refuses, one whose it accepts; each throttles by the fleet's counts, so the refused one is barely throttled (alone it would be)."""
     clock = Clock()
