@@ -70,11 +70,9 @@ def number(name: str, value: object) -> float:
         raise ArgumentTypeError(name, f"{name} must be a real number, got {value!r}")
     try:
         return float(value)  # type: ignore[arg-type]
-    except OverflowError:
-        digits = len(str(abs(value)))  # type: ignore[arg-type]
-        raise ArgumentValueError(
-            name, f"{name} is too large for a float, got an integer of {digits} digits"
-        ) from None
+    except OverflowError:  # (counted, not echoed: str() refuses an int beyond 4300 digits)
+        got = f"an integer of {digits(value)} digits" if isinstance(value, int) else short(value)
+        raise ArgumentValueError(name, f"{name} is too large for a float, got {got}") from None
     except ValueError:  # Decimal('sNaN')
         raise ArgumentValueError(name, f"{name} must be a number, got {value!r}") from None
 
@@ -127,11 +125,28 @@ def wait(name: str, value: object) -> float:
 def short(value: object, most: int = 60) -> str:
     """``repr(value)``, cut in the middle when longer than *most* characters
     (a 5,000-digit number is not echoed whole in an error)."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more digits than str() converts (3.11+: 4300 by default)
+        if isinstance(value, int):
+            return f"an integer of {digits(value)} digits"
+        return f"a {type(value).__name__} too long to show"
     if len(text) <= most:
         return text
     half = (most - 5) // 2
     return f"{text[:half]}...{text[-half:]} ({len(text)} characters)"
+
+
+def digits(value: int) -> int:
+    """The decimal digits of the integer *value*, counted without ``str()``
+    (which refuses an int of more than ``sys.get_int_max_str_digits()``)."""
+    value = abs(value)
+    count = max(1, int(value.bit_length() * 0.30102999566398120))  # log10(2): within one
+    while value >= 10**count:
+        count += 1
+    while count > 1 and value < 10 ** (count - 1):
+        count -= 1
+    return count
 
 
 def positive(name: str, value: object) -> float:
@@ -161,7 +176,7 @@ def count(name: str, value: object, *, minimum: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentTypeError(name, f"{name} must be a whole number, got {value!r}")
     if value < minimum:
-        raise ArgumentValueError(name, f"{name} must be at least {minimum}, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be at least {minimum}, got {short(value)}")
     return value
 
 

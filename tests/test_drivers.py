@@ -1490,6 +1490,46 @@ def test_a_negative_delay_too_large_for_a_float_is_a_value_error(run):
     assert time.slept == [] and recorded == []
 
 
+#: An integer of more digits than str() converts (4300 by default, since 3.9.14).
+ENORMOUS = 10**5000
+beyond_str = pytest.mark.skipif(
+    not getattr(sys, "get_int_max_str_digits", lambda: 0)(), reason="str() converts any int"
+)
+
+
+@beyond_str
+@each_driver
+def test_a_negative_delay_of_more_digits_than_str_converts_is_a_value_error_naming_delays(run):
+    """-10**5000, beyond str()'s digits: ArgumentValueError naming delays and
+    counting its digits, not the int-to-string conversion's own ValueError."""
+    with pytest.raises(ArgumentValueError) as raised:
+        run(iter([-ENORMOUS]), Operation([OSError()]), FakeTime(), on=OSError)
+    assert raised.value.parameter == "delays" and "5001 digits" in str(raised.value)
+
+
+@beyond_str
+@pytest.mark.parametrize(
+    "make, parameter",
+    [
+        (lambda: retrying([0.5, -ENORMOUS]), "delays"),
+        (lambda: retrying(deadline=ENORMOUS), "deadline"),
+        (lambda: aretrying(retry_after_max=ENORMOUS), "retry_after_max"),
+        (lambda: retry(attempt_timeout=ENORMOUS), "attempt_timeout"),
+        (lambda: exponential(1, cap=-ENORMOUS), "cap"),
+    ],
+)
+def test_an_option_of_more_digits_than_str_converts_is_refused_naming_it(make, parameter):
+    """An integer beyond str()'s digits given as an option is refused as any
+    bad value is, naming its parameter and its count of digits."""
+    rejects(make, ValueError, parameter, "5001 digits")
+
+
+@beyond_str
+def test_an_argument_count_of_more_digits_than_str_converts_is_refused_naming_it():
+    """A whole number too small and beyond str()'s digits: refused, its digits counted."""
+    rejects(lambda: _checks.count("retries", -ENORMOUS), ValueError, "retries", "5001 digits")
+
+
 def test_attempts_refuses_a_negative_delay_too_large_for_a_float():
     """attempts([-10**400]) raises ValueError at the sleep, as for any negative delay."""
     from backoff_iter import attempts
