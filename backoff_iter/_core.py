@@ -623,45 +623,51 @@ class Call:
             if self._hooks:  # a loop body that returned handed over no result
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
-        if self.in_async and self._task is not None:  # (3.11+) is the task being cancelled?
-            self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
-        kind = FAILURE
-        if plan.tells:  # a throttle, or parts to tell (else a plain failure)
-            if policy.throttled is not None and policy.throttled(outcome):
-                kind = THROTTLE
-            for after in plan.afters:
-                after(outcome, kind, self.number, self.spent)
-        self.last = exc  # the failure retried (None for a result)
-        # The schedule is made at the first failure, then drawn one delay per retry.
-        delays = self._delays
-        if delays is None:
-            delays = self._delays = _checks.fresh_delays("delays", policy.factory)
-            # a schedule per kind of failure (after a deadline's last sleep: none)
-            self._pick = _no_room if self._final else getattr(delays, "next_for", None)
-        pick = self._pick
-        if pick is None:
-            delay, reason = next(delays, _END), "exhausted"
-        else:  # a schedule per kind of failure, or _no_room once _final
-            delay, reason = pick(outcome, kind), "exhausted"
-            if delay is _PICKED_END:
-                delay = _END
-            elif delay.__class__ is Deferred:  # the parts first, then the jitter's draw
-                delay, reason, asked = self._deferred(delay, outcome, kind)
-        number = self.number
-        if delay.__class__ is not float or not 0.0 <= delay <= ENDLESS_DELAY:
-            if delay is not _END:  # checked: _END if infinite, a long one warned of
-                delay = self._unusual(delay, number)
-        elif number > ENDLESS_RETRIES and policy.deadline is None and not policy.warned:
-            self._warn_endless(delay)
-        if delay is not _END and (self.hint is not None or not plan.simple):
-            try:
-                delay, reason = self._limit(delay, outcome, kind, asked)
-            except BaseException:  # the retry_after hook raised: no retry
-                if asked:
+        try:  # what breaks from here ends the call: its hooks hear of it
+            if self.in_async and self._task is not None:  # (3.11+) is the task being cancelled?
+                self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
+            kind = FAILURE
+            if plan.tells:  # a throttle, or parts to tell (else a plain failure)
+                if policy.throttled is not None and policy.throttled(outcome):
+                    kind = THROTTLE
+                for after in plan.afters:
+                    after(outcome, kind, self.number, self.spent)
+            self.last = exc  # the failure retried (None for a result)
+            # The schedule is made at the first failure, then drawn one delay per retry.
+            delays = self._delays
+            if delays is None:
+                delays = self._delays = _checks.fresh_delays("delays", policy.factory)
+                # a schedule per kind of failure (after a deadline's last sleep: none)
+                self._pick = _no_room if self._final else getattr(delays, "next_for", None)
+            pick = self._pick
+            if pick is None:
+                delay, reason = next(delays, _END), "exhausted"
+            else:  # a schedule per kind of failure, or _no_room once _final
+                delay, reason = pick(outcome, kind), "exhausted"
+                if delay is _PICKED_END:
+                    delay = _END
+                elif delay.__class__ is Deferred:  # the parts first, then the jitter's draw
+                    delay, reason, asked = self._deferred(delay, outcome, kind)
+            number = self.number
+            if delay.__class__ is not float or not 0.0 <= delay <= ENDLESS_DELAY:
+                if delay is not _END:  # checked: _END if infinite, a long one warned of
+                    delay = self._unusual(delay, number)
+            elif number > ENDLESS_RETRIES and policy.deadline is None and not policy.warned:
+                self._warn_endless(delay)
+            if delay is not _END and (self.hint is not None or not plan.simple):
+                try:
+                    delay, reason = self._limit(delay, outcome, kind, asked)
+                except BaseException:  # the retry_after hook raised: no retry
+                    if asked:
+                        self._drop()
+                    raise
+                if delay is _END and asked:  # the parts were asked first, and paid for nothing
                     self._drop()
-                raise
-            if delay is _END and asked:  # the parts were asked first, and paid for nothing
-                self._drop()
+        except BaseException as error:  # the schedule, a delay, a callback or a part broke
+            self.last = None
+            if self._hooks:  # (a span begun at the first retry ends)
+                self.emit("error", error, self.number)
+            raise
         if delay is _END:
             self.last = None
             self._give_up(attempt, outcome, "deadline" if self._final else reason)

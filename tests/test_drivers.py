@@ -2627,6 +2627,40 @@ def test_an_infinite_delay_is_a_give_up_that_hooks_hear(run, huge):
     assert told == [1] and isinstance(result, OSError)
 
 
+def _bad_second_delay():
+    yield 0.5
+    yield -1.0
+
+
+def _broken_schedule():
+    yield 0.5
+    raise LookupError("the schedule broke")
+
+
+@each_driver
+@pytest.mark.parametrize(
+    "delays, options, error",
+    [
+        (_bad_second_delay, {}, ArgumentValueError),
+        (_broken_schedule, {}, LookupError),
+        ([0.5, 0.5], {"retry_after": lambda o: [None][o.args[0]]}, IndexError),
+        ([0.5, 0.5], {"throttled": lambda o: [True][o.args[0]]}, IndexError),
+    ],
+    ids=["bad delay", "schedule raises", "retry_after raises", "throttled raises"],
+)
+def test_a_call_that_a_bad_schedule_or_callback_ends_after_a_retry_is_an_error_hooks_hear(
+    run, delays, options, error
+):
+    """The second failure's decision breaks (a negative delay, the schedule
+    raising, a hook raising): the hooks hear the call end, once, as an
+    "error" of that exception (a span begun at the first retry ends)."""
+    delays = delays() if callable(delays) else delays  # (one call: an iterator serves)
+    summary, events, result = events_of(run, delays, [OSError(0), OSError(1)], **options)
+    assert isinstance(result, error) and isinstance(result.__context__, OSError)
+    assert summary == [("retry", 1, 0.5, 0.0, None), ("error", 2, None, 0.5, None)]
+    assert events[1].outcome is result and events[0].call_id == events[1].call_id
+
+
 @each_driver
 def test_a_deadline_that_leaves_no_time_or_not_the_servers_wait_gives_up_as_deadline(run):
     """A hint past the deadline, or a failure after it: the give_up reason is "deadline"."""
