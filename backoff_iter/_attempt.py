@@ -104,7 +104,7 @@ class Attempt:
     ) -> bool:
         call = self._call
         if call.state != _RUNNING or call.number != self.number:
-            call.misuse(self, "with")
+            return call.misuse(self, "with", exc)
         if exc is None and call.quiet:  # a success nobody needs told of
             call.state = _DONE
             return False
@@ -130,7 +130,11 @@ class Attempt:
     ) -> bool:
         call = self._call
         if call.state != _RUNNING or call.number != self.number:
-            call.misuse(self, "async with")
+            call.misuse(self, "async with", exc)  # raises, unless exc is the misuse ending the call
+            if self._scope is not None:  # ... which goes through, its scope left first
+                await self._scope.__aexit__(exc_type, exc, traceback)
+                self._scope = None
+            return False
         if exc is None and call.quiet:  # a success nobody needs told of (and no timeout)
             call.state = _DONE
             return False

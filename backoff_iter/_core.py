@@ -187,6 +187,7 @@ class Call:
     _id: int = 0  # for the hooks' events, given at the first one
     _fresh_from: int = 0  # the attempt whose failure drew a restarted schedule's first delay
     _took: tuple[float, ...] = ()  # what each part's allow_retry took for the next attempt
+    misused: BaseException | None = None  # the misuse of an attempt that ended the call
 
     policy: Policy
     plan: CallPlan  # what the policy's options mean for the call
@@ -364,15 +365,26 @@ class Call:
         if self._hooks:
             self.emit("error", refused, self.number)
 
-    def misuse(self, attempt: Attempt, statement: str) -> None:
-        """Raise the error that says how an Attempt was misused."""
+    def misuse(self, attempt: Attempt, statement: str, exc: BaseException | None = None) -> bool:
+        """Raise the error that says how an Attempt was misused.  Raised inside
+        the block of this call's running attempt, it ends the call: the
+        caller's bug, never retried; that block's exit, given it as *exc*,
+        lets it through (False)."""
+        if exc is not None and exc is self.misused:
+            return False
+        error: Exception
         if self.in_async != (statement == "async with"):
             right = "async with" if self.in_async else "with"
-            raise TypeError(f"use `{right} attempt:` with this loop, not `{statement}`")
-        raise RuntimeError(
-            f"{attempt!r} is not the current attempt of a running retry loop:"
-            " use each attempt once, in its own iteration"
-        )
+            error = TypeError(f"use `{right} attempt:` with this loop, not `{statement}`")
+        else:
+            error = RuntimeError(
+                f"{attempt!r} is not the current attempt of a running retry loop:"
+                " use each attempt once, in its own iteration"
+            )
+        if self.state == _RUNNING:  # (an attempt of this call entered in its running one's block)
+            self.misused = error
+            self.stop(error)
+        raise error
 
     def elapsed(self) -> float:
         """Seconds since the first attempt began, per the policy's clock.  A

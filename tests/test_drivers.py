@@ -2729,6 +2729,68 @@ def test_an_earlier_attempt_is_refused_while_the_next_one_is_current():
     assert ran == []
 
 
+@pytest.mark.parametrize("loop", ["retrying", "aretrying"])
+@pytest.mark.parametrize("which", ["itself", "the one before"])
+def test_an_attempt_misused_in_the_running_ones_block_ends_the_call_never_retried(loop, which):
+    """An attempt entered in the block of the running one (itself again, or the
+    attempt before it) is the caller's bug: even under on=Exception, which
+    matches its RuntimeError, the call ends with it at once - no retry, no
+    sleep - and the hooks hear it once, as an "error"."""
+    seen, slept, ran = [], [], []
+    options = {"on": Exception, "sleep": slept.append, "observe": seen.append}
+
+    def entered(attempt):
+        ran.append(attempt.number)
+        return attempt if which == "itself" or len(ran) == 1 else first[0]
+
+    first = []
+    if loop == "retrying":
+        with pytest.raises(RuntimeError, match="not the current attempt") as raised:
+            for attempt in retrying([0.5, 0.5, 0.5], **options):
+                with attempt:
+                    first.append(attempt)
+                    if which == "the one before" and attempt.number == 1:
+                        raise OSError
+                    with entered(attempt):
+                        pass
+    else:
+
+        async def main():
+            async for attempt in aretrying([0.5, 0.5, 0.5], **options):
+                async with attempt:
+                    first.append(attempt)
+                    if which == "the one before" and attempt.number == 1:
+                        raise OSError
+                    async with entered(attempt):
+                        pass
+
+        with pytest.raises(RuntimeError, match="not the current attempt") as raised:
+            asyncio.run(main())
+    last = 1 if which == "itself" else 2
+    assert seen[-1].outcome is raised.value  # the misuse itself, through the block's exit
+    assert ran[-1] == last and slept == [0.5] * (last - 1)
+    assert [(e.kind, e.number) for e in seen][-1] == ("error", last)
+    assert [e.kind for e in seen].count("error") == 1
+
+
+def test_an_attempt_misused_in_its_own_block_leaves_its_timeout_scope():
+    """Under trio, an attempt with a timeout entered again in its own block:
+    the misuse goes through its exit, which leaves the attempt's cancel scope
+    first (left open, trio says its cancel scope stack is corrupted)."""
+    trio = pytest.importorskip("trio")
+    from trio.testing import MockClock
+
+    async def main():
+        with trio.move_on_after(100):
+            async for attempt in aretrying([0.0], on=Exception, attempt_timeout=10.0):
+                async with attempt:
+                    async with attempt:
+                        pass
+
+    with pytest.raises(RuntimeError, match="not the current attempt"):
+        trio.run(main, clock=MockClock(autojump_threshold=0))
+
+
 @pytest.mark.parametrize("statement", ["with", "async with"])
 def test_an_attempt_left_twice_is_an_error(statement):
     """__exit__ called a second time (by hand, or a broken context stack) cannot settle the call again."""
