@@ -613,11 +613,16 @@ class Call:
         self.state = _DONE  # unless a retry follows
         asked = False  # the parts' allow_retry was asked already
         if exc is not None:
-            if not (  # classes that are all Exceptions: one isinstance, here
-                isinstance(exc, policy.on)  # type: ignore[arg-type]
-                if policy.only_exceptions
-                else matches(policy.on, False, exc)
-            ):
+            try:  # classes that are all Exceptions: one isinstance, here; else `on` is asked
+                retried = (
+                    isinstance(exc, policy.on)  # type: ignore[arg-type]
+                    if policy.only_exceptions
+                    else matches(policy.on, False, exc)
+                )
+            except BaseException as error:  # the predicate broke: the call ends with its error
+                self._broken(error)
+                raise
+            if not retried:
                 self.end_on_error(exc)
                 return None
             outcome: Any = exc
@@ -676,9 +681,7 @@ class Call:
                 if delay is _END and asked:  # the parts were asked first, and paid for nothing
                     self._drop()
         except BaseException as error:  # the schedule, a delay, a callback or a part broke
-            self.last = None
-            if self._hooks:  # (a span begun at the first retry ends)
-                self.emit("error", error, self.number)
+            self._broken(error)
             raise
         if delay is _END:
             self.last = None
@@ -688,6 +691,14 @@ class Call:
         self.delay = delay
         self.state = _NEXT
         return delay
+
+    def _broken(self, error: BaseException) -> None:
+        """The decision broke on *error* (``on``, the schedule, a delay, a
+        callback, a part raised): the call ends with it, and its hooks hear
+        of it as an ``"error"`` (a span begun at the first retry ends)."""
+        self.last = None
+        if self._hooks:
+            self.emit("error", error, self.number)
 
     def _deferred(self, delay: Deferred, outcome: Any, kind: str) -> tuple[Any, str, bool]:
         """(delay, reason, asked) for a jittered delay of ``per_failure``: the

@@ -2645,14 +2645,15 @@ def _broken_schedule():
         (_broken_schedule, {}, LookupError),
         ([0.5, 0.5], {"retry_after": lambda o: [None][o.args[0]]}, IndexError),
         ([0.5, 0.5], {"throttled": lambda o: [True][o.args[0]]}, IndexError),
+        ([0.5, 0.5], {"on": lambda o: [True][o.args[0]]}, IndexError),
     ],
-    ids=["bad delay", "schedule raises", "retry_after raises", "throttled raises"],
+    ids=["bad delay", "schedule raises", "retry_after raises", "throttled raises", "on raises"],
 )
 def test_a_call_that_a_bad_schedule_or_callback_ends_after_a_retry_is_an_error_hooks_hear(
     run, delays, options, error
 ):
     """The second failure's decision breaks (a negative delay, the schedule
-    raising, a hook raising): the hooks hear the call end, once, as an
+    raising, a hook or ``on`` raising): the hooks hear the call end, once, as an
     "error" of that exception (a span begun at the first retry ends)."""
     delays = delays() if callable(delays) else delays  # (one call: an iterator serves)
     summary, events, result = events_of(run, delays, [OSError(0), OSError(1)], **options)
