@@ -27,7 +27,8 @@ def sleep(function: Callable[[float], Any] | None, delay: float) -> None:
     if recorders:
         recorders[-1].append(delay)
         return
-    result = (function or time.sleep)(delay)
+    # (None, not any falsy function: a callable that is falsy is still the sleep)
+    result = (time.sleep if function is None else function)(delay)
     if result is not None:
         refuse_awaitable(result, function, "sleep")
 
@@ -80,6 +81,6 @@ async def asleep(function: Callable[[float], Any] | None, delay: float) -> None:
     if recorders:
         recorders[-1].append(delay)
         return
-    result = (function or default_async_sleep())(delay)
+    result = (default_async_sleep() if function is None else function)(delay)
     if result is not None and hasattr(result, "__await__"):
         await result

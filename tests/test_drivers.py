@@ -121,6 +121,29 @@ def test_retries_matching_failures_sleeping_each_delay(run):
     assert time.slept == [0.5, 1.0]
 
 
+class FalsySleep(list):
+    """A sleep= that records its delays in itself: a callable list, falsy while empty."""
+
+    def __call__(self, seconds):
+        self.append(seconds)
+
+
+@each_driver
+def test_a_sleep_that_is_falsy_is_still_the_sleep(run, monkeypatch):
+    """sleep= given as a callable that is falsy (an empty list that records)
+    is called, never replaced by time.sleep or asyncio.sleep as if None."""
+
+    def real_sleep(seconds):
+        raise AssertionError(f"really slept {seconds}")
+
+    monkeypatch.setattr(time, "sleep", real_sleep)
+    monkeypatch.setattr(asyncio, "sleep", real_sleep)
+    fake = FakeTime()
+    fake.sleep = fake.asleep = recorded = FalsySleep()
+    assert run([0.5, 1.0], Operation([OSError(), OSError()]), fake, on=OSError) == "ok"
+    assert recorded == [0.5, 1.0]
+
+
 @each_driver
 def test_success_on_the_first_attempt_never_sleeps(run):
     """A call that works at once makes one call and no sleep."""
