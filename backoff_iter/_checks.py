@@ -56,12 +56,13 @@ FLOAT_MAX = sys.float_info.max
 LONGEST = _thread.TIMEOUT_MAX / 2
 
 
-def number(name: str, value: object) -> float:
+def number(name: str, value: object, *, endless: bool = False) -> float:
     """Return *value* as a float.
 
     Any real number is taken: ``int``, ``float``, ``Fraction``, ``Decimal``,
     numpy's numbers.  Bools (numpy's too) and non-numbers raise TypeError; an
-    integer too large for a float raises ValueError, never OverflowError.
+    integer or fraction too large for a float raises ValueError (*endless*:
+    is ``inf``, or ``-inf``), never OverflowError.
     """
     kind = value.__class__
     if kind is float:  # the common case, without an ABC check
@@ -71,6 +72,8 @@ def number(name: str, value: object) -> float:
     try:
         return float(value)  # type: ignore[arg-type]
     except OverflowError:  # (counted, not echoed: str() refuses an int beyond 4300 digits)
+        if endless:  # an int or a fraction, beyond floats either way
+            return math.inf if value > 0 else -math.inf  # type: ignore[operator]
         got = f"an integer of {digits(value)} digits" if isinstance(value, int) else short(value)
         raise ArgumentValueError(name, f"{name} is too large for a float, got {got}") from None
     except ValueError:  # Decimal('sNaN')
@@ -88,14 +91,15 @@ def is_real(value: object) -> bool:
 
 
 def seconds(name: str, value: object, *, infinite: bool = False) -> float:
-    """A duration: a number that is not negative, not NaN, finite unless *infinite*."""
+    """A duration: a number that is not negative, not NaN, finite unless
+    *infinite* (then a number beyond floats, ``10**400``, is ``inf`` too)."""
     if type(value) is float and value >= 0.0 and (value < math.inf or infinite):
         return value + 0.0  # the common case, at once (-0.0 is 0.0)
-    result = number(name, value)
+    result = number(name, value, endless=infinite)
     if not result >= 0.0:  # also catches NaN
-        raise ArgumentValueError(name, f"{name} must be a non-negative number, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be a non-negative number, got {short(value)}")
     if not infinite and result == math.inf:
-        raise ArgumentValueError(name, f"{name} must be finite, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be finite, got {short(value)}")
     return result + 0.0  # -0.0 becomes 0.0
 
 

@@ -38,7 +38,6 @@ import _thread
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
-from numbers import Rational
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from . import _checks
@@ -107,8 +106,6 @@ def _first_break(value: object) -> float:
     """The first break duration, checked eagerly: an argument error if it is
     not a number, negative or NaN; ``inf`` if it is too long to sleep (an
     integer or fraction beyond floats too, as later in the schedule)."""
-    if isinstance(value, Rational) and not value <= _checks.LONGEST:  # float() would overflow
-        return math.inf
     return _checks.wait("break_duration", _checks.seconds("break_duration", value, infinite=True))
 
 

@@ -24,6 +24,7 @@ from backoff_iter import (
     RetryBudget,
     _checks,
     aretrying,
+    capped,
     constant,
     exponential,
     full_jitter,
@@ -1535,9 +1536,9 @@ def test_a_negative_delay_of_more_digits_than_str_converts_is_a_value_error_nami
     "make, parameter",
     [
         (lambda: retrying([0.5, -ENORMOUS]), "delays"),
-        (lambda: retrying(deadline=ENORMOUS), "deadline"),
-        (lambda: aretrying(retry_after_max=ENORMOUS), "retry_after_max"),
-        (lambda: retry(attempt_timeout=ENORMOUS), "attempt_timeout"),
+        (lambda: retrying(deadline=-ENORMOUS), "deadline"),
+        (lambda: aretrying(retry_after_max=-ENORMOUS), "retry_after_max"),
+        (lambda: retry(attempt_timeout=-ENORMOUS), "attempt_timeout"),
         (lambda: exponential(1, cap=-ENORMOUS), "cap"),
     ],
 )
@@ -1545,6 +1546,25 @@ def test_an_option_of_more_digits_than_str_converts_is_refused_naming_it(make, p
     """An integer beyond str()'s digits given as an option is refused as any
     bad value is, naming its parameter and its count of digits."""
     rejects(make, ValueError, parameter, "5001 digits")
+
+
+@pytest.mark.parametrize(
+    "enormous", [10**400, ENORMOUS, Fraction(10**400, 3)], ids=["10**400", "10**5000", "fraction"]
+)
+def test_an_option_that_may_be_endless_takes_a_number_beyond_floats_as_endless(enormous):
+    """An option that takes ``inf`` takes an int or a fraction beyond floats
+    as ``inf`` too, as the delays and a server's hints do (``1e300`` was
+    taken and ``10**400`` refused as too large for a float)."""
+    assert retrying(deadline=enormous).deadline == math.inf
+    assert retrying(retry_after_max=enormous).retry_after_max == math.inf
+    assert list(capped([1.0, 7.0], enormous)) == [1.0, 7.0]
+    assert next(exponential(2.0, cap=enormous)) == 2.0
+    timed = retrying([], attempt_timeout=enormous, sleep=lambda seconds: None)
+    for attempt in timed:
+        with attempt:
+            assert attempt.timeout == math.inf
+    with pytest.raises(ArgumentValueError, match="base is too large for a float"):
+        exponential(enormous)  # one that must be finite is still refused
 
 
 @beyond_str
