@@ -71,6 +71,8 @@ def next_sleep(base: float, factor: float, elapsed: float) -> float:
     a = _checks.positive("base", base)
     r = _checks.factor("factor", factor)
     t = _checks.seconds("elapsed", elapsed, infinite=True)
+    if r == 1.0:  # a constant sleep: 0 * inf would make it NaN
+        return a
     return a + (r - 1.0) * t  # float products saturate at inf
 
 

@@ -276,6 +276,11 @@ def test_sums_and_sleeps_beyond_floats_are_inf_never_an_error():
     assert retries_by(1, 2, math.inf) == retries_by(1, 1, math.inf) == math.inf
 
 
+def test_next_sleep_of_factor_1_is_the_base_even_after_inf():
+    """Factor 1 sleeps the base after any time slept, inf too: never NaN (0 * inf)."""
+    assert next_sleep(2, 1, math.inf) == next_sleep(2, 1, 1e308) == next_sleep(2, 1, 0) == 2.0
+
+
 @pytest.mark.parametrize(
     "call, error, name",
     [
