@@ -284,6 +284,15 @@ def test_an_output_that_fails_at_the_last_flush_is_status_1(cli, monkeypatch):
     assert "No space left" in one_error_line(result.err)
 
 
+def test_a_stdout_that_cannot_encode_a_character_escapes_it(monkeypatch):
+    """simulate --help (its "clients\u00b2") on an ASCII stdout (PYTHONIOENCODING=ascii):
+    the character escaped, as stderr escapes it, and status 0, not a traceback."""
+    raw = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="ascii"))
+    assert main(["simulate", "--help"]) == 0
+    assert b"clients\\xb2 x runs" in raw.getvalue()
+
+
 def test_a_stdout_with_no_file_under_it_that_fails_is_an_output_error(monkeypatch):
     """A failed write to a stdout with no file descriptor (nothing to point at /dev/null)
     is still the one OutputError."""

@@ -255,12 +255,18 @@ def decimal(value: float) -> str:
 
 
 def write(text: str) -> None:
-    """*text* on stdout; a failure to write is an OutputError (a gone reader is not)."""
+    """*text* on stdout; a failure to write is an OutputError (a gone reader is not).
+    A character the stdout cannot encode (``PYTHONIOENCODING=ascii``) is escaped, as on
+    stderr: ``\\xb2``."""
     stream = sys.stdout
     if stream is None:
         raise OutputError("cannot write the output: stdout is closed")
     try:
-        stream.write(text)
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:  # raised before anything is written
+            encoding = stream.encoding
+            stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
     except BrokenPipeError:
         raise
     except OSError as error:
