@@ -1377,6 +1377,19 @@ def test_a_number_beyond_floats_is_refused_as_typed_and_inf_is_not(cli, typed):
     assert cli("show", "exponential", "--base", "1", "--cap", "Infinity", "-n", "2").status == 0
 
 
+@pytest.mark.parametrize("typed", ["1e-400", "-1e-999", " 2E-330"])
+def test_a_number_too_small_for_floats_is_refused_as_typed_and_zero_is_not(cli, typed):
+    """plan --base 1e-400 is refused naming what was typed (it said "base must be greater
+    than 0, got 0.0"; show took it as 0); a zero, however written, is still 0."""
+    result = cli("plan", f"--base={typed}", "--factor", "2", "--elapsed", "1")
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert "--base: expected a number within floats" in line and repr(typed) in line, line
+    assert cli("show", "exponential", f"--cap={typed}").status == 2
+    assert cli("show", "exponential", "--cap", "0e-400", "-n", "2").status == 0
+    assert cli("show", "exponential", "--cap", "-0.000", "-n", "2").status == 0
+
+
 def test_the_base_of_simulate_is_named_as_typed(cli):
     """simulate --base 1e308 speaks of the 1e308 typed, not of the doubled inf."""
     result = cli("simulate", "--base", "1e308")

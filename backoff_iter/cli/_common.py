@@ -147,7 +147,8 @@ def clip_values(message: str, arguments: Iterable[str]) -> str:
 
 def number(text: str) -> float:
     """A float, not NaN; infinite only when spelled so (``inf``): a number
-    beyond floats (``1e400``) is refused as typed, not taken as inf."""
+    beyond floats (``1e400``) is refused as typed, not taken as inf; zero only
+    when it is zero: one too small for floats (``1e-400``) is refused, not taken as 0."""
     try:
         value = float(text)
     except ValueError:
@@ -159,7 +160,18 @@ def number(text: str) -> float:
             f"expected a number within floats (at most about 1.8e308; inf for no bound),"
             f" got {text!r}"
         )
+    if value == 0.0 and _nonzero(text):
+        raise argparse.ArgumentTypeError(
+            f"expected a number within floats (0, or at least about 5e-324 from it), got {text!r}"
+        )
     return value
+
+
+def _nonzero(text: str) -> bool:
+    """Whether *text*, a finite number float() reads, is not zero: a digit of its
+    mantissa (before the exponent) is not 0."""
+    mantissa = text.lower().partition("e")[0]
+    return any(digit.isdecimal() and int(digit) != 0 for digit in mantissa)
 
 
 def integer(text: str) -> int:
