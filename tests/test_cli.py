@@ -605,6 +605,16 @@ def test_plan_ratio_solves_the_factor_and_compare_gives_both_counts(cli):
     assert text == "factor 1 over the same time: 1057 retries (exactly 1057.190)"
 
 
+def test_plan_shows_a_factor_near_1_as_it_is_not_as_1(cli):
+    """--ratio 1e-7 is factor 1.0000001, printed so: it was "factor 1" (as :g rounds it),
+    which is the constant schedule; the same for a --compare factor and the base."""
+    args = ["plan", "--base", "1.0000001", "--ratio", "1e-7", "--elapsed", "100"]
+    lines = cli(*args, "--compare", "1.0000002").out.splitlines()
+    assert lines[0] == "base 1.0000001, factor 1.0000001: by elapsed 100"
+    assert lines[-1].startswith("factor 1.0000002 over the same time: ")
+    assert "log 1.0000001 / log 1.0000002 = " in lines[-1]
+
+
 @pytest.mark.parametrize(
     "base, factor, elapsed",
     [("1", "1", "1e300"), ("1e-308", "1.0000000001", "1e308"), ("1e-300", "1.001", "1e300")],

@@ -266,6 +266,17 @@ def decimal(value: float) -> str:
     return f"{value:.3f}" if abs(value) < 1e15 else f"{value:.6g}"
 
 
+def figure(value: float) -> str:
+    """*value* as ``:g`` writes it if that is *value*, else in full: a factor
+    of 1.0000001 is not shown as 1 (which is a constant schedule).
+
+    >>> figure(2.0), figure(1.1), figure(1e300), figure(1.0000001)
+    ('2', '1.1', '1e+300', '1.0000001')
+    """
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
 def write(text: str) -> None:
     """*text* on stdout; a failure to write is an OutputError (a gone reader is not).
     A character the stdout cannot encode (``PYTHONIOENCODING=ascii``) is escaped, as on

@@ -7,7 +7,7 @@ from typing import Any
 
 from backoff_iter import _checks, planning
 
-from ._common import UsageError, decimal, number, plural, to_json, write
+from ._common import UsageError, decimal, figure, number, plural, to_json, write
 
 NAME = "plan"
 SUMMARY = "Derive a geometric schedule (first sleep, factor) from what you want."
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> None:
         return
     before = "none" if result.sleep_before is None else decimal(result.sleep_before)
     lines = [
-        f"base {args.base:g}, factor {factor:g}: by elapsed {args.elapsed:g}",
+        f"base {figure(args.base)}, factor {figure(factor)}: by elapsed {figure(args.elapsed)}",
         f"  retries:      {result.retries} (exactly {decimal(result.exact)})",
         f"  slept:        {decimal(result.elapsed)}",
         f"  sleep before: {before}",
@@ -79,13 +79,13 @@ def run(args: argparse.Namespace) -> None:
     if args.compare is not None:
         compare = report["compare"]
         line = (
-            f"factor {args.compare:g} over the same time:"
+            f"factor {figure(args.compare)} over the same time:"
             f" {plural(compare['retries'], 'retry', 'retries', grouped=False)}"
             f" (exactly {decimal(compare['exact'])})"
         )
         if compare["ratio"] is not None:
             line += (
-                f"; in the long run log {factor:g} / log {args.compare:g}"
+                f"; in the long run log {figure(factor)} / log {figure(args.compare)}"
                 f" = {compare['ratio']:.3f} times as many"
             )
         lines.append(line)
