@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from . import _sleeping
 
 __all__ = ["no_sleep"]
+
+# Closing blocks in two threads at once: each finds its list's index and deletes it
+# as one step (an index found before the other's deletion would name another list).
+_closing = threading.Lock()
 
 
 @contextmanager
@@ -36,6 +41,7 @@ def no_sleep() -> Iterator[list[float]]:
     the process, whichever thread opened it: blocks open at once in two
     threads (tests run in parallel threads) share their delays, all in the
     newer list.  Give each such test a ``sleep=`` of its own instead.
+    Opening and closing blocks is thread-safe.
     """
     slept: list[float] = []
     _sleeping.recorders.append(slept)
@@ -43,5 +49,6 @@ def no_sleep() -> Iterator[list[float]]:
         yield slept
     finally:
         # By identity: two open blocks' lists may be equal.
-        recorders = _sleeping.recorders
-        del recorders[max(i for i, r in enumerate(recorders) if r is slept)]
+        with _closing:
+            recorders = _sleeping.recorders
+            del recorders[max(i for i, r in enumerate(recorders) if r is slept)]

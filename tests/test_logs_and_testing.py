@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -277,6 +279,32 @@ def test_no_sleep_reaches_other_threads_and_nests():
             thread.join()
         retry([0.75])(failing(1))()
     assert inner == [0.5] and outer == [0.75]
+
+
+def test_no_sleep_blocks_closed_at_once_in_threads_each_remove_their_own():
+    """Eight threads opening and closing blocks at once, switching every microsecond:
+    each close removes its own list, and none is left (a close between another's search
+    and deletion left a list behind, switching sleeping off for good, or raised)."""
+    from backoff_iter import _sleeping
+
+    def churn():
+        start.wait()
+        for _ in range(2000):
+            with no_sleep():
+                pass
+
+    interval, open_before = sys.getswitchinterval(), list(_sleeping.recorders)
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(20):  # the race without the lock shows in most rounds
+            start = threading.Barrier(8)
+            with ThreadPoolExecutor(8) as pool:
+                for done in [pool.submit(churn) for _ in range(8)]:
+                    done.result()
+            assert _sleeping.recorders == open_before
+    finally:
+        sys.setswitchinterval(interval)
+        _sleeping.recorders[:] = open_before
 
 
 def test_without_no_sleep_the_real_sleep_runs(monkeypatch):
