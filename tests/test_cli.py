@@ -615,6 +615,14 @@ def test_plan_shows_a_factor_near_1_as_it_is_not_as_1(cli):
     assert "log 1.0000001 / log 1.0000002 = " in lines[-1]
 
 
+def test_plan_shows_a_long_run_ratio_below_a_thousandth_in_digits_not_as_0(cli):
+    """Factor 1.0000001 against 2 retries 1.44e-07 times as often in the long run: it said
+    "0.000 times as many"; a ratio of a thousandth or more keeps its three decimals."""
+    args = ["plan", "--base", "1", "--elapsed", "100", "--compare", "2"]
+    assert cli(*args, "--factor", "1.0000001").out.endswith(" = 1.44e-07 times as many\n")
+    assert cli(*args, "--factor", "1.001").out.endswith(" = 0.001 times as many\n")
+
+
 @pytest.mark.parametrize(
     "base, factor, elapsed",
     [("1", "1", "1e300"), ("1e-308", "1.0000000001", "1e308"), ("1e-300", "1.001", "1e300")],

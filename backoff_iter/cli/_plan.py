@@ -83,10 +83,13 @@ def run(args: argparse.Namespace) -> None:
             f" {plural(compare['retries'], 'retry', 'retries', grouped=False)}"
             f" (exactly {decimal(compare['exact'])})"
         )
-        if compare["ratio"] is not None:
+        ratio = compare["ratio"]
+        if ratio is not None:
+            # three decimals, or three digits when those would all be 0 (factor 1.0000001)
+            shown = f"{ratio:.3f}" if ratio >= 0.0005 else f"{ratio:.3g}"
             line += (
                 f"; in the long run log {figure(factor)} / log {figure(args.compare)}"
-                f" = {compare['ratio']:.3f} times as many"
+                f" = {shown} times as many"
             )
         lines.append(line)
     write("\n".join(lines) + "\n")
