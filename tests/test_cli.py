@@ -115,6 +115,20 @@ def test_show_works_for_every_strategy_with_its_defaults(cli, strategy):
     assert len(strict_json(result.out)) == 10
 
 
+def test_show_and_plan_print_a_sleep_below_half_a_millisecond_in_digits_not_as_0(cli):
+    """--base 0.0001 sleeps 0.0001, then 0.0002: the table said 0.000 (three decimals), and
+    plan's sleep before and after too; a sleep of 0 is still 0.000."""
+    rows = cli("show", "exponential", "--base", "0.0001", "-n", "3").out.splitlines()[1:]
+    assert [row.split() for row in rows] == [
+        ["0", "0.0001", "0.0001"],
+        ["1", "0.0002", "0.0003"],
+        ["2", "0.0004", "0.001"],
+    ]
+    assert cli("show", "constant", "--base", "0", "-n", "1").out.split()[-2:] == ["0.000"] * 2
+    planned = cli("plan", "--base", "2e-5", "--factor", "2", "--elapsed", "1e-4").out
+    assert "sleep before: 4e-05" in planned and "sleep after:  8e-05" in planned
+
+
 def test_show_until_elapsed_stops_once_the_time_slept_reaches_it(cli):
     """Without -n, --until-elapsed 20 ends at the row whose running total first reaches 20."""
     rows = strict_json(cli("show", "exponential", "--until-elapsed", "20", "--json").out)

@@ -262,7 +262,14 @@ def plural(count: int, noun: str, nouns: str | None = None, *, grouped: bool = T
 
 def decimal(value: float) -> str:
     """*value* with three decimals, or in six significant digits once it has
-    more than 15 (no line of 300 digits for a sleep near the largest float)."""
+    more than 15 (no line of 300 digits for a sleep near the largest float), or
+    in three when three decimals would show it as 0 (a sleep of 0.0001 is not 0.000).
+
+    >>> decimal(97.0172), decimal(0.0), decimal(0.0001), decimal(2e-05), decimal(2.0**60)
+    ('97.017', '0.000', '0.0001', '2e-05', '1.15292e+18')
+    """
+    if 0.0 < abs(value) < 0.0005:
+        return f"{value:.3g}"
     return f"{value:.3f}" if abs(value) < 1e15 else f"{value:.6g}"
 
 
