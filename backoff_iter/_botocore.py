@@ -241,7 +241,7 @@ def botocore_retries(
         events = client.meta.events
     except AttributeError:
         raise _checks.ArgumentTypeError(
-            "client", f"client must be a botocore (boto3) client, got {client!r}"
+            "client", f"client must be a botocore (boto3) client, got {_checks.shown(client)}"
         ) from None
     max_attempts = _checks.count("max_attempts", max_attempts, minimum=1)
     for name in ("on", "on_result", "throttled"):

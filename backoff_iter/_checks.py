@@ -68,7 +68,7 @@ def number(name: str, value: object, *, endless: bool = False) -> float:
     if kind is float:  # the common case, without an ABC check
         return value  # type: ignore[return-value]
     if kind is not int and not is_real(value):
-        raise ArgumentTypeError(name, f"{name} must be a real number, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must be a real number, got {shown(value)}")
     try:
         return float(value)  # type: ignore[arg-type]
     except OverflowError:  # (counted, not echoed: str() refuses an int beyond 4300 digits)
@@ -77,7 +77,7 @@ def number(name: str, value: object, *, endless: bool = False) -> float:
         got = f"an integer of {digits(value)} digits" if isinstance(value, int) else short(value)
         raise ArgumentValueError(name, f"{name} is too large for a float, got {got}") from None
     except ValueError:  # Decimal('sNaN')
-        raise ArgumentValueError(name, f"{name} must be a number, got {value!r}") from None
+        raise ArgumentValueError(name, f"{name} must be a number, got {short(value)}") from None
 
 
 def is_real(value: object) -> bool:
@@ -112,7 +112,7 @@ def wait(name: str, value: object) -> float:
     if isinstance(value, float) and 0.0 <= value <= LONGEST:
         return value + 0.0  # a float subclass (numpy's) as a float
     if (not isinstance(value, (int, float)) or isinstance(value, bool)) and not is_real(value):
-        raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {shown(value)}")
     try:
         result = float(value)  # type: ignore[arg-type]
     except OverflowError:  # an int beyond floats: far too long to sleep, or negative
@@ -127,18 +127,24 @@ def wait(name: str, value: object) -> float:
 
 
 def short(value: object, most: int = 60) -> str:
-    """``repr(value)``, cut in the middle when longer than *most* characters
+    """:func:`shown`, cut in the middle when longer than *most* characters
     (a 5,000-digit number is not echoed whole in an error)."""
-    try:
-        text = repr(value)
-    except ValueError:  # an int of more digits than str() converts (3.11+: 4300 by default)
-        if isinstance(value, int):
-            return f"an integer of {digits(value)} digits"
-        return f"a {type(value).__name__} too long to show"
+    text = shown(value)
     if len(text) <= most:
         return text
     half = (most - 5) // 2
     return f"{text[:half]}...{text[-half:]} ({len(text)} characters)"
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, or for an int of more digits than ``str()`` converts
+    (3.11+: 4300 by default), which has none, a description of it."""
+    try:
+        return repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            return f"an integer of {digits(value)} digits"
+        return f"a {type(value).__name__} too long to show"
 
 
 def digits(value: int) -> int:
@@ -157,7 +163,7 @@ def positive(name: str, value: object) -> float:
     """A finite number greater than 0 (a rate, a first sleep, a timeout)."""
     result = seconds(name, value)
     if result == 0.0:
-        raise ArgumentValueError(name, f"{name} must be greater than 0, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be greater than 0, got {short(value)}")
     return result
 
 
@@ -171,14 +177,14 @@ def factor(name: str, value: object, *, above_one: bool = False) -> float:
         ok = 1.0 <= result < math.inf
         wanted = "a finite number of at least 1"
     if not ok:
-        raise ArgumentValueError(name, f"{name} must be {wanted}, got {value!r}")
+        raise ArgumentValueError(name, f"{name} must be {wanted}, got {short(value)}")
     return result
 
 
 def count(name: str, value: object, *, minimum: int = 0) -> int:
     """A whole number (not a bool) of at least *minimum*."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(name, f"{name} must be a whole number, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must be a whole number, got {shown(value)}")
     if value < minimum:
         raise ArgumentValueError(name, f"{name} must be at least {minimum}, got {short(value)}")
     return value
@@ -200,7 +206,7 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
         listed(name, delays)
         return delays.__iter__, False
     if isinstance(delays, (str, bytes)):  # iterable, but of characters: surely a mistake
-        raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {delays!r}")
+        raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {shown(delays)}")
     if isinstance(delays, type):
         exception_classes(name, delays)
     if isinstance(delays, Iterator):  # an iterator that happens to be callable is still one-shot
@@ -255,7 +261,7 @@ def reusable_delays(name: str, delays: object) -> Callable[[], Iterable[float]]:
             name,
             f"{name} must be a zero-argument function returning fresh delays"
             " (e.g. lambda: islice(exponential(0.1), 5)) or a list/tuple;"
-            f" an iterator is used up after one call, got {delays!r}",
+            f" an iterator is used up after one call, got {shown(delays)}",
         )
     return factory
 
@@ -273,7 +279,7 @@ def fresh_delays(name: str, factory: Callable[[], Iterable[T]]) -> Iterator[T]:
     raise ArgumentTypeError(
         name,
         f"{name} must be a zero-argument function returning an iterable"
-        f" of delays, but {factory!r} returned {made!r}",
+        f" of delays, but {factory!r} returned {shown(made)}",
     )
 
 
@@ -281,11 +287,11 @@ def iterable(name: str, value: Iterable[T]) -> Iterator[T]:
     """``iter(value)``, with a TypeError that names the parameter; a string is
     refused (its characters are no numbers)."""
     if isinstance(value, (str, bytes)):
-        raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {shown(value)}")
     try:
         return iter(value)
     except TypeError:
-        raise ArgumentTypeError(name, f"{name} must be an iterable, got {value!r}") from None
+        raise ArgumentTypeError(name, f"{name} must be an iterable, got {shown(value)}") from None
 
 
 def several(name: str, value: Any, one: Callable[[Any], bool], what: str) -> tuple[Any, ...]:
@@ -297,11 +303,11 @@ def several(name: str, value: Any, one: Callable[[Any], bool], what: str) -> tup
     if one(value):
         return (value,)
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ArgumentTypeError(name, f"{name} must be {what}, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must be {what}, got {shown(value)}")
     items = tuple(value)
     for item in items:
         if not one(item):
-            raise ArgumentTypeError(name, f"{name} must be {what}, got {item!r} among them")
+            raise ArgumentTypeError(name, f"{name} must be {what}, got {shown(item)} among them")
     return items
 
 
@@ -316,7 +322,7 @@ def is_async(func: object) -> bool:
 def function(name: str, value: object | None) -> None:
     """Reject a non-callable where a callable is expected."""
     if not callable(value):
-        raise ArgumentTypeError(name, f"{name} must be callable, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must be callable, got {shown(value)}")
 
 
 F = TypeVar("F")
@@ -325,12 +331,12 @@ F = TypeVar("F")
 def text(name: str, value: object) -> str:
     """*value* if it is a string; a TypeError naming *name* otherwise."""
     if not isinstance(value, str):
-        raise ArgumentTypeError(name, f"{name} must be a string, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must be a string, got {shown(value)}")
     return value
 
 
 def optional_function(name: str, value: F) -> F:
     """*value* if it is None or callable; a TypeError naming *name* otherwise."""
     if value is not None and not callable(value):
-        raise ArgumentTypeError(name, f"{name} must be callable or None, got {value!r}")
+        raise ArgumentTypeError(name, f"{name} must be callable or None, got {shown(value)}")
     return value

@@ -163,7 +163,7 @@ def exception_filter(name: str, on: object) -> tuple[Filter, bool]:
         raise _checks.ArgumentTypeError(
             name,
             f"{name} must be an exception class, a tuple of them, or a predicate"
-            f" callable(exc) -> bool, got {on!r}",
+            f" callable(exc) -> bool, got {_checks.shown(on)}",
         )
     if len(_FILTERS) >= _FILTERS_MAX:
         del _FILTERS[next(iter(_FILTERS))]  # the oldest

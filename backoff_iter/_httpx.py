@@ -86,7 +86,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             transport, (httpx.BaseTransport, httpx.AsyncBaseTransport)
         ):
             raise _checks.ArgumentTypeError(
-                "transport", f"transport must be an httpx transport or None, got {transport!r}"
+                "transport",
+                f"transport must be an httpx transport or None, got {_checks.shown(transport)}",
             )
         if delays is not None:
             delays = _checks.reusable_delays("delays", delays)
@@ -96,7 +97,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             or not all(isinstance(code, int) and not isinstance(code, bool) for code in statuses)
         ):
             raise _checks.ArgumentTypeError(
-                "statuses", f"statuses must be a collection of HTTP status codes, got {statuses!r}"
+                "statuses",
+                f"statuses must be a collection of HTTP status codes, got {_checks.shown(statuses)}",
             )
         if (
             isinstance(methods, (str, bytes))
@@ -104,7 +106,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             or not all(isinstance(m, str) for m in methods)
         ):
             raise _checks.ArgumentTypeError(
-                "methods", f"methods must be a collection of HTTP method names, got {methods!r}"
+                "methods",
+                f"methods must be a collection of HTTP method names, got {_checks.shown(methods)}",
             )
         self.statuses: frozenset[int] = frozenset(statuses)
         """The statuses retried."""

@@ -38,7 +38,8 @@ def random_source(rng: Any) -> Callable[[], float]:
     if callable(uniform):
         return lambda: float(cast("Callable[[float, float], float]", uniform)(0.0, 1.0))
     raise _checks.ArgumentTypeError(
-        "rng", f"rng must be None or have a random() or uniform(a, b) method, got {rng!r}"
+        "rng",
+        f"rng must be None or have a random() or uniform(a, b) method, got {_checks.shown(rng)}",
     )
 
 

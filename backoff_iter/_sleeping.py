@@ -44,7 +44,7 @@ def refuse_awaitable(result: object, function: object, name: str = "sleep") -> N
             close()
         raise _checks.ArgumentTypeError(
             name,
-            f"{name} must be a plain function in a sync loop, got {function!r},"
+            f"{name} must be a plain function in a sync loop, got {_checks.shown(function)},"
             " which returned an awaitable: use aretrying or an async function",
         )
 

@@ -18,6 +18,6 @@ def fleet_class(cls: type[_P], store: object) -> type[_P]:
     ask = getattr(type(store), "fleet_class", None)
     if ask is None:
         raise _checks.ArgumentTypeError(
-            "store", f"store must be a backoff_iter.fleet.RedisStore, got {store!r}"
+            "store", f"store must be a backoff_iter.fleet.RedisStore, got {_checks.shown(store)}"
         )
     return cast("type[_P]", ask(store, cls))

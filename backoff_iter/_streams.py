@@ -101,7 +101,9 @@ def _source(
         wanted = (
             "an async iterable (an async generator)" if protocol == "__aiter__" else "an iterable"
         )
-        raise _Unreadable("resume", f"resume must return {wanted} for this stream, got {items!r}")
+        raise _Unreadable(
+            "resume", f"resume must return {wanted} for this stream, got {_checks.shown(items)}"
+        )
     return items
 
 

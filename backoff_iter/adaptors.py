@@ -55,7 +55,8 @@ def jittered(
     fraction = None if isinstance(kind, str) else _checks.number("kind", kind)
     if fraction is None or not 0.0 < fraction <= 1.0:
         raise _checks.ArgumentValueError(
-            "kind", f"kind must be 'full', 'equal' or a fraction in (0, 1], got {kind!r}"
+            "kind",
+            f"kind must be 'full', 'equal' or a fraction in (0, 1], got {_checks.shown(kind)}",
         )
     return _jitter.spread(delays, fraction, _jitter.random_source(rng))
 

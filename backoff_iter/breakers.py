@@ -204,7 +204,8 @@ class CircuitBreaker:
         ratio = _checks.number("failure_ratio", failure_ratio)
         if not 0.0 < ratio <= 1.0:
             raise _checks.ArgumentValueError(
-                "failure_ratio", f"failure_ratio must be in (0, 1], got {failure_ratio!r}"
+                "failure_ratio",
+                f"failure_ratio must be in (0, 1], got {_checks.shown(failure_ratio)}",
             )
         self.failure_ratio = ratio
         self.minimum_throughput = _checks.count("minimum_throughput", minimum_throughput, minimum=1)
@@ -228,7 +229,7 @@ class CircuitBreaker:
                 raise _checks.ArgumentTypeError(
                     "break_duration",
                     "break_duration must be seconds, an iterable of them or a"
-                    f" zero-argument function returning one, got {break_duration!r}",
+                    f" zero-argument function returning one, got {_checks.shown(break_duration)}",
                 )
             else:
                 self._durations = _checks.iterable("break_duration", break_duration)
@@ -359,7 +360,7 @@ class CircuitBreaker:
     def __repr__(self) -> str:
         return (
             f"CircuitBreaker(failure_ratio={self.failure_ratio!r},"
-            f" minimum_throughput={self.minimum_throughput!r},"
+            f" minimum_throughput={_checks.shown(self.minimum_throughput)},"
             f" sampling_duration={self.sampling_duration!r},"
-            f" break_duration={self.break_duration!r}) {self._state}"
+            f" break_duration={_checks.shown(self.break_duration)}) {self._state}"
         )

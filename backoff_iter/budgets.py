@@ -113,7 +113,7 @@ def _thousandths(name: str, value: float, unit: str, minimum: int = 1) -> int:
         raise _checks.ArgumentValueError(
             name,
             f"{name} is counted in thousandths of {unit}: it must be a whole number"
-            f" of them, at least {smallest} (0.001, 0.1, 2.5), got {value!r}",
+            f" of them, at least {smallest} (0.001, 0.1, 2.5), got {_checks.shown(value)}",
         )
     return whole
 
@@ -169,12 +169,13 @@ class TokenBucket:
         max_tokens = _checks.number("max_tokens", max_tokens)
         if not 0.0 < max_tokens <= 1000.0:
             raise _checks.ArgumentValueError(
-                "max_tokens", f"max_tokens must be in (0, 1000], got {max_tokens!r}"
+                "max_tokens", f"max_tokens must be in (0, 1000], got {_checks.shown(max_tokens)}"
             )
         token_ratio = _checks.number("token_ratio", token_ratio)
         if not 0.0 < token_ratio < float("inf"):
             raise _checks.ArgumentValueError(
-                "token_ratio", f"token_ratio must be a finite number above 0, got {token_ratio!r}"
+                "token_ratio",
+                f"token_ratio must be a finite number above 0, got {_checks.shown(token_ratio)}",
             )
         self.max_tokens = max_tokens
         self.token_ratio = token_ratio
@@ -336,18 +337,20 @@ class RetryBudget:
     ) -> None:
         ratio = _checks.number("ratio", ratio)
         if not 0.0 <= ratio <= 1000.0:
-            raise _checks.ArgumentValueError("ratio", f"ratio must be in [0, 1000], got {ratio!r}")
+            raise _checks.ArgumentValueError(
+                "ratio", f"ratio must be in [0, 1000], got {_checks.shown(ratio)}"
+            )
         min_per_second = _checks.number("min_per_second", min_per_second)
         if not 0.0 <= min_per_second <= _MOST_PER_SECOND:
             raise _checks.ArgumentValueError(
                 "min_per_second",
                 f"min_per_second must be in [0, {_MOST_PER_SECOND:g}] retries a second,"
-                f" got {min_per_second!r}",
+                f" got {_checks.shown(min_per_second)}",
             )
         window = _checks.number("window", window)
         if not 1.0 <= window <= 60.0:
             raise _checks.ArgumentValueError(
-                "window", f"window must be in [1, 60] seconds, got {window!r}"
+                "window", f"window must be in [1, 60] seconds, got {_checks.shown(window)}"
             )
         _checks.function("clock", clock)
         self.ratio = ratio
@@ -561,7 +564,7 @@ class RetryQuota:
             number = _checks.number(name, value)
             if not 0.0 <= number <= 1e12:
                 raise _checks.ArgumentValueError(
-                    name, f"{name} must be in [0, 1e12], got {value!r}"
+                    name, f"{name} must be in [0, 1e12], got {_checks.shown(value)}"
                 )
             given[name] = (number, _thousandths(name, number, "a unit", low))
         (self.capacity, self._capacity) = given["capacity"]

@@ -235,7 +235,8 @@ def retry(schedule: Any = None, /, **options: Any) -> Any:
     if timeout_arg is not None:
         if not isinstance(timeout_arg, str) or not timeout_arg.isidentifier():
             raise _checks.ArgumentTypeError(
-                "timeout_arg", f"timeout_arg must name a keyword argument, got {timeout_arg!r}"
+                "timeout_arg",
+                f"timeout_arg must name a keyword argument, got {_checks.shown(timeout_arg)}",
             )
         if options.get("attempt_timeout") is None:
             raise _checks.ArgumentValueError(

@@ -91,7 +91,7 @@ class _Hedging:
                 taken = ", ".join(HedgeOptions.__annotations__)
                 raise _checks.ArgumentTypeError(
                     option,
-                    f"hedging takes no {option}= option, got {option}={_checks.short(value)}:"
+                    f"hedging takes no {option}= option, got {option}={_checks.shown(value)}:"
                     f" it takes {taken}",
                 )
         self.policy = Policy(None, **options)
@@ -541,7 +541,7 @@ def hedge(
         if not _checks.is_async(function):
             raise _checks.ArgumentTypeError(
                 "function",
-                f"hedge decorates async functions, got {function!r}: its attempts"
+                f"hedge decorates async functions, got {_checks.shown(function)}: its attempts"
                 " run concurrently in tasks",
             )
         named = dict(given)

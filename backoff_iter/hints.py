@@ -162,7 +162,9 @@ def parse_retry_after(value: str | bytes | None, *, now: float | None = None) ->
 def _moment(now: object) -> float:
     """*now* as seconds since the epoch; a real number too large for a float is inf."""
     if not _checks.is_real(now) and now.__class__ is not int:
-        raise _checks.ArgumentTypeError("now", f"now must be a real number, got {now!r}")
+        raise _checks.ArgumentTypeError(
+            "now", f"now must be a real number, got {_checks.shown(now)}"
+        )
     try:
         return float(now)  # type: ignore[arg-type]
     except OverflowError:

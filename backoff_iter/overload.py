@@ -200,7 +200,7 @@ def simulate_overload(
         if name != "none" and name not in STRATEGIES:
             raise _checks.ArgumentValueError(
                 "strategies",
-                f"strategies must be 'none' or one of {', '.join(STRATEGIES)}, got {name!r}",
+                f"strategies must be 'none' or one of {', '.join(STRATEGIES)}, got {_checks.shown(name)}",
             )
     kinds = list(budgets)
     for kind in kinds:
@@ -214,7 +214,7 @@ def simulate_overload(
     spike = _checks.number("spike", spike)
     if not 1.0 <= spike < math.inf:
         raise _checks.ArgumentValueError(
-            "spike", f"spike must be a finite number of at least 1, got {spike!r}"
+            "spike", f"spike must be a finite number of at least 1, got {_checks.shown(spike)}"
         )
     spike_at = _checks.seconds("spike_at", spike_at)
     spike_for = _checks.seconds("spike_for", spike_for)
@@ -222,7 +222,7 @@ def simulate_overload(
     error_rate = _checks.number("error_rate", error_rate)
     if not 0.0 <= error_rate <= 1.0:
         raise _checks.ArgumentValueError(
-            "error_rate", f"error_rate must be in [0, 1], got {error_rate!r}"
+            "error_rate", f"error_rate must be in [0, 1], got {_checks.shown(error_rate)}"
         )
     retries = _checks.count("retries", retries)
     base = _checks.seconds("base", base)
@@ -230,25 +230,28 @@ def simulate_overload(
     seconds = _checks.positive("seconds", seconds)
     if seconds > MAX_SECONDS:
         raise _checks.ArgumentValueError(
-            "seconds", f"seconds must be at most {MAX_SECONDS:g} (a day), got {seconds!r}"
+            "seconds",
+            f"seconds must be at most {MAX_SECONDS:g} (a day), got {_checks.shown(seconds)}",
         )
     clients = _checks.count("clients", clients, minimum=1)
     if clients > MAX_CLIENTS:
         raise _checks.ArgumentValueError(
-            "clients", f"clients must be at most {MAX_CLIENTS:,}, got {clients!r}"
+            "clients", f"clients must be at most {MAX_CLIENTS:,}, got {_checks.shown(clients)}"
         )
     if budget_scope not in SCOPES:
         raise _checks.ArgumentValueError(
-            "budget_scope", f"budget_scope must be one of {', '.join(SCOPES)}, got {budget_scope!r}"
+            "budget_scope",
+            f"budget_scope must be one of {', '.join(SCOPES)}, got {_checks.shown(budget_scope)}",
         )
     sync_interval = _checks.number("sync_interval", sync_interval)
     if not 0.0 <= sync_interval <= 3600.0:
         raise _checks.ArgumentValueError(
-            "sync_interval", f"sync_interval must be in [0, 3600] seconds, got {sync_interval!r}"
+            "sync_interval",
+            f"sync_interval must be in [0, 3600] seconds, got {_checks.shown(sync_interval)}",
         )
     if server not in SERVERS:
         raise _checks.ArgumentValueError(
-            "server", f"server must be one of {', '.join(SERVERS)}, got {server!r}"
+            "server", f"server must be one of {', '.join(SERVERS)}, got {_checks.shown(server)}"
         )
     if progress is not None:
         _checks.function("progress", progress)
@@ -306,7 +309,7 @@ def _budget_parts(kind: str) -> tuple[str | None, tuple[str, ...]]:
             raise _checks.ArgumentValueError(
                 "budgets",
                 "budgets must be 'none', or at most one budget and each other part once,"
-                f" joined by '+', from {known}; got {kind!r}",
+                f" joined by '+', from {known}; got {_checks.shown(kind)}",
             )
     return budget, tuple(parts)
 

@@ -551,7 +551,7 @@ def check_part(name: str, value: object) -> None:
         if not callable(getattr(value, method, None)):
             wanted = ", ".join(f"{m}()" for m in methods)
             raise _checks.ArgumentTypeError(
-                name, f"{name} must be a Part, or have {wanted} methods, got {value!r}"
+                name, f"{name} must be a Part, or have {wanted} methods, got {_checks.shown(value)}"
             )
     if name == "budget":
         _check_spent(value)

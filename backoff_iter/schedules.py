@@ -198,7 +198,7 @@ def per_failure(
         raise _checks.ArgumentTypeError(
             "kinds",
             "kinds must be a mapping (a dict) from exception classes to schedules,"
-            f" got {_checks.short(kinds)}",
+            f" got {_checks.shown(kinds)}",
         )
     checked: list[tuple[Any, bool, Callable[[], Iterable[float]]]] = []
     for on, schedule in (kinds or {}).items():
@@ -208,7 +208,8 @@ def per_failure(
         fraction = math.nan if isinstance(jitter, str) else _checks.number("jitter", jitter)
         if not 0.0 < fraction <= 1.0:
             raise _checks.ArgumentValueError(
-                "jitter", f"jitter must be 'full', 'equal' or a fraction in (0, 1], got {jitter!r}"
+                "jitter",
+                f"jitter must be 'full', 'equal' or a fraction in (0, 1], got {_checks.shown(jitter)}",
             )
         jitter = fraction
     if rng is not None:

@@ -119,7 +119,9 @@ def simulate_once(
     _checks.count("clients", clients, minimum=1)
     base, cap = _base_and_cap(base, cap)
     if not isinstance(rng, random.Random):
-        raise _checks.ArgumentTypeError("rng", f"rng must be a random.Random, got {rng!r}")
+        raise _checks.ArgumentTypeError(
+            "rng", f"rng must be a random.Random, got {_checks.shown(rng)}"
+        )
     return _run(study_strategy(base, cap, rng), clients, rng)
 
 
@@ -128,7 +130,7 @@ def _base_and_cap(base: object, cap: object) -> tuple[float, float]:
     checked = _checks.seconds("base", base)
     if not math.isfinite(2.0 * checked):  # the study waits 2·base at first
         raise _checks.ArgumentValueError(
-            "base", f"base must be at most {_checks.FLOAT_MAX / 2:g}, got {base!r}"
+            "base", f"base must be at most {_checks.FLOAT_MAX / 2:g}, got {_checks.shown(base)}"
         )
     return checked, _checks.seconds("cap", cap, infinite=True)
 
@@ -328,7 +330,7 @@ def simulate(
     """
     if isinstance(strategies, str):  # one name is not a list of one-letter names
         raise _checks.ArgumentTypeError(
-            "strategies", f"strategies must be a list of names, got {strategies!r}"
+            "strategies", f"strategies must be a list of names, got {_checks.shown(strategies)}"
         )
     names = list(
         DEFAULT_STRATEGIES if strategies is None else _checks.iterable("strategies", strategies)
@@ -388,7 +390,7 @@ def _bounded(strategies: int, counts: list[int], runs: int) -> None:
         return
     name = "clients" if largest > MAX_WORK else "runs"
     cells = strategies * len(counts)
-    cost = f"{work:,}" if work < 10**30 else _checks.short(work)
+    cost = f"{work:,}" if work < 10**30 else _checks.shown(work)
     raise _checks.ArgumentValueError(
         name,
         f"a study may cost at most {MAX_WORK:,} steps (clients² x runs, summed over its"
@@ -460,5 +462,6 @@ def _strategy(name: str, parameter: str = "strategy") -> StudyStrategy:
         return STUDY_STRATEGIES[name]
     except (KeyError, TypeError):
         raise _checks.ArgumentValueError(
-            parameter, f"{parameter} must be among {', '.join(STUDY_STRATEGIES)}, got {name!r}"
+            parameter,
+            f"{parameter} must be among {', '.join(STUDY_STRATEGIES)}, got {_checks.shown(name)}",
         ) from None

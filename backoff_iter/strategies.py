@@ -521,6 +521,7 @@ def maker(name: str, **options: Any) -> Callable[[], Iterator[float]]:
 def _known(name: str) -> str:
     if name not in STRATEGIES:
         raise _checks.ArgumentValueError(
-            "strategy", f"strategy must be one of {', '.join(STRATEGIES)}, got {name!r}"
+            "strategy",
+            f"strategy must be one of {', '.join(STRATEGIES)}, got {_checks.shown(name)}",
         )
     return name

@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 
 from backoff_iter import (
     ArgumentValueError,
+    CircuitBreaker,
     RetryBudget,
+    TokenBucket,
     _checks,
     aretrying,
     capped,
@@ -1565,6 +1567,32 @@ def test_an_option_that_may_be_endless_takes_a_number_beyond_floats_as_endless(e
             assert attempt.timeout == math.inf
     with pytest.raises(ArgumentValueError, match="base is too large for a float"):
         exponential(enormous)  # one that must be finite is still refused
+
+
+@beyond_str
+@pytest.mark.parametrize(
+    "make, parameter",
+    [
+        (lambda: retrying(clock=ENORMOUS), "clock"),
+        (lambda: retrying(ENORMOUS), "delays"),
+        (lambda: retrying(observe=ENORMOUS), "observe"),
+        (lambda: full_jitter(1.0, rng=ENORMOUS), "rng"),
+        (lambda: TokenBucket(store=ENORMOUS), "store"),
+        (lambda: retrying(sleep=ENORMOUS), "sleep"),
+    ],
+)
+def test_any_argument_of_more_digits_than_str_converts_is_refused_naming_it(make, parameter):
+    """Not only a number's: wherever an error echoes what it was given, an
+    integer beyond str()'s digits is described, not a crash of its own."""
+    rejects(make, (TypeError, ValueError), parameter, "5001 digits")
+
+
+@beyond_str
+def test_a_breaker_of_more_than_str_converts_shows_itself():
+    """repr() of a breaker keeps its arguments as given: an enormous one is described."""
+    shown = repr(CircuitBreaker(minimum_throughput=ENORMOUS, break_duration=ENORMOUS))
+    assert "minimum_throughput=an integer of 5001 digits" in shown
+    assert "break_duration=an integer of 5001 digits" in shown
 
 
 @beyond_str

@@ -51,7 +51,7 @@ def _bounded(name: str, value: float, given: object) -> None:
     """Refuse a window (*value*, as *given*) longer than a fleet keeps."""
     if value > LONGEST_WINDOW:
         raise _checks.ArgumentValueError(
-            name, f"{name} must be at most 1e9 seconds with a store, got {given!r}"
+            name, f"{name} must be at most 1e9 seconds with a store, got {_checks.shown(given)}"
         )
 
 

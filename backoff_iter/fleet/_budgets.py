@@ -468,7 +468,7 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
         if self._reserve > 10**15:
             raise _checks.ArgumentValueError(
                 "min_per_second",
-                f"min_per_second x window must be at most 1e12 in a fleet, got {min_per_second!r}",
+                f"min_per_second x window must be at most 1e12 in a fleet, got {_checks.shown(min_per_second)}",
             )
         self._full = self._reserve
         width = round(self._width * 1e6)

@@ -79,17 +79,19 @@ class RedisStore(Store):
             raise _checks.ArgumentTypeError(
                 "client",
                 "client must be a redis.Redis or a redis.cluster.RedisCluster"
-                f" (redis-py's sync clients), got {client!r}",
+                f" (redis-py's sync clients), got {_checks.shown(client)}",
             )
         if not isinstance(name, str):
-            raise _checks.ArgumentTypeError("name", f"name must be a string, got {name!r}")
+            raise _checks.ArgumentTypeError(
+                "name", f"name must be a string, got {_checks.shown(name)}"
+            )
         if not name:
             raise _checks.ArgumentValueError("name", "name must not be empty")
         sync_interval = _checks.number("sync_interval", sync_interval)
         if not 0.001 <= sync_interval <= 60.0:
             raise _checks.ArgumentValueError(
                 "sync_interval",
-                f"sync_interval must be in [0.001, 60] seconds, got {sync_interval!r}",
+                f"sync_interval must be in [0.001, 60] seconds, got {_checks.shown(sync_interval)}",
             )
         self.client = client
         self.name = name

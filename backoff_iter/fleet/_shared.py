@@ -75,7 +75,7 @@ class _SharedState(Store):
         if not 0.0 <= sync_interval <= 3600.0:
             raise _checks.ArgumentValueError(
                 "sync_interval",
-                f"sync_interval must be in [0, 3600] seconds, got {sync_interval!r}",
+                f"sync_interval must be in [0, 3600] seconds, got {_checks.shown(sync_interval)}",
             )
         _checks.function("clock", clock)
         self.sync_interval = sync_interval

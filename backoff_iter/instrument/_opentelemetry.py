@@ -97,7 +97,7 @@ def opentelemetry(
     elif not callable(getattr(meter_provider, "get_meter", None)):
         raise _checks.ArgumentTypeError(
             "meter_provider",
-            f"meter_provider must be an opentelemetry MeterProvider or None, got {meter_provider!r}",
+            f"meter_provider must be an opentelemetry MeterProvider or None, got {_checks.shown(meter_provider)}",
         )
     if tracer_provider is None:
         tracer_provider = trace.get_tracer_provider()
@@ -105,7 +105,7 @@ def opentelemetry(
         raise _checks.ArgumentTypeError(
             "tracer_provider",
             "tracer_provider must be an opentelemetry TracerProvider or None,"
-            f" got {tracer_provider!r}",
+            f" got {_checks.shown(tracer_provider)}",
         )
     meter = meter_provider.get_meter("backoff_iter", __version__)
     description = "Delays slept before retries."

@@ -73,7 +73,7 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
     elif not callable(getattr(registry, "register", None)):
         raise _checks.ArgumentTypeError(
             "registry",
-            f"registry must be a prometheus_client CollectorRegistry or None, got {registry!r}",
+            f"registry must be a prometheus_client CollectorRegistry or None, got {_checks.shown(registry)}",
         )
     with _REGISTERING:
         hook = _REGISTERED.get(registry)

@@ -58,7 +58,7 @@ class RetryLogger:
     ) -> None:
         if logger is not None and not callable(getattr(logger, "log", None)):
             raise _checks.ArgumentTypeError(
-                "logger", f"logger must be a logging.Logger, got {logger!r}"
+                "logger", f"logger must be a logging.Logger, got {_checks.shown(logger)}"
             )
         _checks.count("level", level)
         _checks.count("give_up_level", give_up_level)
