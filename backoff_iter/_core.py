@@ -525,10 +525,11 @@ class Call:
         self._fresh_from = self.number
 
     def stop(self, exc: BaseException) -> bool:
-        """End the call on *exc* without a decision (the caller's own bug)."""
-        self.state = _DONE
-        if self._hooks:
-            self.emit("error", exc, self.number)
+        """End the call on *exc*, the caller's own bug (a bad hint, an Attempt
+        misused), without a decision: never retried, whatever ``on`` says.
+        The parts and the hooks hear of it as of any error not retried
+        (:meth:`end_on_error`): a breaker's probe comes back."""
+        self.end_on_error(exc)
         return False
 
     def _fit(self, attempt: Attempt | None, outcome: Any, delay: float) -> float | None:

@@ -2956,6 +2956,48 @@ def test_a_bad_hint_is_never_retried_even_when_on_matches_its_error(form):
     assert numbers == [1] and time.slept == []
 
 
+@pytest.mark.parametrize("bug", ["bad hint", "misuse"])
+@pytest.mark.parametrize("form", ["retrying", "aretrying"])
+def test_a_callers_bug_that_ends_the_call_is_told_to_the_parts_as_an_error(form, bug):
+    """A bad hint or an Attempt misused ends the call as the caller's bug, never
+    retried; the parts hear the attempt end as any error the policy does not
+    retry (the dependency answered): a half-open breaker's probe comes back and
+    the circuit closes, where it stayed half open, refusing every other call."""
+    now = [0.0]
+    breaker = CircuitBreaker(
+        failure_ratio=0.5, minimum_throughput=1, break_duration=10.0, clock=lambda: now[0]
+    )
+    breaker.record(False)  # open
+    now[0] = 11.0  # the break is over: the next call is the probe
+    policy = (retrying if form == "retrying" else aretrying)(
+        [0.0] * 3, on=Exception, breaker=breaker, sleep=lambda seconds: None
+    )
+
+    def body(attempt, first):
+        if bug == "bad hint":
+            attempt.retry_after(-1.0)
+        with first:  # the first attempt entered again, inside its own block
+            pass
+
+    async def async_loop():
+        async for attempt in policy:
+            async with attempt:
+                if bug == "bad hint":
+                    attempt.retry_after(-1.0)
+                async with attempt:
+                    pass
+
+    with pytest.raises((ArgumentValueError, RuntimeError, TypeError)):
+        if form == "retrying":
+            for attempt in policy:
+                with attempt:
+                    body(attempt, attempt)
+        else:
+            asyncio.run(async_loop())
+    assert breaker.state == "closed"
+    breaker.check()  # another call goes
+
+
 # -- clocks that misbehave, and how often the clock is read ------------------------------------
 
 
