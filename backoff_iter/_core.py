@@ -94,6 +94,17 @@ def success_teller(policy: Policy) -> Callable[[tuple[instrument.Hook, ...], flo
     return tell
 
 
+def rejected(policy: Policy, result: Any, start: float | None) -> bool:
+    """Whether ``on_result`` rejects the *result* of ``@retry``'s bare first
+    try (begun at *start*), with no call made for it unless the predicate
+    raises: then, as in :meth:`Call.rejects`, the call ends with its error."""
+    try:
+        return bool(policy.on_result(result))  # type: ignore[misc]
+    except BaseException as error:
+        Call(policy, start).stop(error)
+        raise
+
+
 def tell_refused(
     policy: Policy, hooks: tuple[instrument.Hook, ...], start: float, refused: BaseException
 ) -> None:
@@ -524,6 +535,15 @@ class Call:
         self._delays = None
         self._fresh_from = self.number
 
+    def rejects(self, result: Any) -> bool:
+        """Whether ``on_result`` rejects *result* (a retry may follow).  A
+        predicate that raises ends the call with its error (:meth:`stop`)."""
+        try:
+            return bool(self.policy.on_result(result))  # type: ignore[misc]
+        except BaseException as error:
+            self.stop(error)
+            raise
+
     def stop(self, exc: BaseException) -> bool:
         """End the call on *exc*, the caller's own bug (a bad hint, an Attempt
         misused), without a decision: never retried, whatever ``on`` says.
@@ -628,11 +648,13 @@ class Call:
                 return None
             outcome: Any = exc
         elif policy.on_result is not None and result is _NO_RESULT:
-            raise RuntimeError(
+            misused = RuntimeError(
                 "on_result was given, but the attempt handed over no"
                 " result: call attempt.set_result(value) in the block"
             )
-        elif policy.on_result is not None and (judged or policy.on_result(result)):
+            self.stop(misused)
+            raise misused
+        elif policy.on_result is not None and (judged or self.rejects(result)):
             outcome = result
         else:
             self.last = None  # the call is over: it keeps no failure (nor its frames)

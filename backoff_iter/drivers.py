@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from . import _checks, instrument
 from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
-from ._core import Call, begin, dropped, hooks_now, success_teller, tell_refused
+from ._core import Call, begin, dropped, hooks_now, rejected, success_teller, tell_refused
 from ._options import Policy
 from .parts import SUCCESS
 
@@ -423,7 +423,7 @@ def _sync_wrapper(
                 if not call.settle(None, error, _NO_RESULT):
                     raise
             else:
-                if on_result is None or not on_result(result):
+                if on_result is None or not rejected(policy, result, start):
                     if afters:  # all a success at once needs told
                         for after in afters:
                             after(result, SUCCESS, 1, 0.0)
@@ -493,7 +493,7 @@ def _async_wrapper(
                 if not await call.asettle(None, error, _NO_RESULT):
                     raise
             else:
-                if on_result is None or not on_result(result):
+                if on_result is None or not rejected(policy, result, start):
                     if afters:  # all a success at once needs told
                         for after in afters:
                             after(result, SUCCESS, 1, 0.0)

@@ -2956,10 +2956,11 @@ def test_a_bad_hint_is_never_retried_even_when_on_matches_its_error(form):
     assert numbers == [1] and time.slept == []
 
 
-@pytest.mark.parametrize("bug", ["bad hint", "misuse"])
+@pytest.mark.parametrize("bug", ["bad hint", "misuse", "no result"])
 @pytest.mark.parametrize("form", ["retrying", "aretrying"])
 def test_a_callers_bug_that_ends_the_call_is_told_to_the_parts_as_an_error(form, bug):
-    """A bad hint or an Attempt misused ends the call as the caller's bug, never
+    """A bad hint, an Attempt misused or no result handed to on_result ends
+    the call as the caller's bug, never
     retried; the parts hear the attempt end as any error the policy does not
     retry (the dependency answered): a half-open breaker's probe comes back and
     the circuit closes, where it stayed half open, refusing every other call."""
@@ -2969,23 +2970,26 @@ def test_a_callers_bug_that_ends_the_call_is_told_to_the_parts_as_an_error(form,
     )
     breaker.record(False)  # open
     now[0] = 11.0  # the break is over: the next call is the probe
+    judge = {"on_result": lambda result: False} if bug == "no result" else {}
     policy = (retrying if form == "retrying" else aretrying)(
-        [0.0] * 3, on=Exception, breaker=breaker, sleep=lambda seconds: None
+        [0.0] * 3, on=Exception, breaker=breaker, sleep=lambda seconds: None, **judge
     )
 
     def body(attempt, first):
         if bug == "bad hint":
             attempt.retry_after(-1.0)
-        with first:  # the first attempt entered again, inside its own block
-            pass
+        if bug != "no result":
+            with first:  # the first attempt entered again, inside its own block
+                pass
 
     async def async_loop():
         async for attempt in policy:
             async with attempt:
                 if bug == "bad hint":
                     attempt.retry_after(-1.0)
-                async with attempt:
-                    pass
+                if bug != "no result":
+                    async with attempt:
+                        pass
 
     with pytest.raises((ArgumentValueError, RuntimeError, TypeError)):
         if form == "retrying":
@@ -2996,6 +3000,48 @@ def test_a_callers_bug_that_ends_the_call_is_told_to_the_parts_as_an_error(form,
             asyncio.run(async_loop())
     assert breaker.state == "closed"
     breaker.check()  # another call goes
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+def test_an_on_result_predicate_that_raises_ends_the_call_told_to_parts_and_hooks(form):
+    """on_result's own bug ends the call with its error, never retried: the
+    parts hear an error (a half-open breaker's probe comes back) and the
+    hooks an "error" event; both heard nothing, the probe stayed out."""
+    now, events = [0.0], []
+    breaker = CircuitBreaker(
+        failure_ratio=0.5, minimum_throughput=1, break_duration=10.0, clock=lambda: now[0]
+    )
+    breaker.record(False)  # open
+    now[0] = 11.0  # the break is over: the next call is the probe
+
+    def judge(result):
+        raise KeyError(result)
+
+    options = dict(
+        on=Exception, on_result=judge, breaker=breaker, observe=events.append, sleep=lambda s: None
+    )
+
+    async def async_loop():
+        async for attempt in aretrying([0.0] * 3, **options):
+            async with attempt:
+                attempt.set_result("pong")
+
+    async def aping():
+        return "pong"
+
+    with pytest.raises(KeyError):
+        if form == "@retry":
+            retry([0.0] * 3, **options)(lambda: "pong")()
+        elif form == "async @retry":
+            asyncio.run(retry([0.0] * 3, **options)(aping)())
+        elif form == "retrying":
+            for attempt in retrying([0.0] * 3, **options):
+                with attempt:
+                    attempt.set_result("pong")
+        else:
+            asyncio.run(async_loop())
+    assert breaker.state == "closed"
+    assert [(e.kind, e.number, type(e.outcome)) for e in events] == [("error", 1, KeyError)]
 
 
 # -- clocks that misbehave, and how often the clock is read ------------------------------------
