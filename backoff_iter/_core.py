@@ -612,7 +612,11 @@ class Call:
         """The call stops retrying *outcome*: tell the give_up hook and the hooks."""
         self.reason = reason
         if self.policy.give_up is not None:
-            self.policy.give_up(attempt, outcome)  # type: ignore[arg-type]
+            try:
+                self.policy.give_up(attempt, outcome)  # type: ignore[arg-type]
+            except BaseException as error:  # the hook broke: the call ends with its error
+                self._broken(error)
+                raise
         if self._failure_hooks:
             self.emit("give_up", outcome, self.number, reason=reason)
 

@@ -3044,6 +3044,40 @@ def test_an_on_result_predicate_that_raises_ends_the_call_told_to_parts_and_hook
     assert [(e.kind, e.number, type(e.outcome)) for e in events] == [("error", 1, KeyError)]
 
 
+@pytest.mark.parametrize("form", ["@retry", "retrying", "aretrying"])
+def test_a_give_up_hook_that_raises_ends_the_call_with_its_error_told_to_the_hooks(form):
+    """give_up's own bug ends the call with its error, its cause the failure
+    given up on, and the hooks hear an "error" of it (they heard nothing: a
+    span begun at the first retry stayed open)."""
+    events = []
+
+    def give_up(attempt, outcome):
+        raise KeyError("give_up broke")
+
+    def fail():
+        raise OSError("down")
+
+    options = dict(on=OSError, give_up=give_up, observe=events.append, sleep=lambda s: None)
+
+    async def async_loop():
+        async for attempt in aretrying([0.0], **options):
+            async with attempt:
+                fail()
+
+    with pytest.raises(KeyError) as raised:
+        if form == "@retry":
+            retry([0.0], **options)(fail)()
+        elif form == "retrying":
+            for attempt in retrying([0.0], **options):
+                with attempt:
+                    fail()
+        else:
+            asyncio.run(async_loop())
+    assert isinstance(raised.value.__context__, OSError)
+    assert [(e.kind, e.number) for e in events] == [("retry", 1), ("error", 2)]
+    assert events[-1].outcome is raised.value
+
+
 # -- clocks that misbehave, and how often the clock is read ------------------------------------
 
 
