@@ -38,6 +38,7 @@ end (``"success"``, ``"error"`` or ``"give_up"``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
@@ -133,8 +134,10 @@ class _Hedging:
                 outcome, failed = await self._hedge(group, events)
             except Exception as error:  # hedging's own (a hook's, a bad delay's): raised below,
                 outcome, failed = error, True  # out of the group, as under asyncio (not wrapped)
+                with contextlib.suppress(Exception):  # a hook that broke the call may again:
+                    await self._cut_short(group, events, error)  # the first error stands
             except BaseException as interruption:  # the caller's cancellation, Ctrl-C
-                await self._interrupted(group, events, interruption)
+                await self._cut_short(group, events, interruption)
                 raise
         if failed:  # raised out of the group (a nursery would wrap it), holding no local: no cycle
             try:
@@ -229,18 +232,17 @@ class _Hedging:
             events.emit("give_up", last, number, reason=reason)
         return last, failed
 
-    async def _interrupted(
-        self, group: _Attempts, events: Call, interruption: BaseException
-    ) -> None:
-        """The call ends with *interruption* (the caller's cancellation, Ctrl-C):
-        cancel the attempts still running, and tell the hooks of each and of the
-        call's end, an ``"error"`` of the latest attempt, as the retry drivers
-        tell an interrupted call."""
+    async def _cut_short(self, group: _Attempts, events: Call, error: BaseException) -> None:
+        """The call ends with *error* (the caller's cancellation, Ctrl-C, or
+        hedging's own: a hook's, a bad delay's): cancel the attempts still
+        running, and tell the hooks of each and of the call's end, an
+        ``"error"`` of the latest attempt, as the retry drivers tell a call
+        ended so."""
         try:
             await self._cancel_rest(group, events)
         finally:  # (interrupted again while the attempts stop: the call ends all the same)
             if events._hooks:
-                events.emit("error", interruption, group.latest)
+                events.emit("error", error, group.latest)
 
     async def _cancel_rest(self, group: _Attempts, events: Call) -> list[int]:
         """Cancel the attempts still running, tell the hooks of each; their numbers."""

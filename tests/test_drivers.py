@@ -3017,9 +3017,13 @@ def test_an_on_result_predicate_that_raises_ends_the_call_told_to_parts_and_hook
     def judge(result):
         raise KeyError(result)
 
-    options = dict(
-        on=Exception, on_result=judge, breaker=breaker, observe=events.append, sleep=lambda s: None
-    )
+    options = {
+        "on": Exception,
+        "on_result": judge,
+        "breaker": breaker,
+        "observe": events.append,
+        "sleep": lambda s: None,
+    }
 
     async def async_loop():
         async for attempt in aretrying([0.0] * 3, **options):
@@ -3057,7 +3061,7 @@ def test_a_give_up_hook_that_raises_ends_the_call_with_its_error_told_to_the_hoo
     def fail():
         raise OSError("down")
 
-    options = dict(on=OSError, give_up=give_up, observe=events.append, sleep=lambda s: None)
+    options = {"on": OSError, "give_up": give_up, "observe": events.append, "sleep": lambda s: None}
 
     async def async_loop():
         async for attempt in aretrying([0.0], **options):

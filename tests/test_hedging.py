@@ -1170,3 +1170,33 @@ def test_a_budget_that_stops_the_hedges_is_the_give_ups_reason():
     with pytest.raises(ConnectionError):
         run(hedged(script, [0.01], budget=drained(), observe=events.append))
     assert [(event.kind, event.reason) for event in events][-1] == ("give_up", "budget")
+
+
+def test_hedgings_own_error_cancels_the_attempts_running_and_is_told_as_the_calls_end():
+    """An on_result predicate that raises ends the call with its error: the
+    attempts still running are cancelled, and the hooks hear each one's
+    cancellation and the call's end, an "error" of the latest attempt, as
+    for an interrupted call (they heard nothing: a span stayed open)."""
+    events = []
+
+    def judge(result):
+        raise KeyError(result)
+
+    script = Script(forever, answer("ok", after=0.01), forever)
+
+    async def main():
+        with pytest.raises(KeyError) as raised:
+            await hedged(script, [0, 0], on_result=judge, observe=events.append)
+        assert not others()
+        return raised.value
+
+    error = run(main())
+    assert sorted(script.cancelled) == [1, 3]
+    assert [(e.kind, e.number) for e in events] == [
+        ("hedge", 2),
+        ("hedge", 3),
+        ("cancelled", 1),
+        ("cancelled", 3),
+        ("error", 3),
+    ]
+    assert events[-1].outcome is error
