@@ -190,6 +190,10 @@ def count(name: str, value: object, *, minimum: int = 0) -> int:
     return value
 
 
+#: The code flags of an ``async def`` (a coroutine function or an async generator one).
+_ASYNC = 0x80 | 0x200  # inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR, without inspect
+
+
 def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[float]], bool]:
     """What every driver and adapter takes as delays, as (factory, one_shot).
 
@@ -199,6 +203,12 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     """
     kind = delays.__class__
     if kind is FunctionType:  # the common case (a lambda, a def), at once: no iterator
+        if delays.__code__.co_flags & _ASYNC:  # type: ignore[attr-defined]
+            raise ArgumentTypeError(
+                name,
+                f"{name} must be a plain function returning delays, got the async"
+                f" function {delays.__qualname__}: delays are drawn, never awaited",  # type: ignore[attr-defined]
+            )
         return cast("Callable[[], Iterable[float]]", delays), False
     if kind is tuple and delays and isinstance(delays[0], type):  # type: ignore[index]
         exception_classes(name, delays)

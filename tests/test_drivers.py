@@ -3082,6 +3082,25 @@ def test_a_give_up_hook_that_raises_ends_the_call_with_its_error_told_to_the_hoo
     assert events[-1].outcome is raised.value
 
 
+async def _delays_awaited():
+    return [0.1]
+
+
+async def _delays_async_generated():
+    yield 0.1
+
+
+@pytest.mark.parametrize("delays", [_delays_awaited, _delays_async_generated])
+@pytest.mark.parametrize(
+    "make", [retrying, aretrying, lambda delays: retry(delays, on=OSError)(lambda: None)]
+)
+def test_an_async_function_of_delays_is_refused_when_the_policy_is_made(make, delays):
+    """Delays are drawn, never awaited: an ``async def`` given as delays is a
+    TypeError naming delays at once, not at the first failure (with a
+    coroutine never awaited)."""
+    rejects(lambda: make(delays), TypeError, "delays", "async function", delays.__qualname__)
+
+
 # -- clocks that misbehave, and how often the clock is read ------------------------------------
 
 
