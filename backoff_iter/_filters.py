@@ -70,6 +70,44 @@ _transient_classes = _Classes(
     },
 )
 
+# The OSErrors (and transport errors) among those that fail the same way
+# again: a file missing or refused, a certificate that does not verify, and
+# requests' errors of the request itself - every requests error is an OSError,
+# a 404's raise_for_status() included (see _retryable_status).
+_permanent_classes = _Classes(
+    (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError),
+    {
+        "io": ("UnsupportedOperation",),  # an OSError and a ValueError: the caller's
+        "ssl": ("SSLCertVerificationError",),
+        "httpx": ("UnsupportedProtocol", "LocalProtocolError"),
+        "requests.exceptions": (
+            "HTTPError",
+            "InvalidURL",
+            "MissingSchema",
+            "InvalidSchema",
+            "InvalidHeader",
+            "InvalidJSONError",
+            "TooManyRedirects",
+            "URLRequired",
+            "StreamConsumedError",
+            "UnrewindableBodyError",
+            "RetryError",
+        ),
+    },
+)
+
+#: The statuses of an answer that another attempt may well not get (the HTTP
+#: integrations' default): a requests ``HTTPError`` of one is transient.
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+
+
+def _retryable_status(exc: BaseException) -> bool:
+    """Whether *exc* is an HTTP status error of requests (``raise_for_status()``)
+    whose answer was one of :data:`RETRYABLE_STATUSES`."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status in RETRYABLE_STATUSES
+
+
 # The timeouts: every library's read and connect timeouts.
 _timeout_classes = _Classes(
     (TimeoutError,),  # socket.timeout and asyncio.TimeoutError are this on 3.11+
@@ -110,16 +148,24 @@ def is_transient(exc: BaseException) -> bool:
 
     Not transient: a programming error (``KeyError``, ``TypeError``,
     ``AttributeError``, ``AssertionError``, ``ValueError``...) fails at once,
-    as retrying it would only fail again, slower.  Pass ``on=Exception`` to
-    retry everything, or ``on=(OSError, MyError)`` to name your own.
+    as retrying it would only fail again, slower; so do the ``OSError`` s
+    that are no failure of a connection - a file missing, existing or
+    refused (``FileNotFoundError``, ``PermissionError``...), a certificate
+    that does not verify (``ssl.SSLCertVerificationError``) - httpx's
+    ``UnsupportedProtocol`` and ``LocalProtocolError``, and requests'
+    errors of the request itself (``InvalidURL``, ``MissingSchema``,
+    ``TooManyRedirects``, ``JSONDecodeError``...), every one an ``OSError``.
+    Its ``HTTPError`` (``raise_for_status()``) is transient only for an
+    answer of 429, 502, 503 or 504, never for a 404.  Pass ``on=Exception``
+    to retry everything, or ``on=(OSError, MyError)`` to name your own.
 
     >>> is_transient(ConnectionResetError()), is_transient(TimeoutError())
     (True, True)
-    >>> is_transient(KeyError("id")), is_transient(ValueError())
+    >>> is_transient(KeyError("id")), is_transient(FileNotFoundError("app.toml"))
     (False, False)
     """
     if isinstance(exc, _transient_classes()):
-        return True
+        return not isinstance(exc, _permanent_classes()) or _retryable_status(exc)
     group = getattr(exc, "exceptions", None)
     if isinstance(group, tuple) and group and _is_group(exc):
         return all(is_transient(member) for member in group)

@@ -11,6 +11,7 @@ import httpx
 
 from . import _checks
 from ._core import begin
+from ._filters import RETRYABLE_STATUSES
 from ._options import Policy
 from .hints import longest_retry_after
 
@@ -78,7 +79,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
         *,
         delays: Callable[[], Iterable[float]] | Iterable[float] | None = None,
-        statuses: Collection[int] = frozenset({429, 502, 503, 504}),
+        statuses: Collection[int] = RETRYABLE_STATUSES,
         methods: Collection[str] = IDEMPOTENT_METHODS,
         **options: Unpack[RetryOptions],
     ) -> None:

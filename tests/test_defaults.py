@@ -127,6 +127,73 @@ def test_the_transport_errors_of_the_http_clients_are_transient():
     assert not is_transient(urllib3.LocationParseError("x"))
 
 
+def test_an_oserror_that_is_no_failure_of_a_connection_is_not_transient():
+    """Not every OSError: a file missing or refused, a certificate that does not
+    verify, and requests' errors of the request itself (every requests error is
+    an OSError) fail the same way again; a bare OSError and the network's are
+    retried (issue 23's default names OSError)."""
+    import io
+    import socket
+    import ssl
+
+    import httpx
+    import requests
+
+    request = httpx.Request("GET", "http://127.0.0.1/")
+    permanent = [
+        FileNotFoundError(2, "no such file", "app.toml"),
+        PermissionError(13, "denied"),
+        IsADirectoryError(),
+        io.UnsupportedOperation("not readable"),
+        ssl.SSLCertVerificationError("certificate verify failed"),
+        httpx.UnsupportedProtocol("ftp://", request=request),
+        httpx.LocalProtocolError("bad header"),
+        requests.exceptions.InvalidURL(),
+        requests.exceptions.MissingSchema(),
+        requests.exceptions.TooManyRedirects(),
+        requests.JSONDecodeError("Expecting value", "<html>", 0),
+        requests.HTTPError("404 Client Error"),
+    ]
+    assert [is_transient(error) for error in permanent] == [False] * len(permanent)
+    transient = [
+        OSError(),
+        OSError(113, "No route to host"),  # EHOSTUNREACH: a plain OSError
+        socket.gaierror(-3, "Temporary failure in name resolution"),
+        ssl.SSLEOFError("EOF occurred in violation of protocol"),
+        requests.exceptions.ChunkedEncodingError(),
+        requests.exceptions.SSLError(),  # a requests ConnectionError
+        httpx.TransportError("x"),
+    ]
+    assert [is_transient(error) for error in transient] == [True] * len(transient)
+
+
+@pytest.mark.parametrize(
+    ("status", "retried"), [(404, False), (400, False), (503, True), (429, True)]
+)
+def test_a_requests_status_error_is_transient_only_for_a_status_worth_retrying(status, retried):
+    """``raise_for_status()`` of a real answer from a local server: a 404 fails
+    at once under a bare ``@retry``, a 503 or a 429 is retried (as the HTTP
+    integrations retry them), as their answers say."""
+    import requests
+    from test_interop import Server
+
+    with Server(failures=1, status=status) as server, no_sleep() as slept:
+
+        @retry([0.5])
+        def fetch():
+            response = requests.get(server.url, timeout=5)
+            response.raise_for_status()
+            return response.text
+
+        if retried:
+            assert fetch() == "ok"
+        else:
+            with pytest.raises(requests.HTTPError):
+                fetch()
+    assert len(server.seen) == (2 if retried else 1)
+    assert slept == ([0.5] if retried else [])
+
+
 def test_a_group_is_transient_when_every_exception_in_it_is():
     """A TaskGroup's group of connection errors is retried; one holding a KeyError is not.
     Before 3.11 the group is the exceptiongroup backport's, which trio's nurseries raise."""
