@@ -282,6 +282,14 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
     options.setdefault("name", _qualified_name(func))
     policy = Policy(delays, **options)
     stream = _is_generator(func)
+    sync = stream == "sync" or (not stream and not _checks.is_async(func))
+    if sync and policy.attempt_timeout is not None and timeout_arg is None:
+        raise _checks.ArgumentValueError(
+            "attempt_timeout",
+            f"attempt_timeout cannot interrupt the sync function {_qualified_name(func)}:"
+            " pass each attempt's timeout to it with timeout_arg= (timeout_arg='timeout'"
+            " for requests.get(..., timeout=...)), or make it async",
+        )
     if stream:
         from . import _streams  # only for streams
 

@@ -3082,6 +3082,33 @@ def test_a_give_up_hook_that_raises_ends_the_call_with_its_error_told_to_the_hoo
     assert events[-1].outcome is raised.value
 
 
+def test_a_sync_function_given_attempt_timeout_without_timeout_arg_is_refused():
+    """Nothing can interrupt a sync function, and without timeout_arg nothing
+    hands it the timeout: refused when decorated (it was silently ignored; the
+    attempt ran as long as it liked).  An async one, or one given
+    timeout_arg, is decorated."""
+
+    def fetch(timeout=None):
+        return timeout
+
+    def numbers():
+        yield 1
+
+    async def afetch():
+        return "ok"
+
+    for func in (fetch, numbers):
+        rejects(
+            lambda func=func: retry([0.1], attempt_timeout=0.5)(func),
+            ValueError,
+            "attempt_timeout",
+            func.__qualname__,
+            "timeout_arg",
+        )
+    assert retry([0.1], attempt_timeout=0.5, timeout_arg="timeout")(fetch)() == 0.5
+    assert asyncio.run(retry([0.1], attempt_timeout=0.5)(afetch)()) == "ok"
+
+
 async def _delays_awaited():
     return [0.1]
 
