@@ -148,7 +148,9 @@ class RetryOptions(HedgeOptions, total=False):
     attempt_timeout: float | Delays | None
     """Seconds each attempt may take, or an iterable of them (the last one
     repeats), shortened to the deadline: ``attempt.timeout``; the async
-    loops cancel the attempt at it and retry its ``TimeoutError``."""
+    loops cancel the attempt at it and retry its ``TimeoutError``.  A sync
+    ``@retry`` passes it on as the keyword *timeout_arg* names, which it
+    needs (nothing could interrupt the function)."""
     rate_limiter: RateLimiter | None
     """A :class:`~backoff_iter.RateLimiter` every attempt waits for."""
     throttle: Throttle | None
@@ -339,6 +341,18 @@ class CallPlan:
 _BARE = CallPlan()
 
 
+def _unexpected(maker: str, name: str) -> str:
+    """The error of an option *name* that no driver takes, given to *maker*
+    (a driver, or ``Policy`` for ``@retry`` and the HTTP adapters), with the
+    option most like it, if one is."""
+    import difflib  # only for this error
+
+    close = difflib.get_close_matches(name, [*SETTERS, "delays"], n=1)
+    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    given = "" if maker == "Policy" else f"{maker}() got "
+    return f"{given}an unexpected keyword argument {name!r}{meant}; see RetryOptions for each"
+
+
 class Policy:
     """The checked options of a retry policy, shared by all its calls; frozen.
 
@@ -395,10 +409,7 @@ class Policy:
         for name, value in options.items():
             setter = SETTERS.get(name)
             if setter is None:
-                raise _checks.ArgumentTypeError(
-                    name,
-                    f"{type(self).__name__}() got an unexpected keyword argument {name!r}",
-                )
+                raise _checks.ArgumentTypeError(name, _unexpected(type(self).__name__, name))
             setter(self, name, value)
         if not _READ_AS_GIVEN.issuperset(options):
             self._derive()

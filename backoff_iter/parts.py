@@ -546,6 +546,12 @@ def check_part(name: str, value: object) -> None:
     methods of that option's protocol (an argument error naming *name*)."""
     if isinstance(value, Part):
         return
+    if isinstance(value, type):  # its methods are there, but unbound: a call would fail later
+        raise _checks.ArgumentTypeError(
+            name,
+            f"{name} must be an instance, got the class {value.__qualname__}:"
+            f" {name}={value.__qualname__}(...) was probably meant",
+        )
     methods = _PROTOCOLS[name]
     for method in methods:  # (a loop, not all() of a generator: half the time)
         if not callable(getattr(value, method, None)):

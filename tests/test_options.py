@@ -12,6 +12,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from checks import rejects
 
 from backoff_iter import (
     AdaptiveThrottle,
@@ -20,6 +21,7 @@ from backoff_iter import (
     HedgeOptions,
     RetryOptions,
     RetryQuota,
+    TokenBucket,
     aretrying,
     hedge,
     hedged,
@@ -110,6 +112,28 @@ def test_an_option_no_driver_knows_is_refused_naming_it():
     for driver in (retrying, aretrying, retry, RetryTransport):
         with pytest.raises(TypeError, match="unexpected keyword argument 'retries'"):
             driver(retries=3)
+
+
+def test_an_option_mistyped_is_refused_saying_which_was_meant():
+    """retry(on_reslt=...): the nearest option is named; @retry's own error names
+    no internal class (it said Policy())."""
+    rejects(lambda: retry([0.1], on_reslt=bool), TypeError, "on_reslt", "did you mean 'on_result'")
+    rejects(lambda: retrying(delay=[1.0]), TypeError, "delay", "retrying()", "'delays'")
+    with pytest.raises(TypeError) as raised:
+        retry(xyzzy=1)
+    assert "Policy" not in str(raised.value) and "did you mean" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "option, part",
+    [("budget", TokenBucket), ("breaker", CircuitBreaker), ("throttle", AdaptiveThrottle)],
+)
+def test_a_part_given_as_its_class_is_refused_when_the_policy_is_made(option, part):
+    """budget=TokenBucket (no call): its methods are there, unbound, so the
+    protocol's check passed and the first failure raised TypeError from deep
+    inside; now refused at once, saying what was meant."""
+    for driver in (retrying, aretrying, retry):
+        rejects(lambda d=driver: d([0.1], **{option: part}), TypeError, option, f"{part.__name__}(")
 
 
 # -- the plan: what the options mean for a call ------------------------------------------------
