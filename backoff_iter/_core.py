@@ -97,7 +97,7 @@ def success_teller(policy: Policy) -> Callable[[tuple[instrument.Hook, ...], flo
 def rejected(policy: Policy, result: Any, start: float | None) -> bool:
     """Whether ``on_result`` rejects the *result* of ``@retry``'s bare first
     try (begun at *start*), with no call made for it unless the predicate
-    raises: then, as in :meth:`Call.rejects`, the call ends with its error."""
+    raises: then, as in ``Call.rejects``, the call ends with its error."""
     try:
         return bool(policy.on_result(result))  # type: ignore[misc]
     except BaseException as error:
@@ -537,7 +537,7 @@ class Call:
 
     def rejects(self, result: Any) -> bool:
         """Whether ``on_result`` rejects *result* (a retry may follow).  A
-        predicate that raises ends the call with its error (:meth:`stop`)."""
+        predicate that raises ends the call with its error (``stop``)."""
         try:
             return bool(self.policy.on_result(result))  # type: ignore[misc]
         except BaseException as error:
@@ -548,7 +548,7 @@ class Call:
         """End the call on *exc*, the caller's own bug (a bad hint, an Attempt
         misused), without a decision: never retried, whatever ``on`` says.
         The parts and the hooks hear of it as of any error not retried
-        (:meth:`end_on_error`): a breaker's probe comes back."""
+        (``end_on_error``): a breaker's probe comes back."""
         self.end_on_error(exc)
         return False
 

@@ -66,9 +66,10 @@ def default_delays() -> Iterator[float]:
     jitter from 0.1 s, capped at 5 s, stopping before 45 s of sleep in all.
 
     Smooth jitter (Polly's default) spreads clients apart like decorrelated
-    jitter while each delay stays near the exponential's (0.1, 0.2, 0.4 s
-    ... 5 s): no burst of near-zero sleeps as full jitter gives, no long
-    tail.  Ten attempts within 45 s is stamina's budget.
+    jitter while the retry times stay near the exponential's (0.1, 0.2,
+    0.4 s ... after the first try; each delay about half the exponential's):
+    far fewer near-zero sleeps than full jitter gives, no long tail.  Ten
+    attempts within 45 s is stamina's budget.
 
     >>> delays = list(default_delays())
     >>> len(delays) <= 9 and sum(delays) <= 45.0 and max(delays) <= 5.0
