@@ -190,6 +190,25 @@ def count(name: str, value: object, *, minimum: int = 0) -> int:
     return value
 
 
+def seed(name: str, value: object) -> int | None:
+    """A simulator's seed: None, or a whole number (not a bool), whose
+    digits name the run's streams - so one of more digits than ``str()``
+    converts (3.11+: 4300 by default) is an ``ArgumentValueError``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(name, f"{name} must be a whole number or None, got {shown(value)}")
+    try:
+        str(value)
+    except ValueError:  # the limit of str(): the interpreter's error names nothing
+        raise ArgumentValueError(
+            name,
+            f"{name} must have at most {sys.get_int_max_str_digits()} digits,"  # type: ignore[attr-defined,unused-ignore]
+            f" got {shown(value)}",
+        ) from None
+    return value
+
+
 #: The code flags of an ``async def`` (a coroutine function or an async generator one).
 _ASYNC = 0x80 | 0x200  # inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR, without inspect
 

@@ -253,6 +253,7 @@ def simulate_overload(
         raise _checks.ArgumentValueError(
             "server", f"server must be one of {', '.join(SERVERS)}, got {_checks.shown(server)}"
         )
+    seed = _checks.seed("seed", seed)
     if progress is not None:
         _checks.function("progress", progress)
     # Spike or not, the expected arrivals: the spike adds (spike - 1) x rate

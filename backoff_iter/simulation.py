@@ -346,6 +346,7 @@ def simulate(
     names, counts = list(dict.fromkeys(names)), list(dict.fromkeys(counts))  # each once
     _bounded(len(names), counts, runs)
     base, cap = _base_and_cap(base, cap)
+    seed = _checks.seed("seed", seed)
     _checks.count("jobs", jobs, minimum=1)
     if progress is not None:
         _checks.function("progress", progress)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import pytest
 from checks import rejects
@@ -489,12 +490,23 @@ def test_the_work_bound_is_the_expected_requests_times_one_plus_retries(
         ({"sync_interval": 3601}, ValueError, "sync_interval"),
         ({"server": "serve-some"}, ValueError, "server"),
         ({"progress": 3}, TypeError, "progress"),
+        ({"seed": 1.5}, TypeError, "seed"),
+        ({"seed": "7"}, TypeError, "seed"),
+        ({"seed": False}, TypeError, "seed"),
     ],
 )
 def test_bad_arguments_name_the_parameter(options, error, word):
     """Out-of-range values, unknown names and runs too long are rejected before any run."""
     options = {"progress": started, **options}  # a run that starts stops at once
     rejects(lambda: simulate_overload(**options), error, word)
+
+
+@pytest.mark.skipif(not hasattr(sys, "get_int_max_str_digits"), reason="3.11+: str() has a limit")
+def test_a_seed_of_more_digits_than_str_converts_is_refused_naming_it():
+    """The seed's digits name each pair's stream: past str()'s limit, an error naming seed,
+    not the interpreter's ValueError naming nothing."""
+    seed = 10 ** sys.get_int_max_str_digits()
+    rejects(lambda: simulate_overload(seed=seed, progress=started), ValueError, "seed", "digits")
 
 
 def test_the_bounds_stand_at_their_limits():

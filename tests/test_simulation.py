@@ -6,6 +6,7 @@ import importlib.util
 import math
 import multiprocessing
 import random
+import sys
 from itertools import islice
 from pathlib import Path
 
@@ -130,11 +131,23 @@ def test_jitter_cuts_the_work_of_plain_exponential_backoff():
         (lambda: simulate_once("none", 0, random.Random()), ValueError, "clients"),
         (lambda: simulate_once("none", 3, None), TypeError, "rng"),
         (lambda: simulate_once("none", 3, random), TypeError, "rng"),
+        (lambda: simulate(clients=[2], runs=1, seed=1.5), TypeError, "seed"),
+        (lambda: simulate(clients=[2], runs=1, seed=True), TypeError, "seed"),
+        (lambda: simulate(clients=[2], runs=1, seed=[1]), TypeError, "seed"),
     ],
 )
 def test_bad_arguments_are_rejected_before_any_run(call, error, word):
     """Unknown strategies, bad counts, jobs, rng or progress, and out-of-range parameters raise at once."""
     rejects(call, error, word)
+
+
+@pytest.mark.skipif(not hasattr(sys, "get_int_max_str_digits"), reason="3.11+: str() has a limit")
+def test_a_seed_of_more_digits_than_str_converts_is_refused_naming_it():
+    """Its digits name the runs' streams: past str()'s limit, an error naming seed (not the
+    interpreter's ValueError naming nothing); a seed of fewer digits, negative too, runs."""
+    limit = sys.get_int_max_str_digits()
+    rejects(lambda: simulate(["none"], [2], 1, seed=10**limit), ValueError, "seed", "digits")
+    assert simulate(["none"], [2], 1, seed=-(10**limit - 1))[0].work >= 2
 
 
 @pytest.mark.parametrize(
