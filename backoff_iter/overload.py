@@ -195,14 +195,19 @@ def simulate_overload(
     stream.  *progress(strategy, budget, share_done)* is called as a run
     goes, first at its first arrival.
     """
-    names = list(strategies)
+    for parameter, given in (("strategies", strategies), ("budgets", budgets)):
+        if isinstance(given, str):  # one name is not a list of one-letter names
+            raise _checks.ArgumentTypeError(
+                parameter, f"{parameter} must be a list of names, got {_checks.shown(given)}"
+            )
+    names = list(_checks.iterable("strategies", strategies))
     for name in names:
-        if name != "none" and name not in STRATEGIES:
+        if not (isinstance(name, str) and (name == "none" or name in STRATEGIES)):
             raise _checks.ArgumentValueError(
                 "strategies",
                 f"strategies must be 'none' or one of {', '.join(STRATEGIES)}, got {_checks.shown(name)}",
             )
-    kinds = list(budgets)
+    kinds = list(_checks.iterable("budgets", budgets))
     for kind in kinds:
         _budget_parts(kind)
     if not names:
@@ -300,7 +305,7 @@ def _budget_parts(kind: str) -> tuple[str | None, tuple[str, ...]]:
         return None, ()
     budget: str | None = None
     parts: list[str] = []
-    for name in kind.split("+"):
+    for name in kind.split("+") if isinstance(kind, str) else ("",):  # "": refused below
         if name in BUDGETS and budget is None:
             budget = name
         elif name in PARTS and name not in parts:

@@ -490,6 +490,13 @@ def test_the_work_bound_is_the_expected_requests_times_one_plus_retries(
         ({"sync_interval": 3601}, ValueError, "sync_interval"),
         ({"server": "serve-some"}, ValueError, "server"),
         ({"progress": 3}, TypeError, "progress"),
+        ({"strategies": "full_jitter"}, TypeError, "strategies"),
+        ({"strategies": 5}, TypeError, "strategies"),
+        ({"strategies": [["none"]]}, ValueError, "strategies"),
+        ({"budgets": "none"}, TypeError, "budgets"),
+        ({"budgets": 5}, TypeError, "budgets"),
+        ({"budgets": [5]}, ValueError, "budgets"),
+        ({"budgets": [None]}, ValueError, "budgets"),
         ({"seed": 1.5}, TypeError, "seed"),
         ({"seed": "7"}, TypeError, "seed"),
         ({"seed": False}, TypeError, "seed"),
@@ -499,6 +506,15 @@ def test_bad_arguments_name_the_parameter(options, error, word):
     """Out-of-range values, unknown names and runs too long are rejected before any run."""
     options = {"progress": started, **options}  # a run that starts stops at once
     rejects(lambda: simulate_overload(**options), error, word)
+
+
+@pytest.mark.parametrize("parameter", ["strategies", "budgets"])
+def test_one_name_given_as_a_string_is_no_list_of_letters(parameter):
+    """strategies="full_jitter" (or budgets="none") is refused as a string, not run, nor
+    refused for its first letter, nor with a word about seconds."""
+    given = {"strategies": "full_jitter", "budgets": "none"}[parameter]
+    call = lambda: simulate_overload(**{parameter: given}, progress=started)
+    rejects(call, TypeError, parameter, "list of names", repr(given))
 
 
 @pytest.mark.skipif(not hasattr(sys, "get_int_max_str_digits"), reason="3.11+: str() has a limit")
