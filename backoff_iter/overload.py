@@ -265,7 +265,10 @@ def simulate_overload(
     # for the part of it within the run.
     spiking = max(0.0, min(seconds, spike_at + spike_for) - min(seconds, spike_at))
     expected = rate * (seconds + (spike - 1.0) * spiking)
-    work = expected * (1 + (retries if any(name != "none" for name in names) else 0))
+    try:
+        work = expected * (1 + (retries if any(name != "none" for name in names) else 0))
+    except OverflowError:  # retries beyond floats (10**400): as many as inf
+        work = math.inf
     if not work <= MAX_ATTEMPTS:
         raise _checks.ArgumentValueError(
             "rate",

@@ -497,6 +497,7 @@ def test_the_work_bound_is_the_expected_requests_times_one_plus_retries(
         ({"budgets": 5}, TypeError, "budgets"),
         ({"budgets": [5]}, ValueError, "budgets"),
         ({"budgets": [None]}, ValueError, "budgets"),
+        ({"retries": 10**400}, ValueError, "rate"),
         ({"seed": 1.5}, TypeError, "seed"),
         ({"seed": "7"}, TypeError, "seed"),
         ({"seed": False}, TypeError, "seed"),
