@@ -43,7 +43,7 @@ HOP_MEAN, HOP_SD = 10.0, 2.0  # ms, one way
 DEFAULT_CLIENTS = tuple(range(10, 200, 10))
 DEFAULT_STRATEGIES = ("exponential", "full_jitter", "equal_jitter", "decorrelated", "smooth_jitter")
 RUNS_PER_TASK = 20  # runs summed by one task; the same whatever the number of jobs
-#: The most work a study may ask for, in client pairs: a run of n clients costs
+#: The most work a study (or one run) may ask for, in client pairs: a run of n clients costs
 #: about n² steps, so a study costs the sum over its cells of clients² x runs.
 #: 10**10 is about half an hour on one core of a 2020s machine.
 MAX_WORK = 10**10
@@ -109,14 +109,16 @@ def simulate_once(
     its stream, so runs sharing one generator differ.  Each hop time is
     ``abs(rng.gauss(10, 2))``, drawn as :meth:`random.Random.gauss` draws it
     (two ``rng.random()`` draws per pair of normals, the second kept for the
-    next hop), though a subclass's own ``gauss`` is not called.
+    next hop), though a subclass's own ``gauss`` is not called.  A run costs
+    about clients² steps, and one of more than :data:`MAX_WORK` is refused
+    as a study of it would be, naming *clients*.
 
     >>> run = simulate_once("full_jitter", 3, random.Random(0))
     >>> run.successes, run.work >= 3
     (3, True)
     """
     study_strategy = _strategy(strategy)
-    _checks.count("clients", clients, minimum=1)
+    _bounded(1, [_checks.count("clients", clients, minimum=1)], 1)
     base, cap = _base_and_cap(base, cap)
     if not isinstance(rng, random.Random):
         raise _checks.ArgumentTypeError(

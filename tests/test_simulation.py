@@ -171,6 +171,22 @@ def test_a_study_costing_more_than_its_bound_is_refused_at_once(clients, runs, w
     rejects(lambda: simulate(study, clients, runs, progress=ran), ValueError, word, "at most")
 
 
+class Unstarted(random.Random):
+    """A generator a run must not draw from: its first hop ends the test."""
+
+    def random(self):
+        raise AssertionError("the run began")
+
+
+def test_one_run_costing_more_than_a_study_may_is_refused_at_once():
+    """simulate_once of 10**6 clients (about 10**12 steps) or 10**30 (a list of them before
+    any step) is refused naming clients, as simulate refuses it; 100,000, the bound, starts."""
+    for clients in (100_001, 10**6, 10**30):
+        rejects(lambda n=clients: simulate_once("none", n, Unstarted()), ValueError, "clients")
+    with pytest.raises(AssertionError, match="the run began"):
+        simulate_once("none", 100_000, Unstarted())
+
+
 class ScriptedRng:
     """gauss() returns the scripted hop times in turn (the simulator takes abs())."""
 
