@@ -125,7 +125,10 @@ class _Storm:
         outcomes, due = self.outcomes, self.due
         settled, pop, push = outcomes.popleft, heapq.heappop, heapq.heappush
         quiet, first, policies, clients = self.quiet, self.first, self.policies, self.clients
-        arrivals, sent, goodput, length = self.arrivals, self.sent, self.goodput, self.length
+        # The series count what happens before the run's end (seconds, not the end of its
+        # last second): a last part second's arrivals set against a whole second's attempts
+        # and successes would be a share of two lengths of time.
+        arrivals, sent, goodput, seconds = self.arrivals, self.sent, self.goodput, self.seconds
         draw, expovariate, error_rate = self.draw, self.expovariate, self.error_rate
         service, timeout, drop = self.service, self.timeout, self.drop
         free, rate, boundary = self.free, self.rate, self.boundary
@@ -167,7 +170,7 @@ class _Storm:
                 self.now = now
                 if error is None:  # a success
                     succeeded += 1
-                    if now < length:
+                    if now < seconds:
                         goodput[int(now)] += 1
                     call.decide(None, None, None)  # type: ignore[union-attr]
                     continue
@@ -197,7 +200,7 @@ class _Storm:
             # The attempt is sent: a transient error at once, an answer in
             # time, or none within the timeout (too late, or dropped unserved).
             attempts += 1
-            if now < length:
+            if now < seconds:
                 sent[int(now)] += 1
             if draw() < error_rate:  # a transient error, at once
                 error, ends = _ERROR, now
@@ -211,7 +214,7 @@ class _Storm:
                     if free <= deadline:  # answered in time
                         if quiet:  # nothing to tell: counted at once
                             succeeded += 1
-                            if free < length:
+                            if free < seconds:
                                 goodput[int(free)] += 1
                         else:
                             outcomes.append((free, request, call, None))

@@ -161,7 +161,7 @@ class OverloadRun(NamedTuple):
     succeeded: float | None  #: share of the requests that succeeded (None: no requests)
     goodput_last_20s: float | None  #: successes in the last 20 s over the arrivals then
     recovery_seconds: float | None  #: after the spike, until goodput holds >= 90%; None: never
-    series: dict[str, list[int]]  #: per second: arrivals, attempts, goodput
+    series: dict[str, list[int]]  #: per second of the run: arrivals, attempts, goodput
 
 
 def simulate_overload(

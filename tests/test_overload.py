@@ -180,6 +180,18 @@ def test_an_answer_exactly_at_the_timeout_is_in_time():
     assert run.requests > 10 and run.succeeded > 0.9  # most find the server idle
 
 
+def test_a_last_part_second_counts_only_what_happens_before_the_run_ends():
+    """seconds=10.5 ends in a backlog (the spike lasts to the end, no timeout cuts it): the
+    server serves 60 a second, so the last half second's goodput is at most 31, set against
+    its half second of arrivals - not the whole second's 60 that the backlog's drain adds.
+    Counted at once (a client with nothing to tell) or told to a token bucket alike."""
+    options = {**small, "seconds": 10.5, "spike_for": 10.0, "timeout": 100.0, "error_rate": 0.0}
+    for run in simulate_overload(["none"], ["none", "token_bucket"], seed=1, **options):
+        assert len(run.series["goodput"]) == 11
+        assert 25 <= run.series["goodput"][-1] <= 31, (run.budget, run.series["goodput"])
+        assert run.series["attempts"] == run.series["arrivals"]  # no retry: sent on arrival
+
+
 def test_a_run_without_requests_has_no_figures():
     """No request arrives: no recovery (not "0 s"), no amplification, no share."""
     [run] = simulate_overload(["full_jitter"], ["token_bucket"], rate=1e-300, seed=1)
