@@ -336,6 +336,19 @@ def _no_sleep(seconds: float) -> None:
     """The clients' sleep: simulated time passes on the event queue instead."""
 
 
+def _client(
+    delays: Callable[[], Iterator[float]] | tuple[()],
+    clock: Callable[[], float],
+    **options: Any,
+) -> Policy:
+    """A client's policy, never warned of an endless schedule: its delays stop
+    after *retries* and nobody waits them out (the warning, which a delay
+    above an hour or 100 retries give, would tell the user to bound them)."""
+    policy = Policy(delays, on=_FAILURES, clock=clock, sleep=_no_sleep, **options)
+    policy.mark_warned()
+    return policy
+
+
 class _Model(NamedTuple):
     rate: float
     capacity: float
@@ -362,7 +375,7 @@ class _Model(NamedTuple):
             delays = _first(maker(strategy, base=self.base, cap=self.cap, rng=rng), self.retries)
         budget, parts = _budget_parts(kind)
         if budget is None and not parts:
-            return [Policy(delays, on=_FAILURES, clock=clock, sleep=_no_sleep)]
+            return [_client(delays, clock)]
         # In a fleet, one store for each part the clients share.
         stores: dict[str | None, Store] = {}
         if self.budget_scope == "fleet":
@@ -380,7 +393,7 @@ class _Model(NamedTuple):
                 )
             if budget is not None:
                 options["budget"] = BUDGETS[budget](clock, stores.get(budget))
-            policies.append(Policy(delays, on=_FAILURES, clock=clock, sleep=_no_sleep, **options))
+            policies.append(_client(delays, clock, **options))
         return policies
 
     def run(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import warnings
 
 import pytest
 from checks import rejects
@@ -190,6 +191,26 @@ def test_a_last_part_second_counts_only_what_happens_before_the_run_ends():
         assert len(run.series["goodput"]) == 11
         assert 25 <= run.series["goodput"][-1] <= 31, (run.budget, run.series["goodput"])
         assert run.series["attempts"] == run.series["arrivals"]  # no retry: sent on arrival
+
+
+@pytest.mark.parametrize(
+    "options, budget",
+    [
+        ({"retries": 150}, "none"),
+        ({"base": 4000.0, "cap": 8000.0}, "none"),
+        ({"base": 4000.0, "cap": 8000.0}, "token_bucket"),
+    ],
+)
+def test_clients_are_never_warned_of_an_endless_schedule(options, budget):
+    """A client's delays stop after --retries and nobody waits them out: 150 retries or a
+    delay of 4000 s warn nothing (the core's warning would tell the user to bound them)."""
+    outage = {"rate": 1.0, "seconds": 5.0, "spike": 1.0, "error_rate": 1.0, "seed": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        [run] = simulate_overload(["exponential"], [budget], **outage, **options)
+    assert run.attempts > run.requests > 0
+    if budget == "none":  # every retry made
+        assert run.attempts == run.requests * (1 + options.get("retries", 3))
 
 
 def test_a_run_without_requests_has_no_figures():
