@@ -203,8 +203,7 @@ def seed(name: str, value: object) -> int | None:
     except ValueError:  # the limit of str(): the interpreter's error names nothing
         raise ArgumentValueError(
             name,
-            f"{name} must have at most {sys.get_int_max_str_digits()} digits,"  # type: ignore[attr-defined,unused-ignore]
-            f" got {shown(value)}",
+            f"{name} must have no more digits than str() converts, got {shown(value)}",
         ) from None
     return value
 
