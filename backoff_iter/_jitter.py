@@ -117,8 +117,11 @@ def spread(delays: Iterable[float], fraction: float, draw: Callable[[], float]) 
     """``uniform(d·(1-f), d·(1+f))``: plus or minus the fraction *f*."""
     for delay in delays:
         low = delay * (1.0 - fraction)
-        if delay == _INF:  # inf * (1 - f) - inf would be NaN
-            chance = draw()
-            yield _INF if fraction < 1.0 else _infinity_or_zero(chance)
+        high = delay * (1.0 + fraction)
+        if high == _INF:  # inf - low, or inf times a draw of 0, would be NaN
+            if draw() > 0.0:
+                yield _INF
+            else:  # the low end; an infinite delay's at f = 1 is NaN: uniform(0, inf)'s 0.0
+                yield low if low == low else 0.0
             continue
-        yield low + (delay * (1.0 + fraction) - low) * draw()
+        yield low + (high - low) * draw()

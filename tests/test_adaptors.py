@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from fractions import Fraction
 from itertools import accumulate, count, islice
 from random import Random
@@ -62,6 +63,28 @@ def test_fraction_jitter_is_uniform_within_plus_minus_fraction(delays, fraction,
     got = list(jittered(delays, fraction, rng=Random(seed)))
     assert got == expected
     assert all(d * (1 - fraction) <= j <= d * (1 + fraction) for d, j in zip(delays, got))
+
+
+class Draws:
+    """An rng whose draws are the given numbers, in turn."""
+
+    def __init__(self, *draws):
+        self.draws = list(draws)
+
+    def random(self):
+        return self.draws.pop(0)
+
+
+def test_fraction_jitter_of_a_delay_whose_upper_end_is_beyond_floats_is_never_nan():
+    """uniform(d·(1-f), d·(1+f)) of a finite d whose d·(1+f) is inf: inf for a draw above
+    0, d·(1-f) for a draw of exactly 0 (inf times it was NaN, which _jitter promises never
+    to yield); an infinite delay keeps its values (0.0 at f = 1 and a draw of 0)."""
+    huge = sys.float_info.max
+    got = list(jittered([huge, huge, 1e308], 0.5, rng=Draws(0.0, 0.25, 0.0)))
+    assert got == [huge * 0.5, math.inf, 5e307]
+    assert list(jittered([math.inf] * 3, 1.0, rng=Draws(0.0, 0.5, 0.0))) == [0.0, math.inf, 0.0]
+    assert list(jittered([math.inf], 0.5, rng=Draws(0.0))) == [math.inf]
+    assert list(jittered([10.0], 0.5, rng=Draws(0.0))) == [5.0]  # a finite window: its low end
 
 
 def test_jittered_defaults_to_full_jitter():
