@@ -25,22 +25,34 @@ def random_source(rng: Any) -> Callable[[], float]:
     """A zero-argument function drawing uniformly from [0, 1).
 
     ``None`` means the module-level :func:`random.random`.  Any object with a
-    ``random()`` method (such as :class:`random.Random`) is used through it;
-    an object that only has ``uniform(a, b)`` is used as ``uniform(0, 1)``.
-    Both give the same floats as ``rng.uniform(a, b)`` does.
+    ``random()`` method (such as a :class:`random.Random` - an instance: the
+    class itself is refused) is used through it; an object that only has
+    ``uniform(a, b)`` is used as ``uniform(0, 1)``.  Both give the same floats
+    as ``rng.uniform(a, b)`` does.
     """
     if rng is None:
         return random.random
     draw = getattr(rng, "random", None)
-    if callable(draw):
+    if callable(draw) and not (isinstance(rng, type) and _unbound(rng, "random")):
         return draw  # type: ignore[no-any-return]
     uniform = getattr(rng, "uniform", None)
-    if callable(uniform):
+    if callable(uniform) and not (isinstance(rng, type) and _unbound(rng, "uniform")):
         return lambda: float(cast("Callable[[float, float], float]", uniform)(0.0, 1.0))
+    instead = " (a class: give an instance, random.Random(seed))" if isinstance(rng, type) else ""
     raise _checks.ArgumentTypeError(
         "rng",
-        f"rng must be None or have a random() or uniform(a, b) method, got {_checks.shown(rng)}",
+        "rng must be None or have a random() or uniform(a, b) method,"
+        f" got {_checks.shown(rng)}{instead}",
     )
+
+
+def _unbound(rng: type, name: str) -> bool:
+    """Is the method *name* of the class *rng* one of its instances' (``rng=random.Random``,
+    meant as ``random.Random(seed)``: its first draw was a TypeError naming no ``rng``)?"""
+    for klass in rng.__mro__:
+        if name in vars(klass):
+            return not isinstance(vars(klass)[name], (staticmethod, classmethod))
+    return False
 
 
 # What each draw is called with: shared by every stream of draws (an endless

@@ -87,6 +87,36 @@ def test_fraction_jitter_of_a_delay_whose_upper_end_is_beyond_floats_is_never_na
     assert list(jittered([10.0], 0.5, rng=Draws(0.0))) == [5.0]  # a finite window: its low end
 
 
+def test_a_class_given_as_rng_is_refused_when_made_and_one_of_static_draws_is_taken():
+    """rng=Random (the class, meant as Random(seed)) is refused naming rng wherever jitter is
+    made - it was taken, and the first draw raised a TypeError naming nothing; a class whose
+    random() or uniform() is a static or class method is an rng all the same."""
+    from backoff_iter import AdaptiveThrottle, full_jitter, per_failure, smooth_jitter
+
+    class Halves:
+        random = staticmethod(lambda: 0.5)
+
+    class Quarters:
+        @classmethod
+        def uniform(cls, low, high):
+            return 0.25
+
+    class Seeded(Random):
+        pass
+
+    for make in (
+        lambda rng: jittered([2.0], rng=rng),
+        lambda rng: full_jitter(1.0, rng=rng),
+        lambda rng: smooth_jitter(1.0, rng=rng),
+        lambda rng: per_failure(default=[1.0], jitter="full", rng=rng),
+        lambda rng: AdaptiveThrottle(rng=rng),
+    ):
+        for cls in (Random, Seeded):
+            rejects(lambda m=make, c=cls: m(c), TypeError, "rng", "class", "instance")
+    assert list(jittered([2.0, 2.0], rng=Halves)) == [1.0, 1.0]
+    assert list(jittered([2.0], rng=Quarters)) == [0.5]
+
+
 def test_jittered_defaults_to_full_jitter():
     """Without a kind, jittered spreads over [0, d]."""
     assert list(jittered([4, 4], rng=Random(9))) == list(jittered([4, 4], "full", rng=Random(9)))
