@@ -51,6 +51,35 @@ def test_log_retries_writes_a_line_per_retry_and_one_on_giving_up(caplog):
     assert caplog.records[0].retry_delay == 0.25
 
 
+def test_a_logger_adapter_keeps_the_fields_beside_its_own_and_its_process(caplog):
+    """log_retries(LoggerAdapter(...)): each record has the retry_ fields and the
+    adapter's extra, and the message its process() makes (an adapter's log() put its
+    own extra= in place of the fields); an adapter of an adapter too."""
+    caplog.set_level(logging.DEBUG, logger="adapted")
+
+    class Tagged(logging.LoggerAdapter):
+        def process(self, msg, kwargs):
+            msg, kwargs = super().process(msg, kwargs)
+            return f"[{self.extra['tag']}] {msg}", kwargs
+
+    base = logging.getLogger("adapted")
+    for logger in (
+        logging.LoggerAdapter(base, {"request_id": "r-7"}),
+        Tagged(logging.LoggerAdapter(base, {"request_id": "r-7"}), {"tag": "outer"}),
+    ):
+        caplog.clear()
+        with no_sleep(), pytest.raises(ConnectionError):
+            retry([0.25], name="fetch", observe=log_retries(logger))(failing(5))()
+        retried, gave_up = caplog.records
+        assert (retried.retry_attempt, retried.retry_delay) == (1, 0.25)
+        assert (gave_up.retry_name, gave_up.retry_reason) == ("fetch", "exhausted")
+        assert retried.request_id == gave_up.request_id == "r-7"
+        assert retried.getMessage().endswith(
+            "fetch: attempt 1 failed (ConnectionError: reset by peer); retrying in 0.25 s"
+        )
+    assert retried.getMessage().startswith("[outer] fetch")  # the outer process() was asked
+
+
 def test_a_quiet_logger_makes_no_message_for_the_retries_it_drops(caplog):
     """Retries at WARNING to a logger at ERROR: nothing is logged, and the
     failure is never turned into text (a quiet log costs no message); the

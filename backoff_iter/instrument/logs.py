@@ -9,6 +9,7 @@ from backoff_iter import _checks, _sleeping
 
 if TYPE_CHECKING:
     import logging
+    from collections.abc import MutableMapping
 
     from . import RetryEvent
 
@@ -33,7 +34,8 @@ class RetryLogger:
     type name, or ``"result"``), ``retry_message`` and ``retry_reason``
     (None for a retry; for a give-up ``"exhausted"``, ``"deadline"``,
     ``"budget"``, ``"retry_after"`` or ``"committed"``, as
-    :attr:`~backoff_iter.instrument.RetryEvent.reason` says).
+    :attr:`~backoff_iter.instrument.RetryEvent.reason` says); through a
+    ``LoggerAdapter`` too, beside the adapter's own ``extra``.
     """
 
     __slots__ = ("_logger", "level", "give_up_level", "quiet_in_tests")
@@ -109,23 +111,25 @@ class RetryLogger:
         outcome = event.outcome
         kind = error_type(outcome)
         message = _described(outcome)
-        logger.log(
-            level,
-            "%s: attempt %d failed (%s: %s); %s",
-            event.name,
-            event.number,
-            kind,
-            message,
-            action,
-            extra={
-                "retry_name": event.name,
-                "retry_attempt": event.number,
-                "retry_delay": event.delay,
-                "retry_error": kind,
-                "retry_message": message,
-                "retry_reason": event.reason,
-            },
-        )
+        fields = {
+            "retry_name": event.name,
+            "retry_attempt": event.number,
+            "retry_delay": event.delay,
+            "retry_error": kind,
+            "retry_message": message,
+            "retry_reason": event.reason,
+        }
+        text = "%s: attempt %d failed (%s: %s); %s"
+        keywords: MutableMapping[str, Any] = {"extra": fields}
+        import logging  # (loaded already: a logger takes the record)
+
+        while isinstance(logger, logging.LoggerAdapter):
+            # Its log() would put its own extra= in place of the fields (unless it merges,
+            # 3.13+): its process() is asked here, as log() asks it, and the fields added.
+            text, keywords = logger.process(text, keywords)
+            keywords["extra"] = {**(keywords.get("extra") or {}), **fields}
+            logger = logger.logger
+        logger.log(level, text, event.name, event.number, kind, message, action, **keywords)
 
 
 def _described(outcome: object) -> str:
