@@ -20,7 +20,7 @@ from checks import fresh_python, rejects
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
@@ -656,6 +656,45 @@ def test_the_span_is_a_child_of_the_span_current_at_the_call():
     assert (fetch.name, request.name) == ("fetch", "request")
     assert fetch.parent.span_id == parent.get_span_context().span_id
     assert fetch.context.trace_id == request.context.trace_id
+
+
+def test_an_urllib3_request_that_recovers_leaves_no_span_open():
+    """Urllib3Retry tells no success: a request that retried and recovered left its span
+    open (until 4096 other calls pushed it out as abandoned); now it opens none, its
+    retries still counted, and a request that gives up is one span, ended in ERROR."""
+    import requests
+    from test_interop import BUSY, Script, session
+
+    from backoff_iter.testing import no_sleep
+
+    class Open(SpanProcessor):
+        """The spans begun and not (yet) ended."""
+
+        def __init__(self):
+            self.spans = set()
+
+        def on_start(self, span, parent_context=None):
+            self.spans.add(span.context.span_id)
+
+        def on_end(self, span):
+            self.spans.discard(span.context.span_id)
+
+    backend, still_open = OpenTelemetry(), Open()
+    backend.tracers.add_span_processor(still_open)
+    with Script([BUSY, BUSY]) as script, no_sleep():
+        response = session(
+            delays=[0.25, 0.5], total=3, status_forcelist=[503], name="api", observe=backend.hook
+        ).get(script.url)
+    assert response.status_code == 200
+    assert backend.series("retries") == {labels(name="api", error_type="result"): 2}
+    assert still_open.spans == set() and backend.spans() == ()
+    with Script([BUSY] * 3) as script, no_sleep(), pytest.raises(requests.exceptions.RetryError):
+        session(delays=[0.1] * 3, total=1, status_forcelist=[503], observe=backend.hook).get(
+            script.url
+        )
+    [span] = backend.spans()
+    assert still_open.spans == set()
+    assert (span.name, span.status.description) == ("call", "gave up (exhausted): result")
 
 
 def test_calls_left_open_are_ended_oldest_first_beyond_a_bound():

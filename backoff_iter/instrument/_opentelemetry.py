@@ -55,7 +55,10 @@ def opentelemetry(
     start: the attempts' own spans are its siblings, not its children.  At
     most 4096 calls have a span open at once; beyond that the oldest (a
     loop left by ``break`` after a retry never ends) is ended with the
-    attribute ``retry.abandoned``.  The hook is thread-safe.  Needs ``pip
+    attribute ``retry.abandoned``.  :class:`~backoff_iter.interop.Urllib3Retry`
+    tells no success (urllib3 says nothing of it): its requests are counted,
+    but only one that gives up has a span, begun at its first failure, with
+    no retry events.  The hook is thread-safe.  Needs ``pip
     install opentelemetry-api`` (the extra ``otel``; an SDK exports).
 
     >>> from opentelemetry.sdk.trace import TracerProvider
@@ -194,6 +197,8 @@ class _OpenTelemetry:
             error_type = type_of(event.outcome)
             self.retries.add(1, {"name": name, "error_type": error_type})
             self.sleep.record(delay, by_name)
+            if event.call_id < 0:  # an Urllib3Retry request, which tells no success: no span
+                return  # kept open for it (it stayed open until 4096 others pushed it out)
             retrying, oldest = self._opened(event)
             retrying.add_event(
                 "retry",
