@@ -644,6 +644,25 @@ def test_a_call_that_never_retries_is_one_span_too():
     assert span.status.description == "KeyError"
 
 
+def test_a_clock_that_leaps_beyond_nanoseconds_backdates_the_span_to_the_epoch():
+    """A policy's clock leaping 1e300 s (a steady reading: up to 2**1000 is taken) put the
+    span's start inf ns back: the hook's OverflowError ended the call in place of its own
+    error.  Now the span begins at the epoch, as any start before it does."""
+    backend = OpenTelemetry()
+    readings = iter([0.0] + [1e300] * 9)
+    with pytest.raises(OSError):
+        retry(
+            [0.0],
+            on=OSError,
+            name="leap",
+            observe=backend.hook,
+            clock=lambda: next(readings),
+            sleep=lambda s: None,
+        )(Operation([OSError()] * 2))()
+    [span] = backend.spans()
+    assert span.start_time == 0 and span.status.description == "gave up (exhausted): OSError"
+
+
 def test_the_span_is_a_child_of_the_span_current_at_the_call():
     """The call's span has the caller's current span as parent, in the same trace."""
     backend = OpenTelemetry()

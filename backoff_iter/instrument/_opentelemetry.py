@@ -227,8 +227,9 @@ class _OpenTelemetry:
 
     def _start(self, event: RetryEvent) -> Span:
         """A span for *event*'s call, begun when its first attempt began."""
-        start = time.time_ns() - int(event.elapsed * 1e9)
-        return self.tracer.start_span(event.name, start_time=max(start, 0))
+        now, back = time.time_ns(), event.elapsed * 1e9
+        # (a clock that leapt 1e300 s is inf ns back, which int() refuses: the epoch then)
+        return self.tracer.start_span(event.name, start_time=now - int(back) if back < now else 0)
 
     def _opened(self, event: RetryEvent) -> tuple[Span, Span | None]:
         """The open span of *event*'s call (started now if it has none), and the
