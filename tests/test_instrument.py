@@ -434,6 +434,38 @@ def test_each_attempt_of_a_hedged_call_is_counted_once(backend):
     assert backend.series("attempts") == {labels(name="fetch"): 2.0}
 
 
+def test_a_hedged_call_won_by_its_first_attempt_has_the_attempts_made_on_its_span():
+    """Attempt 1 answers after hedge 2 has started: the span's retry.attempts is 2, the
+    attempts made and counted (it was the winner's number, 1); a call that ends while the
+    hedge is out, never hedged itself, has its own count."""
+    from backoff_iter import hedged
+
+    backend = OpenTelemetry()
+    started = []
+
+    async def main():
+        hedge_out = asyncio.Event()  # (made in the loop: Python 3.9 binds it to one)
+
+        async def fetch():
+            started.append(len(started) + 1)
+            if len(started) == 1:
+                await hedge_out.wait()  # answers once the hedge is out
+                return "first"
+            hedge_out.set()
+            plain = retry([0.0], name="plain", observe=backend.hook, sleep=lambda s: None)
+            plain(Operation([OSError()]))()  # a call of two attempts, ended meanwhile
+            await asyncio.Event().wait()  # never answers: cancelled when attempt 1 wins
+
+        return await hedged(fetch, [0.0], name="fetch", observe=backend.hook)
+
+    assert asyncio.run(asyncio.wait_for(main(), 10)) == "first"
+    plain, hedged_span = backend.spans()
+    assert [e.name for e in hedged_span.events] == ["hedge", "cancelled"]
+    assert hedged_span.attributes["retry.attempts"] == 2
+    assert backend.series("attempts") == {labels(name="fetch"): 2, labels(name="plain"): 2}
+    assert plain.attributes["retry.attempts"] == 2
+
+
 def test_two_prometheus_hooks_on_one_registry_share_its_collectors():
     """prometheus(registry) twice: no "Duplicated timeseries", both hooks count into one series."""
     registry = CollectorRegistry()

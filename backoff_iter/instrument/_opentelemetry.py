@@ -46,7 +46,7 @@ def opentelemetry(
     after ``name``, from the start of its first attempt to the end of its
     last, with an event ``"retry"`` per retry carrying ``retry.attempt``,
     ``retry.delay`` and ``exception.type``, and the attribute
-    ``retry.attempts`` at the end.  A call that gives up or fails on an
+    ``retry.attempts`` (the attempts made) at the end.  A call that gives up or fails on an
     error the policy does not retry records the exception and ends with
     status ERROR (``"gave up (exhausted): TimeoutError"``).  The span's
     parent is the span current when the first attempt ends.
@@ -154,6 +154,7 @@ class _OpenTelemetry:
         "status",
         "error",
         "_open",
+        "_started",
         "_lock",
     )
 
@@ -176,6 +177,8 @@ class _OpenTelemetry:
         self.error = error
         # The open span of each call that has retried and not ended, oldest first.
         self._open: dict[int, Span] = {}
+        # The latest attempt each hedged call has started: its last event may be an earlier one's.
+        self._started: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def __call__(self, event: RetryEvent) -> None:
@@ -185,6 +188,8 @@ class _OpenTelemetry:
         if kind == "hedge" or kind == "cancelled":  # a hedged call goes on: an event on its span
             span, oldest = self._opened(event)
             span.add_event(kind, {"retry.attempt": event.number})
+            if kind == "hedge":
+                self._started[event.call_id] = event.number
             if oldest is not None:
                 oldest.set_attribute("retry.abandoned", True)
                 oldest.end()
@@ -208,11 +213,14 @@ class _OpenTelemetry:
                 oldest.set_attribute("retry.abandoned", True)
                 oldest.end()
             return
+        number = event.number
         with self._lock:
             opened = self._open.pop(event.call_id, None)
+            if self._started:  # a hedged call: the winner may be an attempt before the last
+                number = max(number, self._started.pop(event.call_id, 0))
         # The call's first event may be its last: then its span starts and ends now.
         span = self._start(event) if opened is None else opened
-        span.set_attribute("retry.attempts", event.number)
+        span.set_attribute("retry.attempts", number)
         outcome = event.outcome
         if kind == "give_up":
             error_type = type_of(outcome)
