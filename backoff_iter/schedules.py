@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Union
 
 from . import _checks, _jitter
-from ._filters import exception_filter, matches
+from ._filters import exception_filter
 
 __all__ = ["PerFailure", "per_failure"]
 
@@ -106,7 +106,7 @@ class _InStep:
         return self
 
     def __next__(self) -> float:
-        delay = self.next_for(None, "")
+        delay = self.next_for(_END, "")  # no outcome: the default kind's
         if delay is _END:
             raise StopIteration
         return delay.draw() if delay.__class__ is Deferred else delay
@@ -121,9 +121,10 @@ class _InStep:
             delay = next(self._throttle, _END)
             if kind == _THROTTLE:
                 chosen, found = delay, True
-        for on, only, delays in self._rules:
+        for on, _, delays in self._rules:
             delay = next(delays, _END)
-            if not found and outcome is not None and matches(on, only, outcome):
+            # (a retried failure: a predicate is asked of a rejected result too, None included)
+            if not found and outcome is not _END and _is_kind(on, outcome):
                 chosen, found = delay, True
         delay = next(self._default, _END)
         if not found:
@@ -131,6 +132,11 @@ class _InStep:
         if chosen is _END or self._kernel is None:
             return chosen
         return Deferred(_checks.wait("delays", chosen), self._kernel, self._draw)  # type: ignore[arg-type]
+
+
+def _is_kind(on: Any, outcome: Any) -> bool:
+    """Is *outcome* of the kind *on*: an instance of its classes, or one its predicate names?"""
+    return isinstance(outcome, on) if on.__class__ is tuple else bool(on(outcome))
 
 
 class Deferred:
@@ -172,8 +178,9 @@ def per_failure(
     from the schedule of its kind, and the schedules move in step.
 
     - *kinds*: a mapping from an exception class (a tuple of them, or a
-      predicate of the outcome) to the schedule after such a failure;
-      the first that matches, in the mapping's order, chooses.
+      predicate of the outcome: the exception, or a result ``on_result``
+      retried) to the schedule after such a failure; the first that
+      matches, in the mapping's order, chooses.
     - *throttle*: the schedule after a throttle - a failure the driver's
       ``throttled=`` predicate names - asked before *kinds*.
     - *default*: the schedule after any other failure.

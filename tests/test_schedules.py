@@ -57,6 +57,28 @@ def test_the_first_kind_that_matches_chooses_and_a_throttle_comes_first():
     assert in_step.next_for(KeyError("x"), "failure") == 0.5
 
 
+@each_driver
+def test_a_predicate_kind_is_asked_of_a_retried_result_none_included(run):
+    """A predicate of the outcome names results on_result retried as well (it was never
+    asked: every result took the default schedule); a class never names a result, and
+    delays asked by number are the default kind's."""
+    asked = []
+
+    def empty(outcome):
+        asked.append(outcome)
+        return outcome is None or outcome == ""
+
+    schedules = per_failure({OSError: [7.0] * 4, empty: [5.0] * 4}, default=[0.1] * 4)
+    time = FakeTime()
+    outcomes = [None, "busy", OSError(), "", "ok"]
+    result = run(schedules, Operation(outcomes), time, on=OSError, on_result=lambda r: r != "ok")
+    assert result == "ok"
+    assert time.slept == [5.0, 0.1, 7.0, 5.0]
+    assert asked == [None, "busy", ""]
+    assert list(schedules) == [0.1] * 4  # asked by number: the default's, no predicate asked
+    assert asked == [None, "busy", ""]
+
+
 def test_when_the_chosen_schedule_runs_out_the_retries_end():
     """The default schedule has one delay: the second ordinary failure stands, though throttles had more."""
     schedules = per_failure(throttle=[1.0] * 5, default=[0.1])
