@@ -823,6 +823,27 @@ def test_threads_leaving_calls_open_end_exactly_those_beyond_the_bound(
     assert all(span.attributes["retry.abandoned"] is True for span in spans)
 
 
+def test_the_meter_and_tracer_carry_the_version_of_the_code_that_runs(monkeypatch):
+    """The instrumentation scope's version is backoff_iter.__version__ (_version.py, as
+    the command line says it): from a source folder never installed it was "unknown", and
+    the installed distribution's when another version was on the path."""
+    import importlib.metadata
+
+    import backoff_iter
+
+    def not_installed(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", not_installed)
+    backend = OpenTelemetry()
+    retry([0.0], name="fetch", observe=backend.hook, sleep=lambda s: None)(Operation([OSError()]))()
+    [span] = backend.spans()
+    assert span.instrumentation_scope.version == backoff_iter.__version__
+    assert backend.metric("attempts") is not None
+    [scope] = backend.reader.get_metrics_data().resource_metrics[0].scope_metrics
+    assert (scope.scope.name, scope.scope.version) == ("backoff_iter", backoff_iter.__version__)
+
+
 def test_the_global_providers_serve_when_none_are_given(monkeypatch):
     """opentelemetry() with no provider asks the global ones, at the time it is called."""
     asked = []

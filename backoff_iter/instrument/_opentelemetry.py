@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, cast
 
 from backoff_iter import _checks
 from backoff_iter._extras import missing
+from backoff_iter._version import __version__
 
 from . import SLEEP_BUCKETS, Hook, RetryEvent
 from . import error_type as type_of
@@ -88,13 +89,6 @@ def opentelemetry(
     except ImportError as error:
         what = "backoff_iter.instrument.opentelemetry()"
         missing(what, "opentelemetry-api", "otel", error, "opentelemetry")
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        __version__ = version("backoff_iter")
-    except PackageNotFoundError:  # run from a source folder that was never installed
-        __version__ = "unknown"
-
     if meter_provider is None:
         meter_provider = metrics.get_meter_provider()
     elif not callable(getattr(meter_provider, "get_meter", None)):
