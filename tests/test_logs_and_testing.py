@@ -258,9 +258,21 @@ class Raises:
 
 
 def test_log_retries_checks_its_arguments():
-    """A non-logger or a bad level is reported at once."""
+    """A non-logger or a bad level is reported at once; so is an object with log() but no
+    isEnabledFor(), such as the logging module (taken, it ended the call at its first retry
+    with the hook's AttributeError)."""
+    from checks import rejects
+
     with pytest.raises(TypeError, match="logger"):
         log_retries("svc")
+
+    class LogOnly:
+        def log(self, level, msg, *args, **kwargs):
+            pass
+
+    for wrong in (logging, LogOnly()):
+        rejects(lambda w=wrong: log_retries(w), TypeError, "logger", "logging.Logger")
+        rejects(lambda w=wrong: RetryLogger(w), TypeError, "logger")
     with pytest.raises(TypeError, match="level"):
         log_retries(level="WARNING")
 
