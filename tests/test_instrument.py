@@ -904,10 +904,20 @@ def test_a_module_missing_that_is_not_the_library_is_its_own_error():
 
 
 def test_bad_providers_and_registries_are_rejected_by_name():
-    """Something that is not a registry or a provider: TypeError naming the parameter."""
+    """Something that is not a registry or a provider: TypeError naming the parameter; so is
+    the class where an instance was meant (it raised prometheus-client's TypeError of a
+    missing argument, and an AttributeError of the SDK's, naming nothing)."""
     rejects(lambda: instrument.prometheus(3), TypeError, "registry", "3")
     rejects(lambda: instrument.opentelemetry("meters"), TypeError, "meter_provider", "'meters'")
     rejects(lambda: instrument.opentelemetry(tracer_provider=5), TypeError, "tracer_provider", "5")
+    rejects(lambda: instrument.prometheus(CollectorRegistry), TypeError, "registry", "class")
+    rejects(lambda: instrument.opentelemetry(MeterProvider), TypeError, "meter_provider", "class")
+    rejects(
+        lambda: instrument.opentelemetry(tracer_provider=TracerProvider),
+        TypeError,
+        "tracer_provider",
+        "class",
+    )
 
 
 def test_the_cost_benchmark_measures_every_contender_and_hook():

@@ -91,14 +91,18 @@ def opentelemetry(
         missing(what, "opentelemetry-api", "otel", error, "opentelemetry")
     if meter_provider is None:
         meter_provider = metrics.get_meter_provider()
-    elif not callable(getattr(meter_provider, "get_meter", None)):
+    elif isinstance(meter_provider, type) or not callable(
+        getattr(meter_provider, "get_meter", None)
+    ):
         raise _checks.ArgumentTypeError(
             "meter_provider",
             f"meter_provider must be an opentelemetry MeterProvider or None, got {_checks.shown(meter_provider)}",
         )
     if tracer_provider is None:
         tracer_provider = trace.get_tracer_provider()
-    elif not callable(getattr(tracer_provider, "get_tracer", None)):
+    elif isinstance(tracer_provider, type) or not callable(
+        getattr(tracer_provider, "get_tracer", None)
+    ):
         raise _checks.ArgumentTypeError(
             "tracer_provider",
             "tracer_provider must be an opentelemetry TracerProvider or None,"

@@ -70,7 +70,7 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
         missing(what, "prometheus-client", "prometheus", error, "prometheus_client")
     if registry is None:
         registry = prometheus_client.REGISTRY
-    elif not callable(getattr(registry, "register", None)):
+    elif isinstance(registry, type) or not callable(getattr(registry, "register", None)):
         raise _checks.ArgumentTypeError(
             "registry",
             f"registry must be a prometheus_client CollectorRegistry or None, got {_checks.shown(registry)}",
