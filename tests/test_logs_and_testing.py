@@ -259,8 +259,8 @@ class Raises:
 
 def test_log_retries_checks_its_arguments():
     """A non-logger or a bad level is reported at once; so is an object with log() but no
-    isEnabledFor(), such as the logging module (taken, it ended the call at its first retry
-    with the hook's AttributeError)."""
+    isEnabledFor(), such as the logging module, or a logger's class (taken, they ended the
+    call at its first retry with the hook's AttributeError or TypeError)."""
     from checks import rejects
 
     with pytest.raises(TypeError, match="logger"):
@@ -270,7 +270,7 @@ def test_log_retries_checks_its_arguments():
         def log(self, level, msg, *args, **kwargs):
             pass
 
-    for wrong in (logging, LogOnly()):
+    for wrong in (logging, LogOnly(), logging.Logger, logging.LoggerAdapter):
         rejects(lambda w=wrong: log_retries(w), TypeError, "logger", "logging.Logger")
         rejects(lambda w=wrong: RetryLogger(w), TypeError, "logger")
     with pytest.raises(TypeError, match="level"):

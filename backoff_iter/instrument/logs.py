@@ -58,9 +58,10 @@ class RetryLogger:
         give_up_level: int = ERROR,
         quiet_in_tests: bool = False,
     ) -> None:
-        if logger is not None and not (
-            callable(getattr(logger, "log", None))
-            and callable(getattr(logger, "isEnabledFor", None))
+        if logger is not None and (
+            isinstance(logger, type)  # logging.Logger, meant as getLogger(...)
+            or not callable(getattr(logger, "log", None))
+            or not callable(getattr(logger, "isEnabledFor", None))
         ):  # (the logging module itself has log(): its first retry raised AttributeError)
             raise _checks.ArgumentTypeError(
                 "logger", f"logger must be a logging.Logger, got {_checks.shown(logger)}"
