@@ -1147,6 +1147,8 @@ def test_the_events_elapsed_counts_from_the_start_of_the_call():
     hedge_event, *_, success = events
     assert hedge_event.kind == "hedge" and hedge_event.elapsed >= 0.03 - SLACK
     assert success.kind == "success" and success.elapsed >= hedge_event.elapsed
+    # Its delay, as RetryEvent.delay says: the time since attempt 1 started (docs said None).
+    assert 0.03 - SLACK <= hedge_event.delay <= hedge_event.elapsed
 
 
 def test_a_hint_too_long_to_wait_is_the_give_ups_reason():
