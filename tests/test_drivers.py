@@ -98,6 +98,13 @@ def run_async_loop(delays, operation, time, **options):
 
 
 def run_decorator(delays, operation, time, **options):
+    if "attempt_timeout" in options:  # a sync function cannot be cut: it is handed its timeout
+
+        def timed(timeout=None):
+            return operation()
+
+        options["timeout_arg"] = "timeout"
+        return retry(lambda: delays, sleep=time.sleep, clock=time.clock, **options)(timed)()
     return retry(lambda: delays, sleep=time.sleep, clock=time.clock, **options)(operation)()
 
 
