@@ -313,6 +313,22 @@ def test_the_default_log_hears_retries_beside_a_policys_own_hooks(run, caplog):
     assert [level for level, _ in records(caplog)] == ["WARNING", "WARNING"]
 
 
+@each_driver
+def test_a_policys_own_retry_logger_logs_each_retry_once(run, caplog):
+    """observe=log_retries(): the call logs through its own logger, and the
+    default one stands aside for it - each retry was logged twice (the
+    HTTP guide's example did so); a hook of another kind leaves it be."""
+    from backoff_iter.instrument import log_retries
+
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(OSError):
+        run([0.5], Operation([OSError("down")] * 2), FakeTime(), name="fetch", observe=log_retries())
+    assert records(caplog) == [
+        ("WARNING", "fetch: attempt 1 failed (OSError: down); retrying in 0.50 s"),
+        ("ERROR", "fetch: attempt 2 failed (OSError: down); giving up (exhausted)"),
+    ]
+
+
 def test_logging_levels_silence_it_and_disable_removes_it(caplog):
     """setLevel(ERROR) on the backoff_iter logger silences it; disable() removes the hook; reset() brings it back."""
     time = FakeTime()

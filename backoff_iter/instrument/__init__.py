@@ -260,13 +260,23 @@ def beside(
     """The process-wide hooks *every* and *failures* that a call whose own
     hooks are *observe* adds beside them: those not among them (by
     :func:`_same`), so that a hook both enabled and given to ``observe=``
-    hears each event once.  Worked out once for each policy's hooks while
-    :func:`enable` and :func:`disable` change nothing."""
+    hears each event once; and not the default logger when *observe* has
+    a :class:`RetryLogger` of its own (``observe=log_retries(...)``): a
+    retry is logged once, as the call says.  Worked out once for each
+    policy's hooks while :func:`enable` and :func:`disable` change nothing."""
     known = _beside.get(id(observe))
     if known is not None and known[0] is observe and known[1] is every and known[2] is failures:
         return known[3], known[4]
-    apart = tuple(hook for hook in every if not any(_same(hook, own) for own in observe))
-    failing = tuple(hook for hook in failures if not any(_same(hook, own) for own in observe))
+    # A logger of the call's own logs its retries: the default one stands aside.
+    logs_own = any(isinstance(own, RetryLogger) for own in observe)
+
+    def apart_from_own(hook: Hook) -> bool:
+        return not (
+            any(_same(hook, own) for own in observe) or (logs_own and hook is _default_logger)
+        )
+
+    apart = tuple(filter(apart_from_own, every))
+    failing = tuple(filter(apart_from_own, failures))
     if len(_beside) >= 256:  # policies made per call: their tuples come and go
         _beside.clear()
     _beside[id(observe)] = (observe, every, failures, apart, failing)
@@ -284,9 +294,12 @@ def disable() -> None:
 
 def reset() -> None:
     """Back to the start: only the default hook, which logs retries (quiet
-    under :func:`~backoff_iter.testing.no_sleep`)."""
+    under :func:`~backoff_iter.testing.no_sleep`, and beside a policy's own
+    logger: see :func:`beside`)."""
+    global _default_logger
     disable()
-    enable(RetryLogger(give_up_level=logs.WARNING, quiet_in_tests=True))
+    _default_logger = RetryLogger(give_up_level=logs.WARNING, quiet_in_tests=True)
+    enable(_default_logger)
 
 
 def enabled() -> tuple[Hook, ...]:
@@ -321,4 +334,5 @@ from . import logs  # noqa: E402 - the default hook, below
 from .logs import RetryLogger, log_retries  # noqa: E402
 from .logs import error_type as error_type  # noqa: E402 - for the backends
 
+_default_logger: Hook | None = None  # the hook reset() enables
 reset()  # retries are visible by default
