@@ -220,6 +220,37 @@ def test_the_retry_logger_wants_what_it_would_log(caplog):
         assert hook.wants("retry")  # not quiet in tests: still logs
 
 
+def test_log_retries_tells_an_http_answer_by_its_status_and_an_error_without_a_message(caplog):
+    """A retried response is logged as ``HTTP 503`` (urllib3's repr is an
+    address, httpx's a bracket), and an error with no message as its type
+    alone, not ``(TimeoutError: )``; the records' fields say the same."""
+    import httpx
+    import urllib3
+
+    caplog.set_level(logging.WARNING, logger="backoff_iter")
+    answers = [
+        httpx.Response(503),
+        urllib3.HTTPResponse(status=502, headers={"Retry-After": "1"}),
+        TimeoutError(),
+        "ok",
+    ]
+    with no_sleep():
+        for attempt in retrying(
+            [1.0] * 3, on=TimeoutError, on_result=lambda r: r != "ok", observe=log_retries()
+        ):
+            with attempt:
+                answer = answers[attempt.number - 1]
+                if isinstance(answer, BaseException):
+                    raise answer
+                attempt.set_result(answer)
+    assert [r.getMessage() for r in caplog.records] == [
+        "call: attempt 1 failed (result: HTTP 503); retrying in 1.00 s",
+        "call: attempt 2 failed (result: HTTP 502); retrying in 1.00 s",
+        "call: attempt 3 failed (TimeoutError); retrying in 1.00 s",
+    ]
+    assert [r.retry_message for r in caplog.records] == ["HTTP 503", "HTTP 502", ""]
+
+
 def test_log_retries_names_a_retried_result(caplog):
     """A result retried by on_result is logged as such."""
     caplog.set_level(logging.WARNING, logger="backoff_iter")

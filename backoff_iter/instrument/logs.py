@@ -123,7 +123,9 @@ class RetryLogger:
             "retry_message": message,
             "retry_reason": event.reason,
         }
-        text = "%s: attempt %d failed (%s: %s); %s"
+        text = (
+            "%s: attempt %d failed (%s: %s); %s" if message else "%s: attempt %d failed (%s%s); %s"
+        )
         keywords: MutableMapping[str, Any] = {"extra": fields}
         import logging  # (loaded already: a logger takes the record)
 
@@ -137,11 +139,20 @@ class RetryLogger:
 
 
 def _described(outcome: object) -> str:
-    """The message of *outcome* (an exception's ``str``, a result's ``repr``),
-    or a note that it has none: a failure whose ``__str__`` raises (it reads
-    what its ``__init__`` never set) is logged, and retried, all the same."""
+    """The message of *outcome* (an exception's ``str``; a result's ``repr``,
+    or ``HTTP 503`` for an HTTP response - httpx's, requests', urllib3's -
+    whose repr may be an address), or a note that it has none: a failure
+    whose ``__str__`` raises (it reads what its ``__init__`` never set) is
+    logged, and retried, all the same."""
     try:
-        return str(outcome) if isinstance(outcome, BaseException) else repr(outcome)
+        if isinstance(outcome, BaseException):
+            return str(outcome)
+        status = getattr(outcome, "status_code", None)  # httpx's and requests' responses
+        if status is None and hasattr(outcome, "headers"):  # urllib3's, aiohttp's
+            status = getattr(outcome, "status", None)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return f"HTTP {status}"
+        return repr(outcome)
     except Exception as error:
         return f"<unprintable {type(outcome).__name__}: its message raised {type(error).__name__}>"
 
