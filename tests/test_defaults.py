@@ -322,7 +322,9 @@ def test_a_policys_own_retry_logger_logs_each_retry_once(run, caplog):
 
     caplog.set_level(logging.DEBUG)
     with pytest.raises(OSError):
-        run([0.5], Operation([OSError("down")] * 2), FakeTime(), name="fetch", observe=log_retries())
+        run(
+            [0.5], Operation([OSError("down")] * 2), FakeTime(), name="fetch", observe=log_retries()
+        )
     assert records(caplog) == [
         ("WARNING", "fetch: attempt 1 failed (OSError: down); retrying in 0.50 s"),
         ("ERROR", "fetch: attempt 2 failed (OSError: down); giving up (exhausted)"),
