@@ -294,8 +294,8 @@ def disable() -> None:
 
 def reset() -> None:
     """Back to the start: only the default hook, which logs retries (quiet
-    under :func:`~backoff_iter.testing.no_sleep`, and beside a policy's own
-    logger: see :func:`beside`)."""
+    under :func:`~backoff_iter.testing.no_sleep`, and standing aside for a
+    policy whose ``observe=`` has a :class:`RetryLogger` of its own)."""
     global _default_logger
     disable()
     _default_logger = RetryLogger(give_up_level=logs.WARNING, quiet_in_tests=True)
