@@ -295,7 +295,7 @@ def disable() -> None:
 def reset() -> None:
     """Back to the start: only the default hook, which logs retries (quiet
     under :func:`~backoff_iter.testing.no_sleep`, and standing aside for a
-    policy whose ``observe=`` has a :class:`RetryLogger` of its own)."""
+    policy whose ``observe=`` has a :class:`~backoff_iter.RetryLogger` of its own)."""
     global _default_logger
     disable()
     _default_logger = RetryLogger(give_up_level=logs.WARNING, quiet_in_tests=True)
