@@ -9,7 +9,7 @@ from itertools import accumulate, count, islice
 from random import Random
 
 import pytest
-from checks import rejects
+from checks import Draws, rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,16 +63,6 @@ def test_fraction_jitter_is_uniform_within_plus_minus_fraction(delays, fraction,
     got = list(jittered(delays, fraction, rng=Random(seed)))
     assert got == expected
     assert all(d * (1 - fraction) <= j <= d * (1 + fraction) for d, j in zip(delays, got))
-
-
-class Draws:
-    """An rng whose draws are the given numbers, in turn."""
-
-    def __init__(self, *draws):
-        self.draws = list(draws)
-
-    def random(self):
-        return self.draws.pop(0)
 
 
 def test_fraction_jitter_of_a_delay_whose_upper_end_is_beyond_floats_is_never_nan():

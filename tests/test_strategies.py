@@ -11,7 +11,7 @@ from random import Random
 
 import formulas
 import pytest
-from checks import in_threads, rejects
+from checks import Draws, in_threads, rejects
 from hypothesis import given
 from hypothesis import strategies as st
 from more_itertools import nth
@@ -578,16 +578,6 @@ class ZeroRandom:
 
     def random(self):
         return 0.0
-
-
-class Draws:
-    """An rng whose draws are the given numbers, in turn."""
-
-    def __init__(self, *draws):
-        self.draws = list(draws)
-
-    def random(self):
-        return self.draws.pop(0)
 
 
 def test_decorrelated_at_an_infinite_sleep_and_a_draw_of_0_stays_at_the_cap():
