@@ -148,14 +148,14 @@ def is_transient(exc: BaseException) -> bool:
 
     Not transient: a programming error (``KeyError``, ``TypeError``,
     ``AttributeError``, ``AssertionError``, ``ValueError``...) fails at once,
-    as retrying it would only fail again, slower; so do the ``OSError`` s
+    as retrying it would only fail again, slower; so do the ``OSError`` errors
     that are no failure of a connection - a file missing, existing or
     refused (``FileNotFoundError``, ``PermissionError``...), a certificate
     that does not verify (``ssl.SSLCertVerificationError``) - httpx's
     ``UnsupportedProtocol`` and ``LocalProtocolError``, and requests'
     errors of the request itself (``InvalidURL``, ``MissingSchema``,
     ``TooManyRedirects``, ``JSONDecodeError``...), every one an ``OSError``.
-    Its ``HTTPError`` (``raise_for_status()``) is transient only for an
+    Requests' ``HTTPError`` (``raise_for_status()``) is transient only for an
     answer of 429, 502, 503 or 504, never for a 404.  Pass ``on=Exception``
     to retry everything, or ``on=(OSError, MyError)`` to name your own.
 
