@@ -636,12 +636,9 @@ class RetryQuota:
 
     def give_back(self, taken: float) -> None:
         """A retry :meth:`try_retry` took *taken* for never ran (a breaker or a
-        throttle refused it, the deadline came first): *taken* goes back."""
-        if taken > 0.0:  # NaN is not
-            units = self._units(taken)
-            with self._lock:
-                milli = self._milli + units
-                self._milli = milli if milli < self._capacity else self._capacity
+        throttle refused it, the deadline came first): *taken* goes back, as
+        what a recovered call spent does."""
+        self.record_success(False, taken)
 
     def try_retry(self, outcome: Any, throttled: bool = False) -> float:
         """Take a retry's cost and return it, or return 0.0 if the quota cannot

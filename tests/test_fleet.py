@@ -1921,3 +1921,5 @@ def test_a_retry_quota_takes_back_a_retry_that_never_ran(fleet):
     while quota.try_retry(None):  # a full quota, and no more: 100 // 14 retries
         paid += 1
     assert paid == 7 and quota.available == 2.0
+    quota.give_back(14.0)  # below the capacity: the cost alone, no success's refund beside it
+    assert quota.available == 16.0
