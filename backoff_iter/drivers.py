@@ -412,7 +412,8 @@ def _sync_wrapper(
         if fast and (limiter is None or not limiter.enabled):  # the first try runs bare
             start: float | None
             if hears:  # the hooks as the call begins: it keeps them
-                heard, start = hooks_now(policy), clock()
+                heard = hooks_now(policy) if instrument.every else policy.observe
+                start = clock()
             else:
                 heard, start = (), clock() if timed else None
             guard: Any = None
@@ -481,7 +482,8 @@ def _async_wrapper(
         if fast and (limiter is None or not limiter.enabled):  # the first try runs bare
             start: float | None
             if hears:  # the hooks as the call begins: it keeps them
-                heard, start = hooks_now(policy), clock()
+                heard = hooks_now(policy) if instrument.every else policy.observe
+                start = clock()
             else:
                 heard, start = (), clock() if timed else None
             guard: Any = None
