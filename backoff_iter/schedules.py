@@ -196,6 +196,16 @@ def per_failure(
     failure's kind is slept; when that one has run out, the retries end (as
     when a plain schedule runs out), though the others may have more.
 
+    Give it to the driver as it is: iterated by anything else - ``islice``,
+    :func:`~backoff_iter.within`, another scheduler - it is a plain iterator
+    of its *default* delays, since only a driver knows each failure's kind.
+    Bound each kind's schedule instead (``lambda: islice(exponential(1), 4)``),
+    or the call with ``deadline=``.
+
+    >>> from itertools import islice
+    >>> list(islice(per_failure({TimeoutError: [5.0, 5.0]}, default=[0.1, 0.2, 0.4]), 5))
+    [0.1, 0.2, 0.4]
+
     >>> schedules = per_failure({TimeoutError: [5.0, 5.0]}, default=[0.1, 0.2, 0.4])
     >>> in_step = schedules()
     >>> in_step.next_for(ConnectionError(), "failure"), in_step.next_for(TimeoutError(), "failure")
