@@ -181,12 +181,14 @@ def factor(name: str, value: object, *, above_one: bool = False) -> float:
     return result
 
 
-def count(name: str, value: object, *, minimum: int = 0) -> int:
-    """A whole number (not a bool) of at least *minimum*."""
+def count(name: str, value: object, *, minimum: int = 0, most: int | None = None) -> int:
+    """A whole number (not a bool) of at least *minimum* (and at most *most*)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentTypeError(name, f"{name} must be a whole number, got {shown(value)}")
     if value < minimum:
         raise ArgumentValueError(name, f"{name} must be at least {minimum}, got {short(value)}")
+    if most is not None and value > most:
+        raise ArgumentValueError(name, f"{name} must be at most {most}, got {short(value)}")
     return value
 
 

@@ -308,6 +308,36 @@ def test_log_retries_checks_its_arguments():
         log_retries(level="WARNING")
 
 
+def test_a_level_too_large_to_name_is_refused_when_made():
+    """logging names a level it does not know by its digits: a level of more
+    than str() converts was taken, and the first retry's record ended the call
+    with the interpreter's ValueError; one of 19 digits still logs."""
+    from checks import rejects
+
+    for name in ("level", "give_up_level"):
+        rejects(lambda n=name: RetryLogger(**{n: 10**5000}), ValueError, name, "at most")
+        rejects(lambda n=name: log_retries(**{n: 2**63}), ValueError, name, "at most")
+    logger = logging.getLogger("backoff_iter.tests.huge_level")
+    logger.propagate = False
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    failures = [OSError("reset")]
+
+    @retry([0.0], on=OSError, observe=RetryLogger(logger, level=2**63 - 1), sleep=lambda s: None)
+    def call():
+        if failures:
+            raise failures.pop()
+        return "ok"
+
+    try:
+        assert call() == "ok"
+    finally:
+        logger.removeHandler(handler)
+    assert [record.levelno for record in records] == [2**63 - 1]
+
+
 def test_no_sleep_records_instead_of_sleeping_for_every_form(monkeypatch):
     """attempts, retrying, @retry and their async forms record the delays; nothing sleeps."""
     monkeypatch.setattr("time.sleep", lambda s: pytest.fail("slept"))

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
 # logging's levels, so that importing this package does not import logging.
 WARNING, ERROR = 30, 40
+#: The highest level a logger is given: logging names a level it does not know
+#: by its digits, which str() refuses beyond some 4,300 of them.
+_MOST_LEVEL = 2**63 - 1
 
 __all__ = ["RetryLogger", "log_retries"]
 
@@ -66,8 +69,9 @@ class RetryLogger:
             raise _checks.ArgumentTypeError(
                 "logger", f"logger must be a logging.Logger, got {_checks.shown(logger)}"
             )
-        _checks.count("level", level)
-        _checks.count("give_up_level", give_up_level)
+        # (else a level too large to name fails as a record is made, in the call)
+        _checks.count("level", level, most=_MOST_LEVEL)
+        _checks.count("give_up_level", give_up_level, most=_MOST_LEVEL)
         self._logger = logger  # None: backoff_iter's, looked up at the first record
         self.level = level
         self.give_up_level = give_up_level
