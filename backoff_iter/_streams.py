@@ -155,8 +155,8 @@ def sync_stream(
                     _abandon(call, iterator)
                     raise
                 except BaseException as failure:
-                    if isinstance(failure.__context__, GeneratorExit):
-                        call.abandon()  # out of the source's close(): the stream was closed
+                    if _out_of_close(failure, iterator):  # the stream was closed
+                        call.abandon()
                     else:  # whoever threw it: the source let it out
                         call.committed(attempt, failure)
                     raise
@@ -221,6 +221,42 @@ def _unsendable(iterator: Any, method: str = "send") -> Callable[[Any], Any]:
         )
 
     return refuse
+
+
+def _out_of_close(failure: BaseException, iterator: Any) -> bool:
+    """Whether *failure*, out of a generator source that ``yield from`` ran,
+    came of the consumer's ``close()``: the source's cleanup raised it (a
+    GeneratorExit its context), or Python did as the source ignored the close
+    - it yielded again, so it is still suspended, not ended by a failure.
+
+    >>> def stubborn():
+    ...     try:
+    ...         yield 1
+    ...     finally:
+    ...         yield 2
+    >>> source = stubborn()
+    >>> next(source)
+    1
+    >>> try:
+    ...     source.close()
+    ... except RuntimeError as failure:
+    ...     closed = failure
+    >>> def failing():
+    ...     yield 1
+    ...     raise RuntimeError("its own")
+    >>> other = failing()
+    >>> next(other)
+    1
+    >>> try:
+    ...     next(other)
+    ... except RuntimeError as failure:
+    ...     own = failure
+    >>> _out_of_close(closed, source), _out_of_close(own, other)
+    (True, False)
+    """
+    return isinstance(failure.__context__, GeneratorExit) or (
+        failure.__class__ is RuntimeError and getattr(iterator, "gi_frame", None) is not None
+    )
 
 
 def _abandon(call: Call, iterator: Any) -> None:

@@ -272,6 +272,49 @@ def test_a_source_failing_as_it_is_closed_is_still_a_closed_stream(taken, form, 
     assert bucket.tokens == tokens and events == []
 
 
+@pytest.mark.parametrize("resume", [False, True])
+@pytest.mark.parametrize("form", ["sync", "async"])
+@pytest.mark.parametrize("taken", [1, 3])  # closed at its first item, and past it
+def test_a_source_ignoring_the_close_is_still_a_closed_stream(taken, form, resume):
+    """The source yields again as it is closed (a yield in its finally): close() raises
+    RuntimeError("generator ignored GeneratorExit"), as Python's own, but the stream was
+    closed, not cut: the budget pays nothing, the hooks hear nothing.  Without resume a sync
+    stream closed past its first item took that RuntimeError for the source's own failure,
+    a committed give-up under on=RuntimeError (a token taken, the give-up logged)."""
+    bucket, events = TokenBucket(), []
+
+    def items(start=0):
+        try:
+            yield from range(start, 10)
+        finally:
+            yield "one more"
+
+    async def aitems(start=0):
+        try:
+            for item in range(start, 10):
+                yield item
+        finally:
+            yield "one more"
+
+    source = items if form == "sync" else aitems
+    options = {"resume": lambda state: source(state.count)} if resume else {}
+    decorated = retry([0.0], on=RuntimeError, budget=bucket, observe=events.append, **options)
+    stream = decorated(source)()
+    tokens = bucket.tokens
+    with pytest.raises(RuntimeError, match="ignored GeneratorExit"):
+        if form == "sync":
+            assert [next(stream) for _ in range(taken)] == list(range(taken))
+            stream.close()
+        else:
+
+            async def main():
+                assert [await stream.__anext__() for _ in range(taken)] == list(range(taken))
+                await stream.aclose()
+
+            asyncio.run(main())
+    assert bucket.tokens == tokens and events == []
+
+
 @pytest.mark.parametrize("taken", [1, 3])  # thrown at its first item, and past it
 @pytest.mark.parametrize(
     ("thrown", "heard"),
