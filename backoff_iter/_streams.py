@@ -18,9 +18,10 @@ steps aside: the items and the consumer's calls go straight to the source
 the source lets out - its own failure, or what the consumer threw in and it
 did not handle - ends the call as a committed failure.  With ``resume=``
 each item is counted, and the two are told apart: the source's failure is
-resumed, what the consumer threw in is its own, never retried, and ends the
-call as a close does: the parts hear the attempt end as one the dependency
-answered (``Call.abandon``), the hooks nothing.
+resumed (one it meets as it goes on after a ``throw()`` too), what the
+consumer threw in - let out as itself, or raised from it - is its own, never
+retried, and ends the call as a close does: the parts hear the attempt end
+as one the dependency answered (``Call.abandon``), the hooks nothing.
 """
 
 from __future__ import annotations
@@ -182,8 +183,13 @@ def sync_stream(
                     except StopIteration as end:  # the source ended: so does the stream
                         call.settle(attempt, None, end.value)
                         return end.value
-                    except BaseException:
-                        call.abandon()
+                    except BaseException as failure:
+                        if _lets_out(failure, thrown):  # the consumer's, back to it
+                            call.abandon()
+                            raise
+                        call.restart_schedule()  # the source's own failure: resumed
+                        if call.settle(attempt, failure, _NO_RESULT):
+                            break
                         raise
                     continue
                 count += 1
@@ -257,6 +263,19 @@ def _out_of_close(failure: BaseException, iterator: Any) -> bool:
     return isinstance(failure.__context__, GeneratorExit) or (
         failure.__class__ is RuntimeError and getattr(iterator, "gi_frame", None) is not None
     )
+
+
+def _lets_out(failure: BaseException, thrown: BaseException) -> bool:
+    """Whether *failure*, out of the source the consumer threw *thrown* into,
+    is the consumer's own let out - *thrown* itself, or raised from it (the
+    RuntimeError Python makes of a StopIteration) - rather than the source's
+    own failure as it went on.
+
+    >>> thrown = KeyError("skip")
+    >>> _lets_out(thrown, thrown), _lets_out(ConnectionError("cut"), thrown)
+    (True, False)
+    """
+    return failure is thrown or failure.__cause__ is thrown
 
 
 def _abandon(call: Call, iterator: Any) -> None:
@@ -359,8 +378,13 @@ def async_stream(
                     except StopAsyncIteration:
                         await call.asettle(attempt, None, None)
                         return
-                    except BaseException:
-                        call.abandon()
+                    except BaseException as failure:
+                        if _lets_out(failure, thrown):
+                            call.abandon()
+                            raise
+                        call.restart_schedule()
+                        if await call.asettle(attempt, failure, _NO_RESULT):
+                            break
                         raise
                     continue
                 count += 1

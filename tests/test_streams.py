@@ -472,6 +472,95 @@ def test_send_and_throw_reach_the_source_and_a_thrown_error_is_never_retried():
     assert received == ["a", "b"] and slept == []
 
 
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_source_failing_on_its_own_as_it_answers_a_throw_is_resumed(form):
+    """The consumer throws KeyError in to skip an item; the source, fetching what follows,
+    fails on its own (ConnectionError): that failure is the source's, not what the consumer
+    threw in, so with resume= it is resumed from where the consumer is (the hooks hear a
+    retry; the schedule starts over, as after any progress).  It was taken for the
+    consumer's: never resumed, the hooks told nothing."""
+    events, heard, calls = [], [], []
+
+    def skipping(start=0):
+        calls.append(start)
+        if len(calls) == 1:
+            raise ConnectionError("refused")  # before the first item
+        for number in range(start, 5):
+            try:
+                yield number
+            except KeyError:
+                if len(calls) == 2:  # only the first source to deliver is cut
+                    raise ConnectionError("cut while skipping") from None
+
+    async def askipping(start=0):
+        for number in skipping(start):  # the same items, from an async generator
+            try:
+                yield number
+            except KeyError:
+                if len(calls) == 2:
+                    raise ConnectionError("cut while skipping") from None
+
+    source = skipping if form == "sync" else askipping
+
+    def resume(state):
+        heard.append((state.count, state.last))
+        return source(state.count)
+
+    stream = retry([0.25, 0.5], on=ConnectionError, observe=events.append, resume=resume)(source)()
+    with no_sleep() as slept:
+        if form == "sync":
+            received = [next(stream), next(stream), stream.throw(KeyError("skip")), *stream]
+        else:
+
+            async def consume():
+                got = [await stream.__anext__(), await stream.__anext__()]
+                got.append(await stream.athrow(KeyError("skip")))
+                return got + [item async for item in stream]
+
+            received = asyncio.run(consume())
+    assert received == [0, 1, 2, 3, 4] and heard == [(2, 1)] and slept == [0.25, 0.25]
+    assert [(e.kind, e.number) for e in events] == [("retry", 1), ("retry", 2), ("success", 3)]
+    assert calls == [0, 0, 2]
+
+
+@pytest.mark.parametrize("form", ["sync", "async"])
+@pytest.mark.parametrize("translated", [False, True])
+def test_what_the_consumer_threw_in_stays_its_own_when_the_source_lets_it_out(form, translated):
+    """With resume=, the consumer's exception let out by the source - as itself, or as the
+    RuntimeError Python makes of a StopIteration (PEP 479) - is never resumed, even under
+    on=Exception."""
+    events, calls = [], []
+
+    def items(start=0):
+        calls.append(start)
+        yield from range(start, 5)
+
+    async def aitems(start=0):
+        calls.append(start)
+        for number in range(start, 5):
+            yield number
+
+    source = items if form == "sync" else aitems
+    thrown = (StopIteration if form == "sync" else StopAsyncIteration)() if translated else None
+    thrown = thrown or KeyError("mine")
+    stream = retry(
+        [0.0], on=Exception, observe=events.append, resume=lambda state: source(state.count)
+    )(source)()
+    expected = RuntimeError if translated else KeyError
+    with no_sleep() as slept, pytest.raises(expected) as raised:
+        if form == "sync":
+            next(stream), next(stream), stream.throw(thrown)
+        else:
+
+            async def consume():
+                await stream.__anext__(), await stream.__anext__()
+                await stream.athrow(thrown)
+
+            asyncio.run(consume())
+    assert (raised.value.__cause__ if translated else raised.value) is thrown
+    assert calls == [0] and slept == [] and events == []
+
+
 def test_a_source_that_handles_a_thrown_error_goes_on():
     """The source catches what the consumer threw in and yields on: the stream goes on."""
 
