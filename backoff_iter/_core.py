@@ -506,12 +506,20 @@ class Call:
         self.state = _DONE
         self.last = None
         policy = self.policy
-        if matches(policy.on, policy.only_exceptions, failure):
-            kind = (
-                THROTTLE if policy.throttled is not None and policy.throttled(failure) else FAILURE
-            )
-            for after in self.plan.afters:
-                after(failure, kind, self.number, self.spent)
+        try:  # what breaks here (``on``, ``throttled``, a part) ends the call, as in decide
+            retried = matches(policy.on, policy.only_exceptions, failure)
+            if retried:
+                kind = (
+                    THROTTLE
+                    if policy.throttled is not None and policy.throttled(failure)
+                    else FAILURE
+                )
+                for after in self.plan.afters:
+                    after(failure, kind, self.number, self.spent)
+        except BaseException as error:
+            self._broken(error)
+            raise
+        if retried:
             self._give_up(attempt, failure, "committed")
         else:  # a failure no policy retries: an error, as for any call
             self.end_on_error(failure)

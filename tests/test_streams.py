@@ -196,6 +196,34 @@ def test_a_stream_succeeds_when_it_ends_and_a_committed_failure_is_a_give_up():
     assert breaker.state == "open"
 
 
+@pytest.mark.parametrize("form", ["stream", "call"])
+def test_a_part_failing_as_it_hears_a_committed_failure_ends_the_call_as_an_error(form):
+    """A part raises as it is told of the failure (a fleet breaker's store down): the call
+    ends with its error, and the hooks hear it as an "error" (a span begun at a retry ends),
+    as they do for a plain call whose retries ran out.  A committed stream told them nothing."""
+    from backoff_iter import Part
+
+    class StoreDown(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            if kind != "success":
+                raise OSError("store down")
+
+    events = []
+
+    def items():
+        yield 0
+        raise ConnectionError("cut")
+
+    def call():
+        raise ConnectionError("cut")
+
+    decorated = retry([], on=ConnectionError, parts=[StoreDown()], observe=events.append)
+    with pytest.raises(OSError, match="store down") as raised:
+        list(decorated(items)()) if form == "stream" else decorated(call)()
+    assert isinstance(raised.value.__context__, ConnectionError)
+    assert [(event.kind, event.outcome) for event in events] == [("error", raised.value)]
+
+
 def test_a_stream_resumed_after_the_deadlines_last_sleep_is_not_resumed_again():
     """The deadline cut the first retry's sleep to its last (8 s to 6); the resumed source
     delivers 3 and 4, then fails: no further attempt, though the clock (moved only by the
