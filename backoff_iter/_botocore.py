@@ -58,6 +58,11 @@ def _retryable(exc: BaseException) -> bool:
     return _verdict.get().retryable
 
 
+def _retryable_answer(result: Any) -> bool:
+    """A 2xx answer botocore retries all the same (DynamoDB's whose x-amz-crc32 fails)."""
+    return _verdict.get().retryable
+
+
 def _throttled(outcome: Any) -> bool:
     return _verdict.get().throttle
 
@@ -127,8 +132,9 @@ class _InStepWithin:
 class _Handler:
     """The client's ``needs-retry`` handler, on this library's core."""
 
-    def __init__(self, policy: Policy, service: str, max_attempts: int) -> None:
+    def __init__(self, policy: Policy, budget: Budget, service: str, max_attempts: int) -> None:
         self.policy = policy
+        self.budget = budget
         self.service = service
         self.adapter = standard.RetryEventAdapter()
         self.detector = standard.ThrottlingErrorDetector(self.adapter)
@@ -175,7 +181,12 @@ class _Handler:
         if failure is None:
             response = context.http_response
             if response is not None and 200 <= response.status_code < 300:
-                return call.settle(None, None, context.parsed_response)
+                retried = call.settle(None, None, context.parsed_response)
+                if not retried and call.reason is not None:
+                    # a retried 2xx with no retry left still goes back, a success for
+                    # botocore's after-call: the quota gets back what the last retry took
+                    self.budget.record_success(call.number == 1, call.spent)
+                return retried
             operation = kwargs["operation"]
             failure = ClientError(context.parsed_response or {}, operation.name)
         return call.settle(None, failure, _NO_RESULT)
@@ -197,8 +208,10 @@ def botocore_retries(
     botocore's standard mode (1.44, "retry behavior 2.1") to the decision,
     the delay and the unit: the same retryable errors (transient, throttling
     and modeled ones, the same status and error codes, as botocore's own
-    checkers tell them), the delays ``random() * min(base * 2**i, 20)``
-    drawn from the same ``random.random()`` calls (*base* 1 s after a
+    checkers tell them; a DynamoDB 200 whose ``x-amz-crc32`` fails is retried
+    too, and comes back when no retry is left), the delays
+    ``random() * min(base * 2**i, 20)`` drawn from the same
+    ``random.random()`` calls (*base* 1 s after a
     throttle, 50 ms otherwise, 25 ms for DynamoDB), ``x-amz-retry-after``
     raising a delay by at most 5 s, and a :class:`~backoff_iter.RetryQuota`
     per client, paid before the delay is drawn; long-polling operations wait
@@ -244,7 +257,7 @@ def botocore_retries(
             "client", f"client must be a botocore (boto3) client, got {_checks.shown(client)}"
         ) from None
     max_attempts = _checks.count("max_attempts", max_attempts, minimum=1)
-    for name in ("on", "on_result", "throttled"):
+    for name in ("on", "on_result", "throttled"):  # (on_result: a 2xx botocore retries)
         if name in options:
             raise _checks.ArgumentTypeError(
                 name, f"botocore_retries sets {name} from botocore's own checkers; it takes none"
@@ -261,8 +274,9 @@ def botocore_retries(
     given.setdefault("retry_after", _retry_after)
     given.setdefault("retry_after_beyond", _RETRY_AFTER_BEYOND)
     given["on"] = _retryable
+    given["on_result"] = _retryable_answer
     given["throttled"] = _throttled
-    given["budget"] = RetryQuota() if budget is None else budget
+    given["budget"] = budget = RetryQuota() if budget is None else budget
     schedule = (
         aws_standard(service, max_attempts) if delays is None else _within(delays, max_attempts - 1)
     )
@@ -273,7 +287,7 @@ def botocore_retries(
             "botocore_retries takes no part with a before_attempt: botocore sends each"
             " attempt on its own",
         )
-    handler = _Handler(policy, service, max_attempts)
+    handler = _Handler(policy, budget, service, max_attempts)
     if hasattr(standard, "MaxAttemptsSeeder"):  # (1.44 on: the first request's header)
         seeder = standard.MaxAttemptsSeeder(max_attempts)
         events.unregister(f"request-created.{service}", unique_id=f"seed-max-attempts-{service}")

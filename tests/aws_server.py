@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 #: What a scripted answer can be: (status, error type or None, x-amz-retry-after in ms or None).
@@ -19,7 +20,10 @@ ANSWERS = {
     "429": (429, None, None),
     "bad": (400, "ValidationException", None),
     "hint": (500, "InternalServerError", "9000"),
+    "crc": OK,  # with an x-amz-crc32 that is not its body's: DynamoDB's corrupted response
 }
+#: The answers whose x-amz-crc32 header does not match the body (see RetryDDBChecksumError).
+CORRUPTED = {"crc"}
 
 
 class AwsServer:
@@ -56,6 +60,8 @@ class AwsServer:
                 self.send_header("Content-Length", str(len(data)))
                 if retry_after is not None:
                     self.send_header("x-amz-retry-after", retry_after)
+                if name in CORRUPTED:
+                    self.send_header("x-amz-crc32", str((zlib.crc32(data) + 1) & 0xFFFFFFFF))
                 self.end_headers()
                 self.wfile.write(data)
 

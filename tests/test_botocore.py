@@ -147,7 +147,7 @@ def server():
         yield running
 
 
-ANSWERS = ["ok", "500", "503", "throttle", "provisioned", "slow down", "429", "bad", "hint"]
+ANSWERS = ["ok", "500", "503", "throttle", "provisioned", "slow down", "429", "bad", "hint", "crc"]
 
 
 def run_calls(client, server, seed, calls=4):
@@ -199,6 +199,36 @@ def test_botocore_retries_is_botocores_standard_mode_request_for_request(server,
         if (got, slept_ours) != (expected, slept_theirs):
             differences.append((seed, expected, list(slept_theirs), got, list(slept_ours)))
     assert not differences, "\n".join(map(repr, differences[:1]))
+
+
+@pytest.mark.usefixtures("no_process_hooks")
+@pytest.mark.parametrize(
+    "script", [["crc", "crc", "ok"], ["crc", "crc", "crc"], ["crc", "500", "crc", "ok"]]
+)
+def test_a_dynamodb_answer_whose_checksum_fails_is_retried_as_botocore_does(server, script):
+    """A 200 whose x-amz-crc32 is not its body's (a corrupted answer) is retried, as botocore's
+    standard mode retries it; out of attempts, the last answer comes back, and the quota is
+    given back what the last retry took, as botocore's after-call gives it."""
+    slept_ours: list[float] = []
+
+    def send(client, slept):
+        server.script, server.seen[:] = list(script), []
+        random.seed(5)
+        with mock.patch.object(
+            botocore.endpoint.time, "sleep", lambda s: slept.append(s) if s else None
+        ):
+            response = client.list_tables()
+        return response["ResponseMetadata"]["RetryAttempts"], len(server.seen), slept
+
+    theirs = send(dynamodb(server.url, 3), [])
+    ours = send(botocore_retries(dynamodb(server.url), sleep=slept_ours.append), slept_ours)
+    assert ours == theirs
+    assert ours[:2] == (2, 3)
+    quota = RetryQuota()
+    client = botocore_retries(dynamodb(server.url), budget=quota, sleep=lambda seconds: None)
+    server.script = list(script)
+    client.list_tables()
+    assert quota.available == 500 - 14  # two retries of 14; the answer that came back gave one
 
 
 def test_the_quota_of_one_client_refuses_as_botocores_when_drained(server):
