@@ -153,7 +153,7 @@ class _Handler:
             call = request_context[_CALL] = Call(self.policy, None)
         self.max_attempts.is_retryable(context)  # botocore's "max" of the request's header
         verdict = _Verdict(
-            self.retryable.is_retryable(context),
+            self._retryable(context),
             self.detector.is_throttling_error(**kwargs),
             context,
         )
@@ -174,6 +174,15 @@ class _Handler:
                 return False  # (not None: later handlers must not retry)
         self.adapter.adapt_retry_response_from_context(context)
         return 0.0 if retried else None
+
+    def _retryable(self, context: Any) -> bool:
+        """botocore's verdict: is the attempt's outcome retryable?  A DynamoDB
+        answer whose x-amz-crc32 is no number (botocore's checker raises
+        ValueError on it) cannot be trusted: retried, as a failed checksum."""
+        try:
+            return bool(self.retryable.is_retryable(context))
+        except ValueError:
+            return True
 
     def _settle(self, call: Call, context: Any, kwargs: dict[str, Any]) -> bool:
         """Decide (and sleep) on this attempt's outcome; True: botocore sends the next."""
@@ -209,7 +218,7 @@ def botocore_retries(
     the delay and the unit: the same retryable errors (transient, throttling
     and modeled ones, the same status and error codes, as botocore's own
     checkers tell them; a DynamoDB 200 whose ``x-amz-crc32`` fails is retried
-    too, and comes back when no retry is left), the delays
+    too (one that is no number, which botocore raises on, as well), and comes back when no retry is left), the delays
     ``random() * min(base * 2**i, 20)`` drawn from the same
     ``random.random()`` calls (*base* 1 s after a
     throttle, 50 ms otherwise, 25 ms for DynamoDB), ``x-amz-retry-after``

@@ -21,6 +21,7 @@ ANSWERS = {
     "bad": (400, "ValidationException", None),
     "hint": (500, "InternalServerError", "9000"),
     "crc": OK,  # with an x-amz-crc32 that is not its body's: DynamoDB's corrupted response
+    "garbled crc": OK,  # with an x-amz-crc32 that is no number at all
 }
 #: The answers whose x-amz-crc32 header does not match the body (see RetryDDBChecksumError).
 CORRUPTED = {"crc"}
@@ -62,6 +63,8 @@ class AwsServer:
                     self.send_header("x-amz-retry-after", retry_after)
                 if name in CORRUPTED:
                     self.send_header("x-amz-crc32", str((zlib.crc32(data) + 1) & 0xFFFFFFFF))
+                if name == "garbled crc":
+                    self.send_header("x-amz-crc32", "0x1f-not-a-checksum")
                 self.end_headers()
                 self.wfile.write(data)
 

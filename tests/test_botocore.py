@@ -231,6 +231,21 @@ def test_a_dynamodb_answer_whose_checksum_fails_is_retried_as_botocore_does(serv
     assert quota.available == 500 - 14  # two retries of 14; the answer that came back gave one
 
 
+@pytest.mark.usefixtures("no_process_hooks")
+def test_a_garbled_checksum_header_is_retried_as_a_failed_checksum_not_raised(server):
+    """An x-amz-crc32 that is no number (botocore's own handler raises ValueError on it):
+    the answer cannot be trusted, so it is retried as one whose checksum fails; out of
+    retries it comes back."""
+    slept = []
+    client = botocore_retries(dynamodb(server.url), sleep=slept.append)
+    server.script, server.seen[:] = ["garbled crc", "ok"], []
+    assert client.list_tables()["ResponseMetadata"]["RetryAttempts"] == 1
+    assert len(server.seen) == 2 and len(slept) == 1
+    server.script, server.seen[:] = ["garbled crc"] * 3, []
+    assert client.list_tables()["TableNames"] == ["t"]  # the last answer, all the same
+    assert len(server.seen) == 3
+
+
 def test_the_quota_of_one_client_refuses_as_botocores_when_drained(server):
     """A drained quota: RetryQuotaReached in the error's metadata, no retry sent, no sleep."""
     client = dynamodb(server.url)
