@@ -217,10 +217,10 @@ def botocore_retries(
     botocore's standard mode (1.44, "retry behavior 2.1") to the decision,
     the delay and the unit: the same retryable errors (transient, throttling
     and modeled ones, the same status and error codes, as botocore's own
-    checkers tell them; a DynamoDB 200 whose ``x-amz-crc32`` fails is retried
-    too (one that is no number, which botocore raises on, as well), and comes back when no retry is left), the delays
-    ``random() * min(base * 2**i, 20)`` drawn from the same
-    ``random.random()`` calls (*base* 1 s after a
+    checkers tell them; a DynamoDB 200 whose ``x-amz-crc32`` fails, or is
+    no number - on which botocore raises - is retried too, and comes back
+    when no retry is left), the delays ``random() * min(base * 2**i, 20)``
+    drawn from the same ``random.random()`` calls (*base* 1 s after a
     throttle, 50 ms otherwise, 25 ms for DynamoDB), ``x-amz-retry-after``
     raising a delay by at most 5 s, and a :class:`~backoff_iter.RetryQuota`
     per client, paid before the delay is drawn; long-polling operations wait
