@@ -14,6 +14,7 @@ mode's.
 from __future__ import annotations
 
 import contextvars
+import sys
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -82,12 +83,11 @@ def _retry_after(outcome: Any) -> float | None:
     return None if seconds < 0 else seconds
 
 
-def aws_standard(service: str, max_attempts: int) -> PerFailure:
+def aws_standard(service: str, retries: int) -> PerFailure:
     """The AWS SDKs' standard backoff for *service*: full jitter below
     ``min(base * 2**i, 20)`` seconds, *base* 1 s after a throttle and 50 ms
-    otherwise (25 ms for DynamoDB), for *max_attempts* - 1 retries."""
+    otherwise (25 ms for DynamoDB), for *retries* retries."""
     base = _NON_THROTTLING_BASE.get(service, 0.05)
-    retries = max_attempts - 1
     return per_failure(
         throttle=lambda: islice(exponential(1.0, cap=20), retries),
         default=lambda: islice(exponential(base, cap=20), retries),
@@ -286,9 +286,8 @@ def botocore_retries(
     given["on_result"] = _retryable_answer
     given["throttled"] = _throttled
     given["budget"] = budget = RetryQuota() if budget is None else budget
-    schedule = (
-        aws_standard(service, max_attempts) if delays is None else _within(delays, max_attempts - 1)
-    )
+    retries = min(max_attempts - 1, sys.maxsize)  # islice counts no further: as if unbounded
+    schedule = aws_standard(service, retries) if delays is None else _within(delays, retries)
     policy = Policy(schedule, **given)
     if policy.plan.befores:
         raise _checks.ArgumentTypeError(

@@ -320,6 +320,18 @@ def test_what_botocore_decides_is_not_an_option():
     rejects(lambda: botocore_retries(client, max_attempts=0), ValueError, "max_attempts")
 
 
+@pytest.mark.usefixtures("no_process_hooks")
+@pytest.mark.parametrize("delays", [None, [0.5] * 3], ids=["botocore's", "a list"])
+def test_max_attempts_beyond_any_count_retries_as_unbounded(server, delays):
+    """max_attempts of 10**30 (more than islice counts): the retries are as if unbounded,
+    not a ValueError out of the API call's first failure."""
+    slept = []
+    client = botocore_retries(dynamodb(server.url), delays, max_attempts=10**30, sleep=slept.append)
+    server.script = ["500", "500"]
+    assert client.list_tables()["ResponseMetadata"]["RetryAttempts"] == 2
+    assert len(slept) == 2
+
+
 def sqs(url):
     """A real botocore SQS client on *url* (its ReceiveMessage is a long poll)."""
     import botocore.session
