@@ -608,9 +608,11 @@ class RetryQuota:
         self._milli = milli if milli < self._capacity else self._capacity
 
     def _units(self, spent: float) -> int:
-        """*spent* in thousandths, at most the capacity (never raises)."""
-        milli = spent * 1000.0
-        return self._capacity if milli >= self._capacity else round(milli)
+        """*spent* in thousandths, at most the capacity (never raises: *spent*
+        is compared before it is multiplied, an int beyond floats included)."""
+        if spent >= self.capacity:
+            return self._capacity
+        return round(spent * 1000.0)
 
     def record_success(self, first_attempt: bool, spent: float = 0.0) -> None:
         """Give back *success_refund* (a call that succeeded at once) and
