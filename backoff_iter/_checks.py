@@ -223,11 +223,19 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     """
     kind = delays.__class__
     if kind is FunctionType:  # the common case (a lambda, a def), at once: no iterator
-        if delays.__code__.co_flags & _ASYNC:  # type: ignore[attr-defined]
+        code = delays.__code__  # type: ignore[attr-defined]
+        if code.co_flags & _ASYNC:
             raise ArgumentTypeError(
                 name,
                 f"{name} must be a plain function returning delays, got the async"
                 f" function {delays.__qualname__}: delays are drawn, never awaited",  # type: ignore[attr-defined]
+            )
+        if (code.co_argcount or code.co_kwonlyargcount) and _needs_arguments(delays):
+            raise ArgumentTypeError(
+                name,
+                f"{name} must be a function of no arguments returning fresh delays, got"
+                f" {delays.__qualname__}, which needs arguments (to retry a function,"  # type: ignore[attr-defined]
+                " decorate it: @retry(on=...) above its def)",
             )
         return cast("Callable[[], Iterable[float]]", delays), False
     if kind is tuple and delays and isinstance(delays[0], type):  # type: ignore[index]
@@ -246,6 +254,15 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     if isinstance(delays, Sequence) and not isinstance(delays, (str, bytes)):
         return delays.__iter__, False
     return iterable(name, delays).__iter__, True  # type: ignore[arg-type]
+
+
+def _needs_arguments(function: Any) -> bool:
+    """Whether a plain function has a parameter without a default (read from
+    its code, without inspect: a policy may be made per call)."""
+    code = function.__code__
+    return code.co_argcount > len(function.__defaults__ or ()) or code.co_kwonlyargcount > len(
+        function.__kwdefaults__ or ()
+    )
 
 
 def listed(name: str, delays: Iterable[Any]) -> None:

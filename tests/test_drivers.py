@@ -30,6 +30,7 @@ from backoff_iter import (
     constant,
     exponential,
     full_jitter,
+    per_failure,
     retry,
     retrying,
 )
@@ -3133,6 +3134,52 @@ def test_an_async_function_of_delays_is_refused_when_the_policy_is_made(make, de
     TypeError naming delays at once, not at the first failure (with a
     coroutine never awaited)."""
     rejects(lambda: make(delays), TypeError, "delays", "async function", delays.__qualname__)
+
+
+def _fetch(url):
+    return [0.1]
+
+
+def _fetch_keyword(*, url):
+    return [0.1]
+
+
+@pytest.mark.parametrize("delays", [_fetch, _fetch_keyword, lambda url, retries=2: [0.1]])
+@pytest.mark.parametrize(
+    "make",
+    [
+        retrying,
+        aretrying,
+        lambda delays: retry(delays, on=OSError),
+        lambda delays: retry(on=OSError, attempt_timeout=delays, timeout_arg="timeout"),
+        lambda delays: per_failure(default=delays),
+    ],
+)
+def test_a_function_needing_arguments_is_refused_as_delays_when_the_policy_is_made(make, delays):
+    """Delays are drawn by calling the function with no arguments: one that
+    needs some - the function to retry given where the delays go, as in
+    ``@retry(fetch, on=OSError)`` - is a TypeError naming the parameter at
+    once; it failed at the first retry with the interpreter's own."""
+    with pytest.raises(TypeError) as raised:
+        make(delays)
+    assert raised.value.parameter in ("delays", "attempt_timeout", "default")
+    assert "no arguments" in str(raised.value), raised.value
+    assert delays.__qualname__ in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "delays", [lambda: [0.1], lambda *more: [0.1], lambda retries=1: [0.1], lambda **given: [0.1]]
+)
+def test_a_function_of_optional_arguments_serves_as_delays(delays):
+    """What can be called with no argument serves: defaults, *args, **kwargs."""
+    from backoff_iter.testing import no_sleep
+
+    with no_sleep() as slept:
+        for attempt in retrying(delays, on=OSError):
+            with attempt:
+                if attempt.number == 1:
+                    raise OSError("reset")
+    assert slept == [0.1]
 
 
 # -- clocks that misbehave, and how often the clock is read ------------------------------------
