@@ -13,7 +13,16 @@ from redis_server import RedisServer, require_binary
 
 from backoff_iter.fleet import _budget_script, _count_script
 from backoff_iter.fleet._budget_script import CREDIT, CRUMB, OWED, TRIMMED
-from backoff_iter.fleet._ledger import GONE, LEFT, REPAIRED, Scores, lua_number, whole
+from backoff_iter.fleet._ledger import (
+    GONE,
+    LEFT,
+    LONGEST_HORIZON,
+    REPAIRED,
+    Scores,
+    lua_number,
+    whole,
+)
+from backoff_iter.fleet._member import Timing
 from backoff_iter.fleet._shared import Ledger
 
 names = (f"ledger-{i}" for i in count())
@@ -1017,3 +1026,27 @@ def test_withdrawals_about_to_leave_still_count_against_the_room():
         model, "a", -2_000, at=start + 2 * slot - 1, acked=-2_000, kind=WINDOW
     )[1:]
     assert (value, lease) == (-2_000, 1_000)
+
+
+FAST = (100_000, 300_000, 1_200_000, 6_000)  # sync_interval=0.1: a horizon of 1.2 s, kept 60 s
+SLOW = (1_000_000, 3_000_000, 12_000_000, 60_000)  # sync_interval=1: 12 s, kept 600 s
+
+
+@pytest.mark.parametrize("script", ["BUDGET", "THROTTLE"])
+def test_members_of_one_fleet_with_different_sync_intervals_keep_each_other(client, script):
+    """A process with sync_interval=1 (horizon 12 s) in a fleet whose others use 0.1 (1.2 s), as in a rolling deploy that changes it: a fast member's exchange neither forgets the slow one (it took its lease back and counted one process, every time) nor drops what a slow one forgot as impossible, and says nothing was repaired (Redis and the model alike)."""
+    twins = Twins(client, script)
+    extra = ("", 0, *LEVEL) if script == "BUDGET" else THROTTLE
+    twins.run("x", NOW, *SLOW, 0, 0, 1_000, 0, 0, *extra)  # a slow member, about to crash
+    twins.run("s", NOW + 13_000_000, *SLOW, 0, 0, 0, 0, 0, *extra)  # forgets x, keeps its a: 600 s
+    got = twins.run("a", NOW + 13_000_001, *FAST, 0, 0, 0, 0, 0, *extra)
+    assert not got[0] & REPAIRED, got
+    assert got[2 if script == "BUDGET" else 3] == 2  # n: a and s
+    assert "s" in twins.state()[1] and "a:x" in twins.state()[2]
+    if script == "BUDGET":  # s holds the lease it was lent alone: a is lent none of it
+        assert (got[3], twins.state()[2]["l:s"]) == (0, "10000")
+
+
+def test_the_longest_horizon_is_a_stores_at_its_longest_sync_interval():
+    """The bound the scripts allow any member is the horizon of a RedisStore at sync_interval=60, the longest it takes."""
+    assert LONGEST_HORIZON == round(Timing(60.0, 0.0).horizon * 1e6) == 720_000_000

@@ -54,6 +54,15 @@ LIMIT = 2**53
 #: within it, however many came and went before.
 KEPT = 50
 
+#: The longest horizon a member may have, in microseconds: a
+#: ``RedisStore``'s at its longest ``sync_interval`` (60 s; 4 x 3 x 60 s).
+#: Members of one fleet may exchange at different sync intervals (a rolling
+#: deploy that changes it): an expiry (or a forgotten member's bound) is
+#: impossible only beyond what the slowest of them could have written, not
+#: beyond this member's own, or a fast member would forget a slow one at each
+#: exchange (and lend its lease again).
+LONGEST_HORIZON = 720_000_000
+
 # The Lua every script begins with: the keys' types checked, the clock, the
 # members' expiry, and what a member counted since its last exchange.  ARGV:
 # 1 member, 2 now in microseconds ('' for the server's TIME), 3 sync interval,
@@ -121,6 +130,13 @@ end
 local kept = math.max("""
     + str(KEPT)
     + """ * horizon, ttl * 1000)
+-- Beyond any member's horizon, and beyond what any member keeps (see LONGEST_HORIZON).
+local furthest = math.max(horizon, """
+    + str(LONGEST_HORIZON)
+    + """)
+local furthest_kept = math.max("""
+    + str(KEPT)
+    + """ * furthest, ttl * 1000)
 local function forget(ids, bit_)
   for _, id in ipairs(ids) do
     release(id)
@@ -131,9 +147,9 @@ local function forget(ids, bit_)
   end
 end
 forget(redis.call('ZRANGEBYSCORE', members, '-inf', '(' .. int(now)), GONE)
-forget(redis.call('ZRANGEBYSCORE', members, '(' .. int(now + horizon), '+inf'), REPAIRED)
+forget(redis.call('ZRANGEBYSCORE', members, '(' .. int(now + furthest), '+inf'), REPAIRED)
 redis.call('ZREMRANGEBYSCORE', members, '-inf', '(' .. int(now))
-redis.call('ZREMRANGEBYSCORE', members, '(' .. int(now + horizon), '+inf')
+redis.call('ZREMRANGEBYSCORE', members, '(' .. int(now + furthest), '+inf')
 -- Members forgotten kept ago (or beyond kept ahead: never) are dropped for
 -- good, each once: no exchange reads those dropped before.
 local function drop(ids)
@@ -142,11 +158,11 @@ local function drop(ids)
   end
 end
 drop(redis.call('ZRANGEBYSCORE', gone, '-inf', '(' .. int(now)))
-local never = redis.call('ZRANGEBYSCORE', gone, '(' .. int(now + kept), '+inf')
+local never = redis.call('ZRANGEBYSCORE', gone, '(' .. int(now + furthest_kept), '+inf')
 if #never > 0 then flag(REPAIRED) end
 drop(never)
 redis.call('ZREMRANGEBYSCORE', gone, '-inf', '(' .. int(now))
-redis.call('ZREMRANGEBYSCORE', gone, '(' .. int(now + kept), '+inf')
+redis.call('ZREMRANGEBYSCORE', gone, '(' .. int(now + furthest_kept), '+inf')
 redis.call('ZREM', gone, member)
 -- No member left, a lease still held is a member's the fleet lost track of
 -- (the members key deleted or evicted, the member gone): they all come back.
@@ -362,10 +378,11 @@ class LedgerBase:
         renewed (or it left): (leased, n)."""
         members, gone = self.members, self.gone
         kept = max(KEPT * horizon, ttl * 1000)
+        furthest = max(horizon, LONGEST_HORIZON)  # any member's (see LONGEST_HORIZON)
         leased = self._forget(members.below(now), GONE, leased, now + kept)
-        leased = self._forget(members.above(now + horizon), REPAIRED, leased, now + kept)
+        leased = self._forget(members.above(now + furthest), REPAIRED, leased, now + kept)
         self._drop(gone.below(now))
-        never = gone.above(now + kept)
+        never = gone.above(now + max(KEPT * furthest, ttl * 1000))
         if never:
             self._mask |= REPAIRED
         self._drop(never)
