@@ -1803,6 +1803,23 @@ def test_a_token_bucket_that_cannot_reach_redis_waits_then_is_a_whole_bucket_alo
             bucket.record_failure(False)
             answers.append(bucket.try_retry(None))
         assert answers == [True, True, True, False, False]  # 8, 7, 6 > 5; 5 is not
+        store.close()
+        assert not bucket.try_retry(None)  # alone already: closing refills nothing
+
+
+def test_a_token_bucket_whose_store_closed_before_it_heard_is_a_whole_bucket_alone():
+    """Closed before Redis ever answered: the bucket is a whole one of its own at once, as without a store (it refused every retry for good: its own counts never lift it above half, and no thread would find it alone)."""
+    import redis
+
+    nobody = redis.Redis(host="127.0.0.1", port=free_port())
+    store = RedisStore(nobody, next(names), sync_interval=60)  # no second exchange
+    bucket = TokenBucket(max_tokens=10, token_ratio=1, store=store)
+    store.close()
+    answers = []
+    for _ in range(5):
+        bucket.record_failure(False)
+        answers.append(bucket.try_retry(None))
+    assert answers == [True, True, True, True, False]  # 9, 8, 7, 6 > 5; 5 is not
 
 
 def test_a_pool_the_store_cannot_copy_is_used_as_it_is(server):

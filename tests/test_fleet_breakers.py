@@ -701,3 +701,22 @@ def test_a_window_of_up_to_1e9_seconds_is_shared_and_a_longer_one_refused(server
         with pytest.raises(ArgumentValueError, match=parameter) as refused:
             make(**{parameter: value}, store=RedisStore(server.client(), next(names)))
         assert refused.value.parameter == parameter and repr(value) in str(refused.value)
+
+
+def test_a_breaker_whose_store_was_closed_while_the_fleet_was_open_probes_and_closes_alone(server):
+    """close() while the fleet's circuit is open: the breaker goes on alone, as when Redis is gone - after the break its next call is the probe and a success closes it (it refused every call for good, waiting for an answer no thread would bring)."""
+    clock = Clock(100.0)
+    store = RedisStore(server.client(), next(names), sync_interval=0.01)
+    breaker = CircuitBreaker(**BREAKER, clock=clock, store=store)
+    wait_for_first_exchange(breaker)
+    for _ in range(20):
+        breaker.check()
+        breaker.record(False, ConnectionError("down"))
+    RedisServer.wait_until(lambda: not breaker._alone and breaker.state == "open", "the fleet to open")
+    store.close()
+    assert refuses(breaker)  # the break is not over
+    clock.now += 6  # it is: the next call probes
+    breaker.check()
+    assert breaker.state == "half_open"
+    breaker.record(True)
+    assert breaker.state == "closed" and not refuses(breaker)

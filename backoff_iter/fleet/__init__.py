@@ -73,9 +73,11 @@ Keys expire
 Ending
     ``store.close()`` (or ``with RedisStore(...) as store:``) sends the
     process's last counts, leaves the fleet (its lease comes back at once)
-    and stops the thread.  A store and part dropped without ``close()``
-    stop the thread when collected, but the counts of the last interval are
-    lost and the fleet forgets the process only after its horizon.
+    and stops the thread; a part still used after goes on alone, as when
+    Redis is gone (one that never heard is the in-process part).  A store
+    and part dropped without ``close()`` stop the thread when collected,
+    but the counts of the last interval are lost and the fleet forgets the
+    process only after its horizon.
 """
 
 from __future__ import annotations

@@ -148,6 +148,14 @@ class Member:
             self._answers += 1
             self._take(sent, answer, sent_at)
 
+    def _end(self) -> None:
+        """Its store closed, no answer comes again: the part goes on alone
+        for good, as when Redis is gone (a part that never heard is the
+        in-process one)."""
+        with self._lock:
+            self._alone = True
+            self._go_alone(self._ok_at != -_INF)  # as it was, if alone already
+
     def _renew(self, member: str) -> None:
         """A new process (after fork): nothing sent, nothing heard."""
         self._lock = threading.Lock()

@@ -293,8 +293,13 @@ class _Worker:
                 _log.exception("fleet part %r: an exchange failed", self._name)
             self.signal.wait(self._timing.interval)
             self.signal.clear()
-        if self._leave and not self._failing:
-            self._exchange(True)
+        try:
+            if self._leave and not self._failing:
+                self._exchange(True)
+        finally:
+            member = self._member()
+            if member is not None:  # no answer comes again: it goes on alone
+                member._end()
 
     def _exchange(self, leave: bool) -> bool:
         """One exchange; False when the part is gone."""
