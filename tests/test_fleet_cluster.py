@@ -89,3 +89,13 @@ def _card(cluster, key):
         return client.zcard(key)
     finally:
         client.close()
+
+
+def test_a_store_on_a_cluster_client_closed_still_has_a_repr(cluster):
+    """client.close() forgets the cluster's default node: the store's repr (and its part's, in a log line) still says what it is (it raised AttributeError)."""
+    client = cluster.client()
+    with RedisStore(client, "closed-client", sync_interval=0.02) as store:
+        quota = RetryQuota(store=store)
+        client.close()
+        assert repr(store) == "RedisStore(<redis.cluster.RedisCluster>, 'closed-client', sync_interval=0.02)"
+        assert repr(quota).endswith(f"shared through {store!r}")

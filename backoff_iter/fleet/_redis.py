@@ -148,8 +148,10 @@ class RedisStore(Store):
 def _where(client: Any) -> str:
     """Where *client* talks to, for a repr."""
     pool = getattr(client, "connection_pool", None)
-    if pool is None:  # a cluster client
+    if pool is None:  # a cluster client: no default node once closed
         node = client.get_default_node()
+        if node is None:
+            return "redis.cluster.RedisCluster"
         return f"redis.cluster.RedisCluster {node.host}:{node.port}"
     settings = pool.connection_kwargs
     where = settings.get("path") or f"{settings.get('host')}:{settings.get('port')}"
