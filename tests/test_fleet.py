@@ -107,6 +107,8 @@ def test_bad_store_arguments_name_the_parameter(client):
         rejects(lambda bad=bad: RedisStore(bad, "x"), TypeError, "client", "redis.Redis")
     rejects(lambda: RedisStore(client, ""), ValueError, "name")
     rejects(lambda: RedisStore(client, 7), TypeError, "name")
+    for bad in ("}", "}payments"):  # {name}, its keys' hash tag, would be empty
+        rejects(lambda bad=bad: RedisStore(client, bad), ValueError, "name", repr(bad), "}")
     for bad in (0, 0.0001, 61, math.nan, math.inf):
         rejects(
             lambda bad=bad: RedisStore(client, "x", sync_interval=bad), ValueError, "sync_interval"
@@ -120,6 +122,20 @@ def test_bad_store_arguments_name_the_parameter(client):
     rejects(
         lambda: RetryBudget(min_per_second=1e12, window=60, store=big), ValueError, "min_per_second"
     )
+
+
+@pytest.mark.parametrize("name", ["a}b", "{x", "x{", "{}", "pay ments:v2", "\u00e9t\u00e9"])
+def test_a_parts_keys_share_one_hash_slot_whatever_its_name(client, name):
+    """Odd characters in a name (braces too, after its first character): the five keys Redis holds hash to one slot of a Redis Cluster, so one script serves them."""
+    from redis.crc import key_slot
+
+    with RedisStore(client, name, sync_interval=0.01) as store:
+        bucket = TokenBucket(store=store)
+        bucket.record_failure(True)
+        wait_for_first_exchange(bucket)
+        keys = client.keys(f"backoff_iter:{{{name}}}:token_bucket:*")
+        assert len(keys) >= 3, keys  # counts, members, ledger (demand, gone when used)
+        assert len({key_slot(key) for key in keys}) == 1, keys
 
 
 def test_a_store_serves_one_budget(client):

@@ -47,7 +47,7 @@ class RedisStore(Store):
 
     *client* is a redis-py ``redis.Redis``, or a ``redis.cluster.RedisCluster``
     (a part's keys share one hash slot, ``{name}``, so its script runs on
-    any node of a cluster).  The store's thread talks to the same server
+    any node of a cluster; *name* may not begin with ``}``).  The store's thread talks to the same server
     through a connection of its own, made from the client's settings with a
     socket timeout of ``max(0.5, 5 x sync_interval)`` seconds and no retries
     of its own (a cluster client keeps two, to follow a failover; a client
@@ -87,6 +87,12 @@ class RedisStore(Store):
             )
         if not name:
             raise _checks.ArgumentValueError("name", "name must not be empty")
+        if name.startswith("}"):  # {name}: an empty hash tag, each key its own slot
+            raise _checks.ArgumentValueError(
+                "name",
+                f"name must not begin with '}}': the keys' hash tag {{name}} would be empty"
+                f" and a Redis Cluster would spread them over several slots, got {name!r}",
+            )
         sync_interval = _checks.number("sync_interval", sync_interval)
         if not 0.001 <= sync_interval <= 60.0:
             raise _checks.ArgumentValueError(
