@@ -1050,3 +1050,20 @@ def test_members_of_one_fleet_with_different_sync_intervals_keep_each_other(clie
 def test_the_longest_horizon_is_a_stores_at_its_longest_sync_interval():
     """The bound the scripts allow any member is the horizon of a RedisStore at sync_interval=60, the longest it takes."""
     assert LONGEST_HORIZON == round(Timing(60.0, 0.0).horizon * 1e6) == 720_000_000
+
+
+def test_ghosts_a_stray_client_wrote_to_the_demand_are_dropped(client):
+    """Entries of the demand key no exchange could have written (scored beyond any member's horizon) are dropped and said: they counted as members wanting room for good, and cut a failing member's lease to one retry's worth (Redis and the model alike)."""
+    twins = Twins(client, "BUDGET")
+    for member in "ab":
+        twins.run(member, NOW, *TIMING, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    bound = NOW + 1 + LONGEST_HORIZON  # the next exchange's now, plus the longest horizon
+    ghosts = {"ghost-0": NOW * 4, "ghost-1": NOW * 4, "ghost-2": bound + 1, "edge": bound}
+    client.zadd(twins.keys[3], ghosts)
+    for ghost, score in ghosts.items():
+        twins.model.demand.add(ghost, score)
+    mask, _, n, lease = twins.run("a", NOW + 1, *TIMING, 0, 0, 0, 0, 3, "", 0, *LEVEL)
+    assert mask & REPAIRED and n == 2
+    # half the room: its share beside the one at the bound (with the ghosts, one retry's worth)
+    assert lease == 5_000
+    assert twins.state()[3] == {"a": NOW + 1 + TIMING[1], "edge": bound}

@@ -150,6 +150,11 @@ forget(redis.call('ZRANGEBYSCORE', members, '-inf', '(' .. int(now)), GONE)
 forget(redis.call('ZRANGEBYSCORE', members, '(' .. int(now + furthest), '+inf'), REPAIRED)
 redis.call('ZREMRANGEBYSCORE', members, '-inf', '(' .. int(now))
 redis.call('ZREMRANGEBYSCORE', members, '(' .. int(now + furthest), '+inf')
+-- A budget's members wanting room are scored until their stale: beyond any
+-- horizon, none ever was (a stray client's) and would count as wanting for good.
+if redis.call('ZREMRANGEBYSCORE', demand, '(' .. int(now + furthest), '+inf') > 0 then
+  flag(REPAIRED)
+end
 -- Members forgotten kept ago (or beyond kept ahead: never) are dropped for
 -- good, each once: no exchange reads those dropped before.
 local function drop(ids)
@@ -381,6 +386,8 @@ class LedgerBase:
         furthest = max(horizon, LONGEST_HORIZON)  # any member's (see LONGEST_HORIZON)
         leased = self._forget(members.below(now), GONE, leased, now + kept)
         leased = self._forget(members.above(now + furthest), REPAIRED, leased, now + kept)
+        if self.demand.above(now + furthest):  # wanting room beyond any horizon: never was
+            self._mask |= REPAIRED
         self._drop(gone.below(now))
         never = gone.above(now + max(KEPT * furthest, ttl * 1000))
         if never:
