@@ -1067,3 +1067,14 @@ def test_ghosts_a_stray_client_wrote_to_the_demand_are_dropped(client):
     # half the room: its share beside the one at the bound (with the ghosts, one retry's worth)
     assert lease == 5_000
     assert twins.state()[3] == {"a": NOW + 1 + TIMING[1], "edge": bound}
+
+
+def test_a_rebuild_by_a_slower_member_is_lowered_by_a_faster_ones_view(client):
+    """Counts lost and rebuilt by a member with sync_interval=1 (its horizon 12 s) from a stale view: a member with 0.1 that heard less lowers them, as any member's view may for the rebuilder's horizon (it took the rebuild's end for a stray value and kept the higher level)."""
+    twins = Twins(client, "BUDGET")
+    for member, timing in (("s", SLOW), ("a", FAST)):
+        twins.run(member, NOW, *timing, 0, 0, 0, 0, 0, "", 0, *LEVEL)
+    twins.poison("delete counts", "s")
+    assert twins.run("s", NOW + 1, *SLOW, 0, 0, 0, 0, 0, 8_000, 0, *LEVEL)[1] == 8_000
+    mask, value, _, _ = twins.run("a", NOW + 2, *FAST, 0, 0, 0, 0, 0, 2_000, 0, *LEVEL)
+    assert value == 2_000 and mask & _budget_script.LOWERED and not mask & REPAIRED

@@ -11,6 +11,7 @@ from ._ledger import (
     GONE,
     LEFT,
     LIMIT,
+    LONGEST_HORIZON,
     PRELUDE,
     REBUILT,
     REPAIRED,
@@ -96,9 +97,10 @@ local want = leave and 0 or tonumber(ARGV[11])
 local value, room
 local owes, least = false, 1
 -- Counts gone (expired or deleted) are rebuilt from what the member heard,
--- never from full; for a horizon after, each member's view can only lower them.
+-- never from full; for a horizon after (the rebuilder's: within any), each
+-- member's view can only lower them.
 local function rebuilding()
-  return (whole(redis.call('HGET', counts, 'rebuilt'), 0, now + horizon) or 0) > now
+  return (whole(redis.call('HGET', counts, 'rebuilt'), 0, now + furthest) or 0) > now
 end
 if kind == 'level' then
   local cap, zero = tonumber(ARGV[16]), tonumber(ARGV[17])
@@ -360,7 +362,8 @@ class BudgetLedger(LedgerBase):
             self.ledger["turn"] = min(turn, quiet)
 
     def _rebuilding(self, now: int, horizon: int) -> bool:
-        return (whole(self.counts.get("rebuilt"), 0, now + horizon) or 0) > now
+        furthest = max(horizon, LONGEST_HORIZON)  # the rebuilder's horizon is within any
+        return (whole(self.counts.get("rebuilt"), 0, now + furthest) or 0) > now
 
     def _slots_window(
         self,
