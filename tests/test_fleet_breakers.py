@@ -712,7 +712,9 @@ def test_a_breaker_whose_store_was_closed_while_the_fleet_was_open_probes_and_cl
     for _ in range(20):
         breaker.check()
         breaker.record(False, ConnectionError("down"))
-    RedisServer.wait_until(lambda: not breaker._alone and breaker.state == "open", "the fleet to open")
+    RedisServer.wait_until(
+        lambda: not breaker._alone and breaker.state == "open", "the fleet to open"
+    )
     store.close()
     assert refuses(breaker)  # the break is not over
     clock.now += 6  # it is: the next call probes

@@ -97,5 +97,8 @@ def test_a_store_on_a_cluster_client_closed_still_has_a_repr(cluster):
     with RedisStore(client, "closed-client", sync_interval=0.02) as store:
         quota = RetryQuota(store=store)
         client.close()
-        assert repr(store) == "RedisStore(<redis.cluster.RedisCluster>, 'closed-client', sync_interval=0.02)"
+        assert (
+            repr(store)
+            == "RedisStore(<redis.cluster.RedisCluster>, 'closed-client', sync_interval=0.02)"
+        )
         assert repr(quota).endswith(f"shared through {store!r}")
