@@ -223,18 +223,19 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     """
     kind = delays.__class__
     if kind is FunctionType:  # the common case (a lambda, a def), at once: no iterator
-        code = delays.__code__  # type: ignore[attr-defined]
+        function = cast(FunctionType, delays)
+        code = function.__code__
         if code.co_flags & _ASYNC:
             raise ArgumentTypeError(
                 name,
                 f"{name} must be a plain function returning delays, got the async"
-                f" function {delays.__qualname__}: delays are drawn, never awaited",  # type: ignore[attr-defined]
+                f" function {function.__qualname__}: delays are drawn, never awaited",
             )
-        if (code.co_argcount or code.co_kwonlyargcount) and _needs_arguments(delays):
+        if (code.co_argcount or code.co_kwonlyargcount) and _needs_arguments(function):
             raise ArgumentTypeError(
                 name,
                 f"{name} must be a function of no arguments returning fresh delays, got"
-                f" {delays.__qualname__}, which needs arguments (to retry a function,"  # type: ignore[attr-defined]
+                f" {function.__qualname__}, which needs arguments (to retry a function,"
                 " decorate it: @retry(on=...) above its def)",
             )
         return cast("Callable[[], Iterable[float]]", delays), False
@@ -256,7 +257,7 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     return iterable(name, delays).__iter__, True  # type: ignore[arg-type]
 
 
-def _needs_arguments(function: Any) -> bool:
+def _needs_arguments(function: FunctionType) -> bool:
     """Whether a plain function has a parameter without a default (read from
     its code, without inspect: a policy may be made per call)."""
     code = function.__code__
