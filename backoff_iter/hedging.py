@@ -180,7 +180,9 @@ class _Hedging:
                     started = now
                     trigger = None
                     group.start(number)
-                    continue
+                    # On to the wait below, even when the next hedge is due at once:
+                    # the attempts get a pass of the event loop before it starts (an
+                    # endless schedule of 0 s would start attempts for ever, none run).
             if not group.running:
                 if due is None:  # every attempt failed, no hedge left to send
                     break
@@ -471,7 +473,10 @@ def hedged(
     Attempt 1 starts at once; attempt *k + 1* starts ``delays[k]`` seconds
     after attempt *k* started, unless a result has been accepted, so *n*
     delays allow at most *n + 1* attempts and an ``inf`` delay sends no
-    further hedge.  The arguments are checked at once, before anything runs
+    further hedge.  A hedge due at once (a delay of 0) still waits for one
+    pass of the event loop: an attempt that answers in it wins first, and
+    an endless schedule of zeros never keeps the caller from running or
+    being cancelled.  The arguments are checked at once, before anything runs
     (a list or tuple of delays whole, other delays as they are drawn).
 
     - *call*: a zero-argument async function; every attempt calls it anew.

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import importlib.util
+import itertools
 import logging
 import math
 import subprocess
@@ -366,9 +367,23 @@ def test_attempts_failing_in_the_same_loop_turn_are_each_heard_with_nothing_left
     earlier one as a retry (the call went on to the later one) and the later one as the give-up
     (the earlier failure was heard of nowhere: no event, no log line)."""
     events = []
-    script = Script(fail(ConnectionError("one")), fail(ConnectionError("two")))
-    with pytest.raises(ConnectionError, match="two"):
-        run(hedged(script, [0], observe=events.append))
+
+    async def main():
+        both_run = asyncio.Event()  # set by attempt 2: attempt 1 then fails beside it
+
+        async def first():
+            await both_run.wait()
+            raise ConnectionError("one")
+
+        async def second():
+            both_run.set()
+            await asyncio.sleep(0)
+            raise ConnectionError("two")
+
+        with pytest.raises(ConnectionError, match="two"):
+            await hedged(Script(first, second), [0], observe=events.append)
+
+    run(main())
     heard = [(event.kind, event.number, str(event.outcome)) for event in events]
     assert heard == [("hedge", 2, "None"), ("retry", 1, "one"), ("give_up", 2, "two")]
 
@@ -776,6 +791,68 @@ def test_a_loser_failing_as_it_is_cancelled_leaves_no_unretrieved_error(caplog):
         run(main())
         gc.collect()
     assert "never retrieved" not in caplog.text
+
+
+class Endless:
+    """A call for an endless schedule of zero delays: each attempt awaits *plan*; more than
+    RUNAWAY attempts started means hedged() starts them without ever letting one run."""
+
+    RUNAWAY = 50
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.started = 0
+        self.cancelled = 0
+
+    def __call__(self):
+        self.started += 1
+        if self.started > self.RUNAWAY:
+            raise RuntimeError("runaway: hedges started with no pass of the event loop")
+        return self._attempt(self.started)
+
+    async def _attempt(self, number):
+        try:
+            return await self.plan(number)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+
+
+def test_an_endless_schedule_of_zero_delays_lets_the_first_quick_answer_win():
+    """repeat(0.0): each hedge waits for a pass of the event loop, so attempt 1, which answers
+    after one, wins; hedges are not started for ever with none of them ever run."""
+
+    async def quick(number):
+        await asyncio.sleep(0)
+        return number
+
+    call = Endless(quick)
+
+    async def main():
+        answer = await hedged(call, itertools.repeat(0.0))
+        assert not others()
+        return answer
+
+    assert run(main()) == 1
+    assert call.started <= 3 and call.cancelled == call.started - 1
+
+
+def test_a_caller_cancels_an_endless_schedule_of_zero_delays():
+    """repeat(0.0) with attempts that never answer: the caller gets control back, its
+    cancellation ends the call, and every attempt started is cancelled."""
+    call = Endless(lambda number: forever())
+
+    async def main():
+        caller = asyncio.ensure_future(hedged(call, itertools.repeat(0.0)))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert not others()
+
+    run(main())
+    assert 2 <= call.started < Endless.RUNAWAY and call.cancelled == call.started
 
 
 def test_a_caller_cancelled_while_the_losers_stop_is_cancelled_not_answered():

@@ -5,6 +5,8 @@ nothing really sleeps, and trio's own clock tells how long each wait was."""
 
 from __future__ import annotations
 
+import itertools
+
 import anyio
 import pytest
 import trio
@@ -278,3 +280,57 @@ def test_under_anyio_on_either_backend_the_drivers_and_hedging_need_no_sleep(bac
 
     options = {"clock": trio.testing.MockClock(autojump_threshold=0)} if backend == "trio" else {}
     assert anyio.run(main, backend=backend, backend_options=options) == ("ok", "ok", "fast")
+
+
+def test_hedged_under_trio_lets_a_quick_answer_win_over_an_endless_schedule_of_zero_delays():
+    """repeat(0.0) under trio: each hedge waits for a pass of the scheduler, so attempt 1,
+    which answers after one checkpoint, wins; no hedges started for ever, none of them run."""
+    started = []
+
+    def call():
+        started.append(len(started) + 1)
+        if len(started) > 50:
+            raise RuntimeError("runaway: hedges started with no checkpoint")
+        return quick(len(started))
+
+    async def quick(number):
+        await trio.sleep(0)
+        return number
+
+    assert run_trio(lambda: hedged(call, itertools.repeat(0.0))) == (1, 0.0)
+    assert len(started) <= 3
+
+
+def test_hedged_under_trio_an_endless_schedule_of_zero_delays_is_ended_by_the_callers_scope():
+    """repeat(0.0) with attempts that never answer: the other tasks get their turns, and the
+    caller's cancel scope, cancelled by one of them, ends the call and its attempts."""
+    started, cancelled = [], []
+
+    def call():
+        started.append(len(started) + 1)
+        if len(started) > 50:
+            raise RuntimeError("runaway: hedges started with no checkpoint")
+        return hang()
+
+    async def hang():
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.append(1)
+
+    async def main():
+        scope = trio.CancelScope()
+
+        async def caller():
+            with scope:
+                await hedged(call, itertools.repeat(0.0))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(caller)
+            for _ in range(5):
+                await trio.sleep(0)
+            scope.cancel()
+        return scope.cancelled_caught
+
+    assert run_trio(main) == (True, 0.0)
+    assert 2 <= len(started) < 50 and len(cancelled) == len(started)
