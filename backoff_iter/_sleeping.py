@@ -51,9 +51,17 @@ def refuse_awaitable(result: object, function: object, name: str = "sleep") -> N
 
 def running_library() -> str | None:
     """``"asyncio"`` or ``"trio"``: the event loop running this task, as
-    sniffio tells it (anyio runs on either); None outside both."""
+    sniffio tells it (anyio runs on either); None outside both.
+
+    An asyncio *task*, not merely a running asyncio loop: trio run as a
+    guest of asyncio (``trio.lowlevel.start_guest_run``) runs its tasks
+    inside the asyncio loop's callbacks, where no asyncio task is current."""
     asyncio = sys.modules.get("asyncio")
-    if asyncio is not None and asyncio._get_running_loop() is not None:
+    if (
+        asyncio is not None
+        and asyncio._get_running_loop() is not None
+        and asyncio.current_task() is not None
+    ):
         return "asyncio"
     trio = sys.modules.get("trio")
     if trio is not None:

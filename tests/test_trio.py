@@ -334,3 +334,41 @@ def test_hedged_under_trio_an_endless_schedule_of_zero_delays_is_ended_by_the_ca
 
     assert run_trio(main) == (True, 0.0)
     assert 2 <= len(started) < 50 and len(cancelled) == len(started)
+
+
+def test_trio_in_guest_mode_on_asyncio_is_found_as_trio():
+    """trio run as a guest of an asyncio loop (trio.lowlevel.start_guest_run): asyncio's loop
+    is running in the thread, but the code runs in trio tasks, as sniffio tells; the retry
+    loop times out and sleeps with trio, hedging runs its attempts in a trio nursery."""
+    import asyncio
+
+    async def trio_main():
+        timeouts = 0
+        async for attempt in aretrying([0.25], on=TimeoutError, attempt_timeout=1.0):
+            async with attempt:
+                if attempt.number == 1:
+                    try:
+                        await trio.sleep_forever()
+                    except trio.Cancelled:
+                        timeouts += 1
+                        raise
+        slow = iter([60, 0])
+
+        async def read():
+            await trio.sleep(next(slow))
+            return "hedge"
+
+        return timeouts, await hedged(read, [0.01])
+
+    async def host():
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        trio.lowlevel.start_guest_run(
+            trio_main,
+            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+            done_callback=done.set_result,
+            clock=trio.testing.MockClock(autojump_threshold=0),  # nothing really sleeps
+        )
+        return (await done).unwrap()
+
+    assert asyncio.run(host()) == (1, "hedge")
