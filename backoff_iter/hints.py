@@ -87,16 +87,21 @@ _DATE_FORMS = (
 _dates: list[re.Pattern[str]] = []  # compiled on first use: import stays cheap
 
 
-def longest_retry_after(values: Iterable[str | bytes]) -> float | None:
+def longest_retry_after(values: Iterable[str | bytes] | str | bytes | None) -> float | None:
     """The longest wait among a response's ``Retry-After`` header lines
     (a proxy may repeat the header, and an HTTP client's ``headers.get``
     joins the lines with commas that no value survives); None if none
     parses.  What :class:`~backoff_iter.interop.RetryTransport` and
-    :class:`~backoff_iter.interop.Urllib3Retry` read.
+    :class:`~backoff_iter.interop.Urllib3Retry` read.  A single string is
+    one line, and None (``get_all`` of a header not sent) is none.
 
     >>> longest_retry_after(["120", "120"]), longest_retry_after(["soon", "30"])
     (120.0, 30.0)
+    >>> longest_retry_after("120"), longest_retry_after(None)
+    (120.0, None)
     """
+    if values is None or isinstance(values, (str, bytes)):
+        return parse_retry_after(values)
     hints = [hint for hint in map(parse_retry_after, values) if hint is not None]
     return max(hints, default=None)
 

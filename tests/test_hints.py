@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from backoff_iter import parse_retry_after
+from backoff_iter.hints import longest_retry_after
 
 NOW = 1445412400.0  # Wed, 21 Oct 2015 07:26:40 GMT
 
@@ -181,3 +182,20 @@ def test_the_29th_of_february_exists_in_leap_years_only(date, real):
     assert (result is not None) is real
     if real:
         assert result == calendar.timegm(time.strptime(date, "%a, %d %b %Y %H:%M:%S GMT"))
+
+
+def test_longest_retry_after_takes_what_a_header_lookup_returns():
+    """A message's get_all() (http.client, urllib.request) is None without the header: no
+    hint; a single value (headers.get()) is one header line, never read character by
+    character (the digits of "120", or of a date, were each taken for a hint)."""
+    import http.client
+    import io
+
+    absent = http.client.parse_headers(io.BytesIO(b"Content-Type: text/plain\r\n\r\n"))
+    lines = http.client.parse_headers(io.BytesIO(b"Retry-After: 30\r\nRetry-After: 120\r\n\r\n"))
+    assert longest_retry_after(absent.get_all("Retry-After")) is None
+    assert longest_retry_after(lines.get_all("Retry-After")) == 120.0
+    assert longest_retry_after(lines.get("Retry-After")) == 30.0
+    assert longest_retry_after(b"120") == 120.0
+    assert longest_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # long past
+    assert longest_retry_after("soon") is None
