@@ -118,7 +118,11 @@ class Attempt:
             call.misuse(self, "async with")
         call.state = _RUNNING
         if self.timeout is not None:
-            self._scope = _timeouts.scope(self.timeout)
+            try:  # a bad call.timeout (a Part of the user's set it), or no event loop to cut it
+                self._scope = _timeouts.scope(self.timeout)
+            except BaseException as error:  # the caller's bug: it ends the call, as a bad hint does
+                call.stop(error)
+                raise
             await self._scope.__aenter__()
         return self
 

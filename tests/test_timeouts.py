@@ -566,3 +566,37 @@ def test_the_timer_of_pythons_without_asyncio_timeout_nests_and_chains():
         assert await endless.__aexit__(None, None, None) is None
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_a_bad_timeout_from_a_users_part_ends_the_call_as_the_callers_bug(library):
+    """A Part that sets call.timeout to NaN: the error naming it ends the call as any bug of
+    the caller's does - the hooks hear the call end as an "error", and the parts hear of the
+    attempt (a breaker's probe comes back) - not a call left running that nobody hears end."""
+    import trio
+
+    from backoff_iter.parts import ERROR, Part
+
+    heard = []
+
+    class Sets(Part):
+        def before_attempt(self, call):
+            call.timeout = math.nan
+            return 0.0
+
+        def after_attempt(self, outcome, kind, number, spent):
+            heard.append((kind, number, type(outcome).__name__))
+
+    events = []
+
+    async def main():
+        async for attempt in aretrying(
+            [0.0], parts=[Sets()], observe=events.append, sleep=lambda s: None
+        ):
+            async with attempt:
+                return "answer"
+
+    with pytest.raises(ValueError, match="timeout"):
+        trio.run(main) if library == "trio" else asyncio.run(main())
+    assert heard == [(ERROR, 1, "ArgumentValueError")]
+    assert [(event.kind, event.number) for event in events] == [("error", 1)]
