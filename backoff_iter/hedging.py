@@ -202,8 +202,10 @@ class _Hedging:
                     last, failed = exc, True
                 elif policy.on_result is None or not policy.on_result(result):
                     cancelled = await self._cancel_rest(group, events)
-                    # Given back: what the winner took, if a hedge, and every hedge not needed.
-                    spent = took.get(attempt, 0.0) + sum(took.get(k, 0.0) for k in cancelled)
+                    # Given back: what the winner took, if a hedge, and every hedge not needed:
+                    # those cancelled, and those that ended beside it, unheard.
+                    unneeded = cancelled + [later for later, _, _ in ended[index + 1 :]]
+                    spent = took.get(attempt, 0.0) + sum(took.get(k, 0.0) for k in unneeded)
                     for after in policy.plan.afters:
                         after(result, SUCCESS, attempt, spent)
                     if events._hooks:
@@ -492,7 +494,9 @@ def hedged(
       forward, or None when its delay passed); a refusal means no more
       hedges, never a wait; matched failures are recorded with
       ``record_failure``, the winner with ``record_success``; cancelled
-      attempts are not recorded.  *retry_after*: no further hedge starts
+      attempts, and those ending in the same turn of the loop as the
+      winner, are not recorded, and what those hedges took comes back with
+      the winner's success.  *retry_after*: no further hedge starts
       before that many seconds from now (clamped to *retry_after_max*; a
       hint too long to wait sends no further hedge).  *name* names the
       attempts' tasks (``"call attempt 2"``) and the events; *observe*

@@ -884,17 +884,46 @@ def test_a_caller_cancelled_while_the_losers_stop_is_cancelled_not_answered():
     run(main())
 
 
+def side_by_side():
+    """Plans for attempts 1 and 2 that answer 1 and 2 in the same turn of the loop: attempt 1
+    waits for attempt 2 to run, which answers a step later."""
+    both_run = asyncio.Event()
+
+    async def first():
+        await both_run.wait()
+        return 1
+
+    async def second():
+        both_run.set()
+        await asyncio.sleep(0)
+        return 2
+
+    return first, second
+
+
 def test_attempts_that_answer_in_the_same_loop_turn_go_to_the_earliest():
     """Attempts 1 and 2 answer in the same turn: attempt 1's answer wins, every time."""
 
     async def main():
         results = []
         for _ in range(20):
-            script = Script(answer(1), answer(2))
+            script = Script(*side_by_side())
             results.append(await hedged(script, [0]))
         return results
 
     assert run(main()) == [1] * 20
+
+
+def test_a_hedge_that_answered_beside_the_winner_gives_back_what_it_took():
+    """Attempt 2, a hedge, answers in the same turn as attempt 1, which wins: that hedge was
+    not needed, as one cancelled was not, and what it took comes back with the success."""
+
+    async def main():
+        budget = Recorder()
+        assert await hedged(Script(*side_by_side()), [0], budget=budget) == 1
+        return budget.calls
+
+    assert run(main()) == [("try", None), ("success", True, 1.5)]
 
 
 # --- The decorator and the call -------------------------------------------------
