@@ -1,6 +1,7 @@
 """Cancellation in the async loops: no retry starts once the task has been
 asked to cancel since the call began - and on Python 3.11 and 3.12, a
-TaskGroup's leftover count is told apart from a real request."""
+TaskGroup's leftover count is told apart from a real request.  Under trio,
+no retry starts once the task's cancel scope is cancelled."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["cancellations", "no_retry_if_cancelled"]
+from ._sleeping import running_library
+
+__all__ = ["cancellations", "no_retry_if_cancelled", "no_retry_if_cancelled_under_trio"]
 
 
 _current_task: Callable[[], Any] | None = None  # asyncio.current_task, once asyncio is loaded
@@ -79,3 +82,16 @@ def no_retry_if_cancelled(task: Any, baseline: int, exc: BaseException | None) -
     import asyncio
 
     raise asyncio.CancelledError("the task is being cancelled: no retry")
+
+
+async def no_retry_if_cancelled_under_trio() -> None:
+    """Under trio, its ``Cancelled`` now if the task's cancel scope is cancelled.
+
+    trio delivers a cancellation at the task's next checkpoint: an attempt
+    that failed after the request, before reaching one, would be retried -
+    its hooks told of a retry, or the next attempt run when the sleep is a
+    plain function.  (asyncio's requests are counted: :func:`no_retry_if_cancelled`.)
+    """
+    trio = sys.modules.get("trio")
+    if trio is not None and running_library() == "trio":
+        await trio.lowlevel.checkpoint_if_cancelled()

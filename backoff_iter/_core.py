@@ -31,7 +31,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import _checks, _sleeping, instrument
 from ._attempt import _DONE, _NEXT, _NO_RESULT, _READY, _RUNNING, Attempt
-from ._cancelling import cancellations, no_retry_if_cancelled
+from ._cancelling import (
+    cancellations,
+    no_retry_if_cancelled,
+    no_retry_if_cancelled_under_trio,
+)
 from ._filters import matches
 from ._options import CallPlan, Policy
 from ._sliding import NOT_YET, steady
@@ -463,6 +467,7 @@ class Call:
         if delay is None:
             return False
         try:  # from here to the end of the sleep, what ends the call gives the retry back
+            await no_retry_if_cancelled_under_trio()  # (asyncio's requests: counted in decide)
             hook = self.policy.before_sleep
             if hook is not None:
                 outcome = result if exc is None else exc

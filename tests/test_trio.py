@@ -372,3 +372,34 @@ def test_trio_in_guest_mode_on_asyncio_is_found_as_trio():
         return (await done).unwrap()
 
     assert asyncio.run(host()) == (1, "hedge")
+
+
+@pytest.mark.parametrize("sleep", ["trio's", "a plain function"])
+def test_under_trio_no_retry_starts_once_the_callers_scope_is_cancelled(sleep):
+    """The caller's scope is cancelled while attempt 1 ends in a failure it retries (trio delivers
+    a cancellation at the next checkpoint, and the attempt reached none after it): the call ends
+    with the cancellation there - no before_sleep, no "retry" heard, no attempt 2 - as under
+    asyncio, whatever the sleep (a plain one reaches no checkpoint either)."""
+    events, hooked, ran = [], [], []
+    options = {} if sleep == "trio's" else {"sleep": lambda seconds: None}
+
+    async def main():
+        with trio.CancelScope() as scope:
+            async for attempt in aretrying(
+                [0.5],
+                on=ConnectionError,
+                observe=events.append,
+                before_sleep=lambda *args: hooked.append(args),
+                **options,
+            ):
+                async with attempt:
+                    ran.append(attempt.number)
+                    scope.cancel()  # as another task would, while this one was about to resume
+                    raise ConnectionError("refused")
+        return scope.cancelled_caught
+
+    assert run_trio(main) == (True, 0.0)
+    assert (ran, hooked) == ([1], [])
+    assert [(event.kind, event.number, type(event.outcome)) for event in events] == [
+        ("error", 2, trio.Cancelled)
+    ]
