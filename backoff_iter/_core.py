@@ -467,7 +467,8 @@ class Call:
         if delay is None:
             return False
         try:  # from here to the end of the sleep, what ends the call gives the retry back
-            await no_retry_if_cancelled_under_trio()  # (asyncio's requests: counted in decide)
+            if "trio" in sys.modules:  # (asyncio's requests: counted in decide)
+                await no_retry_if_cancelled_under_trio()
             hook = self.policy.before_sleep
             if hook is not None:
                 outcome = result if exc is None else exc
