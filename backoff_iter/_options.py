@@ -342,14 +342,40 @@ class CallPlan:
 _BARE = CallPlan()
 
 
+_BOUNDED = (
+    "bound the delays instead: n retries are n delays, as in lambda: islice(exponential(0.1), n)"
+)
+_DEADLINE = "deadline= bounds the whole call in seconds, attempt_timeout= each attempt"
+
+# The options of the other retry libraries (stamina, tenacity, backoff,
+# google-api-core, urllib3) that a newcomer types first, with what does their
+# work here: a look-alike of ours would mislead (attempts= is no
+# attempt_timeout=).
+_PEERS = {
+    "attempts": _BOUNDED,
+    "max_tries": _BOUNDED,
+    "retries": _BOUNDED,
+    "stop": _BOUNDED + ", or deadline=",
+    "timeout": _DEADLINE,
+    "max_time": _DEADLINE,
+    "wait": "the delays are the first argument, as in lambda: islice(exponential(0.1), 5)",
+    "retry": "on= says what is retried: an exception class, a tuple of them, or a predicate",
+    "predicate": "on= says what is retried: an exception class, a tuple of them, or a predicate",
+}
+
+
 def _unexpected(maker: str, name: str) -> str:
     """The error of an option *name* that no driver takes, given to *maker*
-    (a driver, or ``Policy`` for ``@retry`` and the HTTP adapters), with the
-    option most like it, if one is."""
+    (a driver, or ``Policy`` for ``@retry`` and the HTTP adapters), with
+    what does its work here if another library's, else the option most like
+    it, if one is."""
     import difflib  # only for this error
 
-    close = difflib.get_close_matches(name, [*SETTERS, "delays"], n=1)
-    meant = f" (did you mean {close[0]!r}?)" if close else ""
+    if name in _PEERS:
+        meant = f" ({_PEERS[name]})"
+    else:
+        close = difflib.get_close_matches(name, [*SETTERS, "delays"], n=1)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
     given = "" if maker == "Policy" else f"{maker}() got "
     return f"{given}an unexpected keyword argument {name!r}{meant}; see RetryOptions for each"
 

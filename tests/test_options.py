@@ -125,6 +125,32 @@ def test_an_option_mistyped_is_refused_saying_which_was_meant():
 
 
 @pytest.mark.parametrize(
+    "option, meant",
+    [
+        ("attempts", "islice"),  # stamina
+        ("max_tries", "islice"),  # backoff
+        ("stop", "islice"),  # tenacity
+        ("timeout", "deadline="),  # stamina, google-api-core: the whole call's
+        ("max_time", "deadline="),  # backoff
+        ("wait", "delays"),  # tenacity
+        ("retry", "on="),  # tenacity
+        ("predicate", "on="),  # google-api-core
+    ],
+)
+def test_another_librarys_option_is_refused_saying_what_does_it_here(option, meant):
+    """retry(attempts=3), as stamina has it: the error said "did you mean
+    'attempt_timeout'?", a per-attempt timeout - nothing like a count of
+    attempts; now it says how this library bounds the tries (or what the
+    option is called here), and suggests no look-alike."""
+    for driver in (retrying, aretrying, retry, RetryTransport):
+        with pytest.raises(TypeError) as raised:
+            driver(**{option: 3})
+        message = str(raised.value)
+        assert f"unexpected keyword argument {option!r}" in message, message
+        assert meant in message and "did you mean" not in message, message
+
+
+@pytest.mark.parametrize(
     "option, part",
     [("budget", TokenBucket), ("breaker", CircuitBreaker), ("throttle", AdaptiveThrottle)],
 )
