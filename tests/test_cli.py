@@ -383,6 +383,31 @@ def test_a_mistyped_choice_is_offered_the_name_meant(cli, typed, meant):
     assert f"invalid choice: {typed[-1]!r}" in line and line.endswith(f"did you mean {meant!r}?")
 
 
+@pytest.mark.parametrize(
+    "typed, meant",
+    [
+        (["show", "full_jitter", "--sed", "1"], "--seed"),
+        (["plan", *PLAN, "--jsn"], "--json"),
+        (["overload", "--sead", "1"], "--seed"),
+    ],
+)
+def test_a_mistyped_option_is_refused_by_its_command_offering_the_one_meant(cli, typed, meant):
+    """`show full_jitter --sed 1`: the error came from the top level (no command named)
+    and offered nothing; now the command's own line offers its option meant."""
+    result = cli(*typed)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert line.startswith(f"python -m backoff_iter {typed[0]}: error: unrecognized arguments:")
+    assert line.endswith(f"did you mean {meant!r}?"), line
+
+
+def test_an_unrecognized_word_near_no_option_is_offered_none(cli):
+    """A stray word, or an option near none of the command's, is named with nothing offered."""
+    for extra in ("stray", "--zzzzzz"):
+        line = one_error_line(cli("show", "exponential", extra).err)
+        assert line == f"python -m backoff_iter show: error: unrecognized arguments: {extra}"
+
+
 def test_a_choice_near_no_name_is_offered_none(cli):
     """Nothing is offered for a word near no choice, nor for one that begins several."""
     for typed in ("zzz", "e"):

@@ -87,7 +87,9 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     who = prog  # the command's own once parsed: "python -m backoff_iter show"
     try:
         top = parser(command_named(arguments), prog)
-        args = top.parse_args(arguments)  # SystemExit for --help and --version
+        args, extras = top.parse_known_args(arguments)  # SystemExit for --help and --version
+        if extras:
+            getattr(args, "parser", top).unrecognized(extras)
         if args.command is None:
             top.error("choose a command: show, plan, simulate or overload (see --help)")
         who = args.parser.prog

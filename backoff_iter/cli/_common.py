@@ -68,6 +68,21 @@ class Parser(argparse.ArgumentParser):
                 message += f"; did you mean {named[close]!r}?"
             raise argparse.ArgumentError(action, message)
 
+    def unrecognized(self, extras: Sequence[str]) -> NoReturn:
+        """The error of words that no option of this parser (the command that
+        runs, else the top level) takes, offering the option meant for the first
+        of them that looks like one: ``--sed`` asks "did you mean '--seed'?"."""
+        from difflib import get_close_matches  # only on a mistake
+
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        typed = next((extra.partition("=")[0] for extra in extras if extra.startswith("--")), "")
+        options = [name for action in self._actions for name in action.option_strings]
+        # Near: a letter or two off (argparse takes a beginning already); --bogus is no --base.
+        meant = get_close_matches(typed, [o for o in options if o.startswith("--")], 1, 0.75)
+        if meant:
+            message += f"; did you mean {meant[0]!r}?"
+        self.error(message)
+
     # error() no longer prints, so argparse's writer prints only the help and --version,
     # to stdout.  Its own would swallow a failure (status 0 into /dev/full) and write
     # them on stderr when stdout is closed.
