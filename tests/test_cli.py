@@ -401,6 +401,25 @@ def test_a_mistyped_option_is_refused_by_its_command_offering_the_one_meant(cli,
     assert line.endswith(f"did you mean {meant!r}?"), line
 
 
+@pytest.mark.parametrize(
+    "typed, named, meant",
+    [
+        (["simulate", "--strategies", "exponential,full-jitter"], "full-jitter", "full_jitter"),
+        (["overload", "--strategies", "none,Decorrelated"], "Decorrelated", "decorrelated"),
+        (["overload", "--budgets", "none,token-bucket"], "token-bucket", "token_bucket"),
+        (["overload", "--budgets", "breaker+retry-quota"], "retry-quota", "retry_quota"),
+    ],
+)
+def test_a_mistyped_name_in_a_list_is_offered_the_name_meant(cli, typed, named, meant):
+    """`simulate --strategies full-jitter` listed the names but offered none, where
+    `show full-jitter` offers 'full_jitter': each list now offers the name meant."""
+    result = cli(*typed)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert f"argument {typed[1]}: invalid choice: {named!r} (choose from " in line, line
+    assert line.endswith(f"did you mean {meant!r}?"), line
+
+
 def test_an_unrecognized_word_near_no_option_is_offered_none(cli):
     """A stray word, or an option near none of the command's, is named with nothing offered."""
     for extra in ("stray", "--zzzzzz"):

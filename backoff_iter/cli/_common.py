@@ -227,9 +227,33 @@ def _items(text: str) -> list[str]:
     return items
 
 
-def names(text: str) -> list[str]:
-    """Comma-separated names (the library says which it knows, naming the option)."""
-    return _items(text)
+def names_among(known: Sequence[str], joined: str = ",") -> Callable[[str], list[str]]:
+    """Comma-separated names, each made of *known* ones joined by *joined*: one
+    that is near a known name but not it is refused offering that name, as a
+    mistyped choice is (``full-jitter``: "did you mean 'full_jitter'?"); the
+    library says what is wrong with any other.
+
+    >>> names_among(["full_jitter", "none"])("none,full_jitter")
+    ['none', 'full_jitter']
+    >>> names_among(["full_jitter", "none"])("full-jitter")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: invalid choice: 'full-jitter' (choose from 'full_jitter', 'none'); did you mean 'full_jitter'?
+    """
+
+    def checked(text: str) -> list[str]:
+        items = _items(text)
+        for item in items:
+            for name in item.split(joined):
+                meant = None if name in known else closest(name, known)
+                if meant is not None:
+                    listed = ", ".join(map(repr, known))
+                    raise argparse.ArgumentTypeError(
+                        f"invalid choice: {name!r} (choose from {listed}); did you mean {meant!r}?"
+                    )
+        return items
+
+    return checked
 
 
 def counts(text: str) -> list[int]:

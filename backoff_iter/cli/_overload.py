@@ -13,7 +13,7 @@ from ._common import (
     UsageError,
     default,
     integer,
-    names,
+    names_among,
     number,
     picture,
     plot_path,
@@ -50,7 +50,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     storm = overload.simulate_overload
     parser.add_argument(
         "--strategies",
-        type=names,
+        type=names_among(["none", *strategies.STRATEGIES]),
         default=list(default(storm, "strategies")),
         metavar="NAMES",
         help="comma-separated: none (no retries), "
@@ -59,7 +59,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--budgets",
-        type=names,
+        type=names_among(["none", *overload.BUDGETS, *overload.PARTS], joined="+"),
         default=list(default(storm, "budgets")),
         metavar="NAMES",
         help="comma-separated runs: none, or one budget ("

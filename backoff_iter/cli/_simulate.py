@@ -14,7 +14,7 @@ from ._common import (
     counts,
     default,
     integer,
-    names,
+    names_among,
     number,
     picture,
     plot_path,
@@ -51,7 +51,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     study = simulation.simulate
     parser.add_argument(
         "--strategies",
-        type=names,
+        type=names_among(list(STUDY_STRATEGIES)),
         default=list(simulation.DEFAULT_STRATEGIES),
         metavar="NAMES",
         help="comma-separated, from: "
