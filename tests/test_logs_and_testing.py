@@ -251,6 +251,28 @@ def test_log_retries_tells_an_http_answer_by_its_status_and_an_error_without_a_m
     assert [r.retry_message for r in caplog.records] == ["HTTP 503", "HTTP 502", ""]
 
 
+def test_a_message_of_several_lines_is_logged_on_one_line(caplog):
+    """httpx's raise_for_status() error has two lines, and a message may carry a
+    server's text: the record before a retry was two lines (or a line forged),
+    not "a line per retry".  The line shows the breaks escaped; the structured
+    field keeps the message as it is."""
+    caplog.set_level(logging.WARNING, logger="svc")
+    said = "Server error '503'\nFor more information check: https://example.com/503"
+    forged = "bad\r\nfetch: attempt 9 succeeded\u2028!"
+    hook = log_retries(logging.getLogger("svc"))
+    with no_sleep(), pytest.raises(ConnectionError):
+        for attempt in retrying([1.0], on=ConnectionError, name="fetch", observe=hook):
+            with attempt:
+                raise ConnectionError(said if attempt.number == 1 else forged)
+    assert [r.getMessage() for r in caplog.records] == [
+        "fetch: attempt 1 failed (ConnectionError: Server error '503'\\nFor more information"
+        " check: https://example.com/503); retrying in 1.00 s",
+        "fetch: attempt 2 failed (ConnectionError: bad\\r\\nfetch: attempt 9 succeeded"
+        "\\u2028!); giving up (exhausted)",
+    ]
+    assert [r.retry_message for r in caplog.records] == [said, forged]
+
+
 def test_log_retries_names_a_retried_result(caplog):
     """A result retried by on_result is logged as such."""
     caplog.set_level(logging.WARNING, logger="backoff_iter")

@@ -21,6 +21,13 @@ _MOST_LEVEL = 2**63 - 1
 
 __all__ = ["RetryLogger", "log_retries"]
 
+#: Every character that ends a line (str.splitlines'), as its escape: a
+#: record is one line whatever the message (httpx's raise_for_status() has
+#: two; a server's text in one could forge a line of its own).
+_LINE_BREAKS = {
+    ord(c): c.encode("unicode_escape").decode() for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+}
+
 
 def error_type(outcome: Any) -> str:
     """The error type of an outcome, as logs and metrics name it: its
@@ -34,7 +41,8 @@ class RetryLogger:
     See :func:`log_retries`.  Each record carries the same fields in
     ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
     ``retry_delay`` (None when giving up), ``retry_error`` (the exception's
-    type name, or ``"result"``), ``retry_message`` and ``retry_reason``
+    type name, or ``"result"``), ``retry_message`` (whole; the line shows
+    its line breaks escaped, ``\\n``: one record, one line) and ``retry_reason``
     (None for a retry; for a give-up ``"exhausted"``, ``"deadline"``,
     ``"budget"``, ``"retry_after"`` or ``"committed"``, as
     :attr:`~backoff_iter.instrument.RetryEvent.reason` says); through a
@@ -139,7 +147,8 @@ class RetryLogger:
             text, keywords = logger.process(text, keywords)
             keywords["extra"] = {**(keywords.get("extra") or {}), **fields}
             logger = logger.logger
-        logger.log(level, text, event.name, event.number, kind, message, action, **keywords)
+        line = message.translate(_LINE_BREAKS)
+        logger.log(level, text, event.name, event.number, kind, line, action, **keywords)
 
 
 def _described(outcome: object) -> str:
