@@ -207,7 +207,9 @@ def enable(*new: Hook) -> None:
     """Give *new* hooks to every driver of the process, beside their own ``observe=``.
 
     Like stamina's ``set_on_retry_hooks``: one line at start-up instruments
-    every retry, including those of libraries you do not control.  Calls
+    every retry, including those of libraries you do not control.  Unlike
+    it, *new* hooks go beside those enabled, the default log included:
+    :func:`disable` first to log on a logger of your own instead.  Calls
     already under way keep the hooks they started with.  A hook enabled
     already is not enabled again: start-up code that runs twice (an app
     factory per test) counts nothing twice, nor does a call whose
