@@ -387,6 +387,7 @@ def test_a_mistyped_choice_is_offered_the_name_meant(cli, typed, meant):
     "typed, meant",
     [
         (["show", "full_jitter", "--sed", "1"], "--seed"),
+        (["show", "full_jitter", "--sed=2026"], "--seed"),  # the option, not its value
         (["plan", *PLAN, "--jsn"], "--json"),
         (["overload", "--sead", "1"], "--seed"),
     ],
