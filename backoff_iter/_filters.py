@@ -63,7 +63,7 @@ _transient_classes = _Classes(
     {
         "asyncio": ("TimeoutError",),  # a class of its own before Python 3.11
         "concurrent.futures": ("TimeoutError",),  # likewise
-        "httpx": ("TransportError",),
+        "httpx": ("TransportError", "HTTPStatusError"),  # the latter: some statuses
         "requests": ("ConnectionError", "Timeout"),  # OSErrors already; named for clarity
         "urllib3.exceptions": ("ProtocolError", "NewConnectionError", "TimeoutError"),
         "botocore.exceptions": ("ConnectionError", "HTTPClientError"),
@@ -79,7 +79,7 @@ _permanent_classes = _Classes(
     {
         "io": ("UnsupportedOperation",),  # an OSError and a ValueError: the caller's
         "ssl": ("SSLCertVerificationError",),
-        "httpx": ("UnsupportedProtocol", "LocalProtocolError"),
+        "httpx": ("UnsupportedProtocol", "LocalProtocolError", "HTTPStatusError"),
         "requests.exceptions": (
             "HTTPError",
             "InvalidURL",
@@ -97,13 +97,14 @@ _permanent_classes = _Classes(
 )
 
 #: The statuses of an answer that another attempt may well not get (the HTTP
-#: integrations' default): a requests ``HTTPError`` of one is transient.
+#: integrations' default): a requests ``HTTPError`` or an httpx
+#: ``HTTPStatusError`` of one is transient.
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 
 
 def _retryable_status(exc: BaseException) -> bool:
-    """Whether *exc* is an HTTP status error of requests (``raise_for_status()``)
-    whose answer was one of :data:`RETRYABLE_STATUSES`."""
+    """Whether *exc* is an HTTP status error of requests or httpx
+    (``raise_for_status()``) whose answer was one of :data:`RETRYABLE_STATUSES`."""
     status = getattr(getattr(exc, "response", None), "status_code", None)
     return status in RETRYABLE_STATUSES
 
@@ -155,8 +156,9 @@ def is_transient(exc: BaseException) -> bool:
     ``UnsupportedProtocol`` and ``LocalProtocolError``, and requests'
     errors of the request itself (``InvalidURL``, ``MissingSchema``,
     ``TooManyRedirects``, ``JSONDecodeError``...), every one an ``OSError``.
-    Requests' ``HTTPError`` (``raise_for_status()``) is transient only for an
-    answer of 429, 502, 503 or 504, never for a 404.  Pass ``on=Exception``
+    The status errors of ``raise_for_status()`` - requests' ``HTTPError``,
+    httpx's ``HTTPStatusError`` - are transient only for an answer of 429,
+    502, 503 or 504, never for a 404.  Pass ``on=Exception``
     to retry everything, or ``on=(OSError, MyError)`` to name your own.
 
     >>> is_transient(ConnectionResetError()), is_transient(TimeoutError())

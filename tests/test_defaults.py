@@ -102,7 +102,8 @@ def test_on_exception_keeps_retrying_everything(run):
 
 
 def test_the_transport_errors_of_the_http_clients_are_transient():
-    """httpx's, requests' and urllib3's connection and timeout errors; not their status errors."""
+    """httpx's, requests' and urllib3's connection and timeout errors; their status errors
+    only for a status worth retrying."""
     import httpx
     import requests
     import urllib3.exceptions as urllib3
@@ -121,9 +122,10 @@ def test_the_transport_errors_of_the_http_clients_are_transient():
         asyncio.TimeoutError(),
     ]
     assert [is_transient(error) for error in transient] == [True] * len(transient)
-    response = httpx.Response(503, request=request)
-    status_error = httpx.HTTPStatusError("503", request=request, response=response)
-    assert not is_transient(status_error)
+    for status, retried in ((503, True), (404, False), (500, False)):
+        response = httpx.Response(status, request=request)
+        status_error = httpx.HTTPStatusError(str(status), request=request, response=response)
+        assert is_transient(status_error) is retried, status
     assert not is_transient(urllib3.LocationParseError("x"))
 
 
@@ -167,13 +169,27 @@ def test_an_oserror_that_is_no_failure_of_a_connection_is_not_transient():
     assert [is_transient(error) for error in transient] == [True] * len(transient)
 
 
+def _requests_get(url):
+    import requests
+
+    return requests.get(url, timeout=5)
+
+
+def _httpx_get(url):
+    import httpx
+
+    return httpx.get(url, timeout=5)
+
+
+@pytest.mark.parametrize("get", [_requests_get, _httpx_get], ids=["requests", "httpx"])
 @pytest.mark.parametrize(
-    ("status", "retried"), [(404, False), (400, False), (503, True), (429, True)]
+    ("status", "retried"), [(404, False), (400, False), (503, True), (429, True), (502, True)]
 )
-def test_a_requests_status_error_is_transient_only_for_a_status_worth_retrying(status, retried):
-    """``raise_for_status()`` of a real answer from a local server: a 404 fails
-    at once under a bare ``@retry``, a 503 or a 429 is retried (as the HTTP
-    integrations retry them), as their answers say."""
+def test_a_status_error_is_transient_only_for_a_status_worth_retrying(get, status, retried):
+    """``raise_for_status()`` of a real answer from a local server, by requests
+    and by httpx: a 404 fails at once under a bare ``@retry``, a 503 or a 429
+    is retried (as the HTTP integrations retry them), as their answers say."""
+    import httpx
     import requests
     from test_interop import Server
 
@@ -181,14 +197,14 @@ def test_a_requests_status_error_is_transient_only_for_a_status_worth_retrying(s
 
         @retry([0.5])
         def fetch():
-            response = requests.get(server.url, timeout=5)
+            response = get(server.url)
             response.raise_for_status()
             return response.text
 
         if retried:
             assert fetch() == "ok"
         else:
-            with pytest.raises(requests.HTTPError):
+            with pytest.raises((requests.HTTPError, httpx.HTTPStatusError)):
                 fetch()
     assert len(server.seen) == (2 if retried else 1)
     assert slept == ([0.5] if retried else [])
