@@ -76,7 +76,7 @@ def tenacity_wait(delays: Delays | Iterable[float]) -> wait_base:
     raises ``RuntimeError`` (one that runs out as the stop comes is fine).
     """
     wait_class, _ = _tenacity_classes()
-    return wait_class(_Schedules(_checks.reusable_delays("delays", delays), stops=False))
+    return wait_class(_Schedules(_checks.reusable_delays("delays", delays)))
 
 
 def tenacity_schedule(delays: Delays | Iterable[float]) -> tuple[wait_base, stop_base]:
@@ -101,20 +101,22 @@ def tenacity_schedule(delays: Delays | Iterable[float]) -> tuple[wait_base, stop
     [0.5, 1.0]
 
     Combine the stop with tenacity's own: ``stop=stop | tenacity.stop_after_delay(30)``.
+    The wait needs its stop: left out (or in ``stop & other``, which may go
+    on) it is a bare :func:`tenacity_wait`, whose running out is a
+    ``RuntimeError`` - never retries without a delay.
     """
     wait_class, stop_class = _tenacity_classes()
-    schedules = _Schedules(_checks.reusable_delays("delays", delays), stops=True)
+    schedules = _Schedules(_checks.reusable_delays("delays", delays))
     return wait_class(schedules), stop_class(schedules)
 
 
 class _Schedules:
     """One schedule per tenacity call (its retry state), forgotten with it."""
 
-    __slots__ = ("factory", "stops", "_schedules", "_lock")
+    __slots__ = ("factory", "_schedules", "_lock")
 
-    def __init__(self, factory: Delays, *, stops: bool) -> None:
+    def __init__(self, factory: Delays) -> None:
         self.factory = factory
-        self.stops = stops  # a stop of tenacity_schedule ends the call when they run out
         self._schedules: weakref.WeakKeyDictionary[Any, Schedule] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
@@ -130,18 +132,29 @@ _TENACITY: tuple[Any, Any] | None = None
 
 
 def _stops_now(retry_state: Any) -> bool:
-    """Whether tenacity's own ``stop=`` ends the call at this attempt: a
-    ``stop_after_attempt`` (alone or in ``a | b``) reached.  The one stop
-    asked ahead, as it reads nothing but the attempt's number; any other
-    (a clock's, an async one, the user's) is never called from here."""
-    from tenacity.stop import stop_after_attempt, stop_any
-
+    """Whether tenacity's own ``stop=`` surely ends the call at this attempt."""
     stop = getattr(getattr(retry_state, "retry_object", None), "stop", None)
-    stops = stop.stops if isinstance(stop, stop_any) else (stop,)
-    number = retry_state.attempt_number
-    return any(
-        isinstance(one, stop_after_attempt) and number >= one.max_attempt_number for one in stops
-    )
+    return _surely_stops(stop, retry_state)
+
+
+def _surely_stops(stop: object, retry_state: Any) -> bool:
+    """Whether *stop* surely ends the call at this attempt: a
+    ``stop_after_attempt`` reached, or the stop of :func:`tenacity_schedule`
+    whose delays ran out, alone or anywhere in ``a | b`` and ``a & b``
+    (``a | b | c`` is ``(a | b) | c``).  These are the stops asked ahead,
+    as they read nothing but the attempt's number; any other (a clock's,
+    an async one, the user's) is never called from here, and taken as no
+    stop."""
+    from tenacity.stop import stop_after_attempt, stop_all, stop_any
+
+    if isinstance(stop, stop_after_attempt):
+        return bool(retry_state.attempt_number >= stop.max_attempt_number)
+    if isinstance(stop, stop_any):
+        return any(_surely_stops(one, retry_state) for one in stop.stops)
+    if isinstance(stop, stop_all):
+        return all(_surely_stops(one, retry_state) for one in stop.stops)
+    stop_schedule: Any = _tenacity_classes()[1]  # tenacity_schedule's
+    return isinstance(stop, stop_schedule) and bool(stop(retry_state))
 
 
 def _tenacity_classes() -> tuple[
@@ -163,9 +176,9 @@ def _tenacity_classes() -> tuple[
                 retry = retry_state.attempt_number
                 delay = self.schedules.of(retry_state).delay(retry)
                 if delay is None:
-                    # tenacity asks the wait first, then the stop: ours (tenacity_schedule's)
-                    # or tenacity's own that stops here too needs no delay at all
-                    if self.schedules.stops or _stops_now(retry_state):
+                    # tenacity asks the wait first, then the stop: one that surely stops
+                    # here (tenacity_schedule's, or a stop_after_attempt) needs no delay
+                    if _stops_now(retry_state):
                         return 0.0
                     raise RuntimeError(
                         f"the delays had no finite delay for retry {retry}: stop"

@@ -246,6 +246,78 @@ def test_tenacity_delays_that_end_with_its_stop_end_the_call_with_its_error():
     assert slept == [0.5, 1.0]
 
 
+@pytest.mark.parametrize(
+    "stop",
+    [
+        tenacity.stop_after_delay(3600) | tenacity.stop_after_attempt(3) | tenacity.stop_never,
+        tenacity.stop_never | (tenacity.stop_after_delay(3600) | tenacity.stop_after_attempt(3)),
+        tenacity.stop_after_attempt(3) & tenacity.stop_after_attempt(2),
+    ],
+    ids=["a_or_b_or_c", "a_or_nested_b_or_c", "a_and_b"],
+)
+def test_tenacity_delays_that_end_with_a_stop_of_three_parts_end_the_call_with_its_error(stop):
+    """`a | b | c` is tenacity's stop_any(stop_any(a, b), c), and `a & b` its stop_all: a
+    stop_after_attempt(3) anywhere in them ends the call where the delays end, with its own
+    error (a RuntimeError only looked one `|` deep)."""
+    slept = []
+    retrying = tenacity.Retrying(
+        wait=tenacity_wait([0.5, 1.0]), stop=stop, reraise=True, sleep=slept.append
+    )
+    with pytest.raises(OSError, match="flaky"):
+        retrying(failing(5))
+    assert slept == [0.5, 1.0]
+
+
+def test_tenacity_a_stop_and_one_that_has_not_come_yet_is_no_stop():
+    """`stop_after_attempt(3) & stop_after_attempt(9)` does not stop at retry 3: running out
+    there is the RuntimeError, not an attempt sent without its delay."""
+    retrying = tenacity.Retrying(
+        wait=tenacity_wait([0.5, 1.0]),
+        stop=tenacity.stop_after_attempt(3) & tenacity.stop_after_attempt(9),
+        sleep=lambda s: None,
+    )
+    with pytest.raises(RuntimeError, match="retry 3"):
+        retrying(failing(5))
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        tenacity.stop_after_attempt(5),
+        tenacity.stop_after_delay(3600),
+        "own & stop_after_attempt(5)",
+    ],
+    ids=["after_attempt", "after_delay", "own_and_after_attempt"],
+)
+def test_tenacity_schedules_wait_without_its_stop_never_retries_without_a_delay(stop):
+    """The wait of tenacity_schedule under a stop that does not end with it (its own stop
+    left out, or `own & other`): running out is the RuntimeError of a bare wait, not
+    retries at once, again and again, until the other stop comes (it slept 0.0 each time)."""
+    wait, own = tenacity_schedule([0.1])
+    if stop == "own & stop_after_attempt(5)":
+        stop = own & tenacity.stop_after_attempt(5)
+    slept = []
+    retrying = tenacity.Retrying(wait=wait, stop=stop, sleep=slept.append, reraise=True)
+    with pytest.raises(RuntimeError, match="retry 2"):
+        retrying(failing(10))
+    assert slept == [0.1]
+
+
+def test_tenacity_schedules_wait_ends_where_its_stop_does_inside_a_combined_stop():
+    """Its own stop anywhere in `a | b | c` ends the call with its error, sleeping no 0.0."""
+    wait, own = tenacity_schedule([0.1, 0.2])
+    slept = []
+    retrying = tenacity.Retrying(
+        wait=wait,
+        stop=tenacity.stop_after_delay(3600) | own | tenacity.stop_after_attempt(10),
+        sleep=slept.append,
+        reraise=True,
+    )
+    with pytest.raises(OSError, match="flaky"):
+        retrying(failing(10))
+    assert slept == [0.1, 0.2]
+
+
 # -- backoff ------------------------------------------------------------------------------
 
 
