@@ -215,7 +215,10 @@ def backoff_wait_gen(
     Pass ``jitter=None`` (the schedule has its own jitter, if any).  Each
     call gets a fresh schedule, primed the way backoff expects.  When the
     schedule runs out, backoff gives up as at its own ``max_tries``: the
-    last error is raised, or the last value returned.
+    last error is raised, or the last value returned.  backoff hands the
+    ``wait_gen`` every keyword its decorator does not know; this one takes
+    none, so such a keyword (``max_trys=3``, misspelt) is a ``TypeError``
+    naming it when the decorated function is called, before any attempt.
 
     >>> import backoff
     >>> waits = []
@@ -231,7 +234,11 @@ def backoff_wait_gen(
     """
     factory = _checks.reusable_delays("delays", delays)
 
-    def wait_gen(**ignored: Any) -> Generator[float | None, Any, None]:
+    def wait_gen(**options: Any) -> Generator[float | None, Any, None]:
+        _refuse_options(options)
+        return delays_of_a_call()
+
+    def delays_of_a_call() -> Generator[float | None, Any, None]:
         schedule = Schedule("delays", factory)
         yield None  # backoff primes the generator with send(None)
         retry = 1
@@ -243,6 +250,20 @@ def backoff_wait_gen(
             retry += 1
 
     return wait_gen
+
+
+def _refuse_options(options: dict[str, Any]) -> None:
+    """backoff hands its decorator's keywords it does not know to the
+    ``wait_gen``; ours has none, so one is a misspelt option of backoff's
+    (``max_trys=3``: no limit at all) or one of its own generators'
+    (``max_value=30``: not the cap meant), refused naming it."""
+    for name, value in options.items():
+        raise _checks.ArgumentTypeError(
+            name,
+            f"backoff_wait_gen takes no options, but backoff handed it {name}={_checks.short(value)}:"
+            " a misspelt option of backoff's decorator? Shape the delays instead"
+            " (capped(), islice(), within())",
+        )
 
 
 def __getattr__(name: str) -> Any:

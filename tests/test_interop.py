@@ -341,6 +341,28 @@ def test_backoff_on_exception_sleeps_the_schedule_in_order(monkeypatch):
     assert flaky2() == "ok" and slept[3:] == [0.5]  # a fresh schedule per call
 
 
+@pytest.mark.parametrize(
+    "option, value", [("max_trys", 2), ("max_value", 30)], ids=["misspelt", "expos_own"]
+)
+def test_backoff_an_option_it_hands_the_wait_gen_is_refused_naming_it(option, value, monkeypatch):
+    """backoff hands every keyword its decorators do not know to the wait_gen: a misspelt
+    max_tries, or expo's max_value, is a TypeError naming it and its value, before any
+    attempt - it was ignored (no limit at all, or not the cap meant)."""
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    calls = []
+
+    def down():
+        calls.append(1)
+        raise OSError("down")
+
+    for decorator, what in ((backoff.on_exception, (OSError,)), (backoff.on_predicate, ())):
+        decorated = decorator(backoff_wait_gen([0.1, 0.2]), *what, jitter=None, **{option: value})(
+            down
+        )
+        rejects(decorated, TypeError, option, str(value), "backoff_wait_gen")
+    assert calls == []
+
+
 def test_backoff_on_predicate_and_threads_get_their_own_schedules(monkeypatch):
     """on_predicate retries falsy results; threads calling at once each see 0.25, 0.5, 0.75."""
     seen = {}
