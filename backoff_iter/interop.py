@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _checks
 from ._extras import missing
-from ._schedule import Schedule
+from ._schedule import Latest
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -117,14 +117,14 @@ class _Schedules:
 
     def __init__(self, factory: Delays) -> None:
         self.factory = factory
-        self._schedules: weakref.WeakKeyDictionary[Any, Schedule] = weakref.WeakKeyDictionary()
+        self._schedules: weakref.WeakKeyDictionary[Any, Latest] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
-    def of(self, retry_state: Any) -> Schedule:
+    def of(self, retry_state: Any) -> Latest:
         with self._lock:
             schedule = self._schedules.get(retry_state)
             if schedule is None:
-                schedule = self._schedules[retry_state] = Schedule("delays", self.factory)
+                schedule = self._schedules[retry_state] = Latest("delays", self.factory)
         return schedule
 
 
@@ -239,7 +239,7 @@ def backoff_wait_gen(
         return delays_of_a_call()
 
     def delays_of_a_call() -> Generator[float | None, Any, None]:
-        schedule = Schedule("delays", factory)
+        schedule = Latest("delays", factory)
         yield None  # backoff primes the generator with send(None)
         retry = 1
         while True:

@@ -363,6 +363,41 @@ def test_backoff_an_option_it_hands_the_wait_gen_is_refused_naming_it(option, va
     assert calls == []
 
 
+@pytest.mark.parametrize("peer", ["backoff", "tenacity", "tenacity_schedule"])
+def test_an_endless_poll_does_not_keep_every_delay_it_slept(peer, monkeypatch):
+    """A poll retried 10,000 more times on an endless schedule holds its memory flat: each
+    adapter kept every delay its call had drawn (some 32 bytes a retry, without end)."""
+    import tracemalloc
+
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    marks = {}
+    polls = count()
+
+    def poll():
+        n = next(polls)
+        if n in (2_000, 12_000):
+            marks[n] = tracemalloc.get_traced_memory()[0]
+        return "done" if n == 12_000 else None
+
+    tracemalloc.start()
+    try:
+        if peer == "backoff":
+            wait_gen = backoff_wait_gen(lambda: constant(0.0))
+            assert backoff.on_predicate(wait_gen, jitter=None, logger=None)(poll)() == "done"
+        else:
+            wait, stop = tenacity_schedule(lambda: constant(0.0))
+            retrying = tenacity.Retrying(
+                wait=tenacity_wait(lambda: constant(0.0)) if peer == "tenacity" else wait,
+                stop=tenacity.stop_never if peer == "tenacity" else stop,
+                retry=tenacity.retry_if_result(lambda result: result is None),
+                sleep=lambda s: None,
+            )
+            assert retrying(poll) == "done"
+    finally:
+        tracemalloc.stop()
+    assert marks[12_000] - marks[2_000] < 60_000  # every delay kept: about 320,000
+
+
 def test_backoff_on_predicate_and_threads_get_their_own_schedules(monkeypatch):
     """on_predicate retries falsy results; threads calling at once each see 0.25, 0.5, 0.75."""
     seen = {}
@@ -679,6 +714,26 @@ def test_a_schedule_draws_its_delays_only_holding_its_lock():
     schedule = made[0]
     assert [schedule.delay(n) for n in (2, 1, 3, 2, 4)] == [0.2, 0.1, 0.3, 0.2, None]
     assert held == [True, True, True]
+
+
+def test_a_latest_schedule_answers_a_number_again_draws_ahead_and_never_goes_back():
+    """tenacity's and backoff's schedule: retry n asked again is the same delay, a later
+    number draws on holding the lock, an earlier one is refused, not answered wrongly."""
+    from backoff_iter._schedule import Latest
+
+    held, made = [], []
+
+    def delays():
+        for value in (0.1, 0.2, 0.3):
+            held.append(made[0]._lock.locked())
+            yield value
+
+    made.append(Latest("delays", delays))
+    latest = made[0]
+    assert [latest.delay(n) for n in (1, 1, 3, 3, 4, 5)] == [0.1, 0.1, 0.3, 0.3, None, None]
+    assert held == [True, True, True]
+    with pytest.raises(RuntimeError, match="retry 2 asked after retry 5"):
+        latest.delay(2)
 
 
 def test_tenacity_schedule_plans_no_sleep_once_the_delays_run_out():
