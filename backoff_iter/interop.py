@@ -127,6 +127,12 @@ class _Schedules:
                 schedule = self._schedules[retry_state] = Latest("delays", self.factory)
         return schedule
 
+    def __deepcopy__(self, memo: object) -> _Schedules:
+        """The same schedules: they keep nothing but each call's own, so a
+        ``copy.deepcopy`` of a tenacity ``Retrying`` (with its wait and
+        stop, still linked) needs no copy of them - nor of their lock."""
+        return self
+
 
 _TENACITY: tuple[Any, Any] | None = None
 

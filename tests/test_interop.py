@@ -165,6 +165,23 @@ def test_tenacity_interleaved_calls_and_threads_do_not_share_a_schedule():
     assert all(log[f"t{i}"] == [1, 2, 3, 4, 5] for i in range(8))
 
 
+def test_tenacity_a_deep_copy_of_a_retrying_with_our_wait_and_stop_works_as_the_original():
+    """copy.deepcopy of a Retrying (tenacity's own copies fine) with either adapter: it was
+    a TypeError (cannot pickle '_thread.lock'); the copy sleeps the schedule and stops with it."""
+    wait, stop = tenacity_schedule([0.25, 0.5])
+    for original in (
+        tenacity.Retrying(wait=wait, stop=stop, reraise=True),
+        tenacity.Retrying(
+            wait=tenacity_wait([0.25, 0.5]), stop=tenacity.stop_after_attempt(3), reraise=True
+        ),
+    ):
+        slept = []
+        copied = copy.deepcopy(original).copy(sleep=slept.append)
+        with pytest.raises(OSError, match="flaky"):
+            copied(failing(5))
+        assert slept == [0.25, 0.5]
+
+
 def test_tenacity_running_out_of_delays_says_so():
     """Delays shorter than tenacity's stop: a clear RuntimeError, not a silent default."""
     retrying = tenacity.Retrying(
