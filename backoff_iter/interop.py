@@ -163,6 +163,12 @@ def _surely_stops(stop: object, retry_state: Any) -> bool:
     return isinstance(stop, stop_schedule) and bool(stop(retry_state))
 
 
+def _last_error(retry_state: Any) -> BaseException | None:
+    """The error the call's last attempt raised; None if it returned."""
+    outcome = getattr(retry_state, "outcome", None)
+    return None if outcome is None else outcome.exception()
+
+
 def _tenacity_classes() -> tuple[
     Callable[[_Schedules], wait_base], Callable[[_Schedules], stop_base]
 ]:
@@ -190,7 +196,7 @@ def _tenacity_classes() -> tuple[
                         f"the delays had no finite delay for retry {retry}: stop"
                         " tenacity with the stop of tenacity_schedule(), or"
                         " before the delays run out, or use an infinite strategy"
-                    )
+                    ) from _last_error(retry_state)
                 return delay
 
             def __repr__(self) -> str:
@@ -221,7 +227,8 @@ def backoff_wait_gen(
     Pass ``jitter=None`` (the schedule has its own jitter, if any).  Each
     call gets a fresh schedule, primed the way backoff expects.  When the
     schedule runs out, backoff gives up as at its own ``max_tries``: the
-    last error is raised, or the last value returned.  backoff hands the
+    last error is raised (even under ``raise_on_giveup=False``, backoff's
+    doing), or the last value returned.  backoff hands the
     ``wait_gen`` every keyword its decorator does not know; this one takes
     none, so such a keyword (``max_trys=3``, misspelt) is a ``TypeError``
     naming it when the decorated function is called, before any attempt.

@@ -191,6 +191,29 @@ def test_tenacity_running_out_of_delays_says_so():
         retrying(failing(3))
 
 
+def test_tenacity_running_out_of_delays_is_caused_by_the_calls_last_error():
+    """The RuntimeError of a bare wait that ran out carries the call's last error as its
+    cause (its traceback showed nothing of what failed); a result retried has none."""
+    errors = [OSError(i) for i in range(5)]
+    calls = iter(errors)
+
+    def down():
+        raise next(calls)
+
+    retrying = tenacity.Retrying(wait=tenacity_wait([0.1]), sleep=lambda s: None)
+    with pytest.raises(RuntimeError, match="retry 2") as raised:
+        retrying(down)
+    assert raised.value.__cause__ is errors[1]
+    polling = tenacity.Retrying(
+        wait=tenacity_wait([0.1]),
+        retry=tenacity.retry_if_result(lambda r: r is None),
+        sleep=lambda s: None,
+    )
+    with pytest.raises(RuntimeError, match="retry 2") as raised:
+        polling(lambda: None)
+    assert raised.value.__cause__ is None
+
+
 @pytest.mark.parametrize(
     "stop", ["a clock's stop", "an async stop"], ids=["stop_before_delay", "async"]
 )
