@@ -143,7 +143,7 @@ def _stops_now(retry_state: Any) -> bool:
     return _surely_stops(stop, retry_state)
 
 
-def _surely_stops(stop: object, retry_state: Any) -> bool:
+def _surely_stops(stop: Any, retry_state: Any) -> bool:
     """Whether *stop* surely ends the call at this attempt: a
     ``stop_after_attempt`` reached, or the stop of :func:`tenacity_schedule`
     whose delays ran out, alone or anywhere in ``a | b`` and ``a & b``
