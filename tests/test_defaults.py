@@ -347,6 +347,34 @@ def test_a_policys_own_retry_logger_logs_each_retry_once(run, caplog):
     ]
 
 
+@each_driver
+def test_a_retry_logger_enabled_for_the_process_takes_the_default_logs_place(run, caplog):
+    """enable(log_retries(my_logger)): each retry is logged once, on my_logger - the
+    default log stood beside it and logged each retry a second time - and a hook of
+    another kind enabled leaves the default be; reset() brings the default back."""
+    from backoff_iter.instrument import RetryLogger, log_retries
+
+    caplog.set_level(logging.DEBUG)
+    default = instrument.enabled()
+    mine = log_retries(logging.getLogger("myapp"))
+    try:
+        instrument.enable(lambda event: None)
+        assert default[0] in instrument.enabled()  # another kind: beside the default
+        instrument.enable(mine)
+        with pytest.raises(OSError):
+            run([0.5], Operation([OSError("down")] * 2), FakeTime(), name="fetch")
+        logged = [(r.name, r.levelname) for r in caplog.records if r.name != "asyncio"]
+        assert logged == [
+            ("myapp", "WARNING"),
+            ("myapp", "ERROR"),
+        ]
+        assert [h for h in instrument.enabled() if isinstance(h, RetryLogger)] == [mine]
+    finally:
+        instrument.reset()
+    [again] = instrument.enabled()  # a default log again, a new one
+    assert isinstance(again, RetryLogger) and again is not mine
+
+
 def test_logging_levels_silence_it_and_disable_removes_it(caplog):
     """setLevel(ERROR) on the backoff_iter logger silences it; disable() removes the hook; reset() brings it back."""
     time = FakeTime()

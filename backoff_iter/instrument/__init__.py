@@ -208,8 +208,10 @@ def enable(*new: Hook) -> None:
 
     Like stamina's ``set_on_retry_hooks``: one line at start-up instruments
     every retry, including those of libraries you do not control.  Unlike
-    it, *new* hooks go beside those enabled, the default log included:
-    :func:`disable` first to log on a logger of your own instead.  Calls
+    it, *new* hooks go beside those enabled - but a
+    :class:`RetryLogger` of yours (``enable(log_retries(my_logger))``) takes
+    the default log's place, as one given to ``observe=`` does: a retry is
+    logged once (:func:`reset` brings the default back).  Calls
     already under way keep the hooks they started with.  A hook enabled
     already is not enabled again: start-up code that runs twice (an app
     factory per test) counts nothing twice, nor does a call whose
@@ -233,6 +235,9 @@ def enable(*new: Hook) -> None:
         for hook in checked:
             if not any(_same(hook, other) for other in (*every, *failures, *added)):
                 added.append(hook)
+        if any(isinstance(hook, RetryLogger) for hook in added):  # yours logs: not the default
+            every = tuple(hook for hook in every if hook is not _default_logger)
+            failures = tuple(hook for hook in failures if hook is not _default_logger)
         every += tuple(hook for hook in added if _wants_successes(hook))
         failures += tuple(hook for hook in added if not _wants_successes(hook))
         listening[:] = every
