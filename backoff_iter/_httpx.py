@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from . import _checks
+from . import _checks, _timeouts
 from ._core import begin
 from ._filters import RETRYABLE_STATUSES
 from ._options import Policy
@@ -42,6 +42,33 @@ def _server_hint(outcome: Any) -> float | None:
     return None
 
 
+class _Cut:
+    """An async attempt's timeout, kept by the transport: cut at it, the
+    attempt fails with httpx's ``TimeoutException`` - what a sync client's
+    attempt fails with, what ``on=``, the hooks and the caller see - not
+    the builtin ``TimeoutError`` an attempt's own scope ends with."""
+
+    def __init__(self, seconds: float | None, request: httpx.Request) -> None:
+        self._seconds = seconds
+        self._request = request
+        self._scope = None if seconds is None else _timeouts.scope(seconds)
+
+    async def __aenter__(self) -> None:
+        if self._scope is not None:
+            await self._scope.__aenter__()
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, traceback: Any) -> bool:
+        if self._scope is None:  # no attempt_timeout
+            return False
+        expired = await self._scope.__aexit__(exc_type, exc, traceback)
+        if expired is None:
+            return False
+        if isinstance(expired, TimeoutError):
+            message = f"the attempt timed out after {self._seconds:g} s"  # (never None here)
+            raise httpx.TimeoutException(message, request=self._request) from expired
+        raise expired  # (under trio: the failures its scope left beside the cancellations)
+
+
 class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     """An httpx transport that retries, for ``Client`` and ``AsyncClient`` alike.
 
@@ -68,8 +95,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     *retry_after* replaces the ``Retry-After`` header as the server's hint.  *attempt_timeout* (seconds, or an iterable or
     factory of them) becomes httpx's timeout of each attempt - connecting,
     writing, reading and waiting for the pool - shortened to the deadline;
-    with ``AsyncClient`` the attempt is also cancelled at it, and its
-    ``TimeoutError`` is retried.  Without *transport* it wraps
+    with ``AsyncClient`` the attempt is also cancelled at it, and fails with
+    httpx's ``TimeoutException``, as httpx's own timeouts do.  Without *transport* it wraps
     ``httpx.HTTPTransport()`` for sync clients and
     ``httpx.AsyncHTTPTransport()`` for async ones.
     """
@@ -187,8 +214,10 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             async for attempt in begin(self._policy, in_async=True, shown=False):
                 if response is not None:
                     await response.aclose()
-                async with attempt:
-                    _time_limit(request, attempt.timeout)
+                # The transport keeps the attempt's timeout itself (_Cut), not the attempt.
+                seconds, attempt.timeout = attempt.timeout, None
+                async with attempt, _Cut(seconds, request):
+                    _time_limit(request, seconds)
                     response = await transport.handle_async_request(request)
                     if response.status_code in self.statuses:
                         await response.aread()

@@ -678,8 +678,9 @@ def test_a_factory_returning_a_non_iterable_names_it():
 
 class Script:
     """An HTTP/1.1 server on 127.0.0.1 answering each request with the next of *answers*:
-    (status, headers, body), or "cut" for a 503 whose body stops short and whose
-    connection closes.  It records (method, path, client port) per request."""
+    (status, headers, body), "cut" for a 503 whose body stops short and whose
+    connection closes, or "stall" for headers that never end (each line comes
+    quickly, the blank line never).  It records (method, path, client port) per request."""
 
     def __init__(self, answers):
         self.answers = list(answers)
@@ -701,6 +702,17 @@ class Script:
                     self.rfile.read(length)
                 script.seen.append((self.command, self.path, self.client_address[1]))
                 answer = script.answers.pop(0) if script.answers else (200, {}, b"ok")
+                if answer == "stall":  # headers that never end, a line every 0.02 s
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                    for _ in range(250):  # (5 s at most, however slow the machine)
+                        time.sleep(0.02)
+                        try:
+                            self.wfile.write(b"X-Wait: 1\r\n")
+                            self.wfile.flush()
+                        except OSError:  # the client gave up and went
+                            break
+                    self.close_connection = True
+                    return
                 if answer == "cut":
                     self.send_response(503)
                     self.send_header("Content-Length", "100")
@@ -1656,3 +1668,32 @@ def test_urllib3_a_redirect_is_followed_whatever_its_retry_after():
         with urllib3.PoolManager() as pool, pytest.raises(urllib3.exceptions.MaxRetryError):
             pool.request("GET", script.url, retries=retry)
     assert len(script.seen) == 1 and slept == []
+
+
+# -- review of the HTTP integrations ---------------------------------------------------------
+
+
+def test_httpx_an_async_attempt_cut_at_its_timeout_fails_as_httpxs_timeout():
+    """AsyncClient, attempt_timeout=0.1 and a server whose headers never end (a line
+    every 0.02 s: no wait for more reaches httpx's read timeout).  The attempt cut at its
+    timeout failed with the builtin TimeoutError, which an ``except httpx.HTTPError``
+    misses, ``on=httpx.TransportError`` did not retry and the hooks saw, where a sync
+    Client fails with httpx's own: it is httpx's TimeoutException, with its request."""
+    events = []
+
+    async def get(url):
+        transport = RetryTransport(
+            delays=[0.0], attempt_timeout=0.1, on=httpx.TransportError, observe=events.append
+        )
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await client.get(url)
+
+    with Script(["stall", "stall"]) as script, no_sleep():
+        with pytest.raises(httpx.TimeoutException, match=r"after 0\.1 s") as raised:
+            asyncio.run(get(script.url))
+    assert raised.value.request.url == script.url
+    assert len(script.seen) == 2  # retried, as on= says
+    assert [(e.kind, type(e.outcome)) for e in events] == [
+        ("retry", httpx.TimeoutException),
+        ("give_up", httpx.TimeoutException),
+    ]
