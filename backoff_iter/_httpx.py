@@ -79,7 +79,10 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     omitted, the drivers' default schedule), raised to the server's
     ``Retry-After`` and clamped to *retry_after_max*.  Only *methods* are
     retried (the idempotent ones by default), and only a request whose body
-    can be sent again (no body, or bytes: a generator's body is sent once).
+    can be sent again (no body, or bytes: a generator's body is sent once);
+    any other is one attempt all the same, of a call with no delays: the
+    parts are asked and told, the hooks hear of it, *attempt_timeout*
+    bounds it, and its response comes back unread.
     When nothing is left to try - the delays, *deadline* or *budget* say so
     - the last response is returned (it never raises for a status) or the
     last exception raised.  Every response it discards is closed, one
@@ -146,6 +149,9 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         given: dict[str, Any] = dict(options)
         given["on_result"] = self._retried
         self._policy = Policy(delays, **given)  # checks every option
+        # A request not retried is one attempt all the same: the parts are asked and
+        # told, the hooks hear of it, attempt_timeout bounds it; no delay follows.
+        self._once = Policy((), **given)
         self._transport = transport
         self._sync: httpx.BaseTransport | None = None
         self._async: httpx.AsyncBaseTransport | None = None
@@ -157,9 +163,14 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             return True
         return self._on_result is not None and bool(self._on_result(response))
 
-    def _retries(self, request: httpx.Request) -> bool:
-        """Is *request* one to retry: its method, and a body that can be sent again?"""
-        return request.method in self.methods and isinstance(request.stream, httpx.ByteStream)
+    def _policy_for(self, request: httpx.Request) -> tuple[Policy, Collection[int]]:
+        """The policy of *request*'s call, and the statuses whose response is read
+        before the next attempt: none for a request not retried (a method not in
+        *methods*, or a body that cannot be sent again), whose response comes back
+        unread."""
+        if request.method in self.methods and isinstance(request.stream, httpx.ByteStream):
+            return self._policy, self.statuses
+        return self._once, ()
 
     def _sync_transport(self) -> httpx.BaseTransport:
         if self._sync is None:
@@ -182,17 +193,16 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Send *request*, retrying as configured; the last response comes back."""
         transport = self._sync_transport()
-        if not self._retries(request):
-            return transport.handle_request(request)
+        policy, statuses = self._policy_for(request)
         response: httpx.Response | None = None
         try:
-            for attempt in begin(self._policy, shown=False):
+            for attempt in begin(policy, shown=False):
                 if response is not None:
                     response.close()  # read already: it goes back to the pool
                 with attempt:
                     _time_limit(request, attempt.timeout)
                     response = transport.handle_request(request)
-                    if response.status_code in self.statuses:
+                    if response.status_code in statuses:
                         response.read()  # kept whole if it is the last
                     attempt.set_result(response)
         except BaseException:
@@ -207,11 +217,10 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         """:meth:`handle_request` for ``httpx.AsyncClient``."""
         transport = self._async_transport()
-        if not self._retries(request):
-            return await transport.handle_async_request(request)
+        policy, statuses = self._policy_for(request)
         response: httpx.Response | None = None
         try:
-            async for attempt in begin(self._policy, in_async=True, shown=False):
+            async for attempt in begin(policy, in_async=True, shown=False):
                 if response is not None:
                     await response.aclose()
                 # The transport keeps the attempt's timeout itself (_Cut), not the attempt.
@@ -219,7 +228,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 async with attempt, _Cut(seconds, request):
                     _time_limit(request, seconds)
                     response = await transport.handle_async_request(request)
-                    if response.status_code in self.statuses:
+                    if response.status_code in statuses:
                         await response.aread()
                     attempt.set_result(response)
         except BaseException:  # the task cancelled while it waited, say

@@ -1697,3 +1697,90 @@ def test_httpx_an_async_attempt_cut_at_its_timeout_fails_as_httpxs_timeout():
         ("retry", httpx.TimeoutException),
         ("give_up", httpx.TimeoutException),
     ]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_a_request_not_retried_is_still_an_attempt_the_parts_and_hooks_see(mode):
+    """A POST (not retried by default) and a PUT of a generator's body (not sent again)
+    went straight to the wrapped transport: the rate limiter, throttle and breaker were
+    never asked nor told, though they are asked "before every attempt, the first
+    included", no hook heard of it, and attempt_timeout was not httpx's timeout.  Each
+    is one attempt of a call that retries nothing: every part and hook acts."""
+    limiter, throttle, breaker, events, seen = Recorder(), Recorder(), Recorder(), [], []
+
+    def chunks():
+        yield b"one"
+
+    def options():
+        return {
+            "delays": [0.0],
+            "attempt_timeout": 2.0,
+            "observe": events.append,
+            "rate_limiter": limiter,
+            "throttle": throttle,
+            "breaker": breaker,
+            "throttled": lambda response: response.status_code == 429,
+        }
+
+    with Script([BUSY, BUSY]) as script, no_sleep() as slept:
+        if mode == "sync":
+            with httpx.Client(transport=RetryTransport(TimeoutSpy(seen), **options())) as client:
+                statuses = [
+                    client.post(script.url, content=b"x").status_code,
+                    client.put(script.url, content=chunks()).status_code,
+                ]
+        else:
+
+            async def achunks():
+                yield b"one"
+
+            async def send():
+                transport = RetryTransport(AsyncTimeoutSpy(seen), **options())
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return [
+                        (await client.post(script.url, content=b"x")).status_code,
+                        (await client.put(script.url, content=achunks())).status_code,
+                    ]
+
+            statuses = asyncio.run(send())
+    assert statuses == [503, 503] and len(script.seen) == 2 and slept == []
+    assert limiter.log == ["acquire", False] * 2
+    assert throttle.log == ["check", True] * 2
+    assert breaker.log == ["check", False] * 2
+    assert [(e.kind, e.number, e.outcome.status_code) for e in events] == [("give_up", 1, 503)] * 2
+    assert seen == [dict.fromkeys(("connect", "read", "write", "pool"), 2.0)] * 2
+
+
+def test_httpx_an_open_breaker_refuses_a_post_too():
+    """Two 503s to GETs open the breaker; a POST then is refused with BrokenCircuitError
+    and never reaches the server (it went, as if there were no breaker)."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker
+
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=2, clock=lambda: 0.0)
+    with Script([BUSY, BUSY]) as script, no_sleep():
+        transport = RetryTransport(delays=[], breaker=breaker)
+        with httpx.Client(transport=transport) as client:
+            assert [client.get(script.url).status_code for _ in range(2)] == [503, 503]
+            with pytest.raises(BrokenCircuitError):
+                client.post(script.url, content=b"x")
+    assert [method for method, _, _ in script.seen] == ["GET", "GET"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_a_request_not_retried_comes_back_unread(mode):
+    """A streamed POST answered 503: nothing retries it, so nothing reads it first."""
+    with Script([BUSY]) as script, no_sleep():
+        transport = RetryTransport(delays=[0.0])
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                with client.stream("POST", script.url, content=b"x") as response:
+                    consumed = response.is_stream_consumed
+        else:
+
+            async def post():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    async with client.stream("POST", script.url, content=b"x") as response:
+                        return response.is_stream_consumed
+
+            consumed = asyncio.run(post())
+    assert not consumed and len(script.seen) == 1
