@@ -1673,12 +1673,15 @@ def test_urllib3_a_redirect_is_followed_whatever_its_retry_after():
 # -- review of the HTTP integrations ---------------------------------------------------------
 
 
-def test_httpx_an_async_attempt_cut_at_its_timeout_fails_as_httpxs_timeout():
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_httpx_an_async_attempt_cut_at_its_timeout_fails_as_httpxs_timeout(library):
     """AsyncClient, attempt_timeout=0.1 and a server whose headers never end (a line
     every 0.02 s: no wait for more reaches httpx's read timeout).  The attempt cut at its
     timeout failed with the builtin TimeoutError, which an ``except httpx.HTTPError``
     misses, ``on=httpx.TransportError`` did not retry and the hooks saw, where a sync
     Client fails with httpx's own: it is httpx's TimeoutException, with its request."""
+    import trio
+
     events = []
 
     async def get(url):
@@ -1690,7 +1693,10 @@ def test_httpx_an_async_attempt_cut_at_its_timeout_fails_as_httpxs_timeout():
 
     with Script(["stall", "stall"]) as script, no_sleep():
         with pytest.raises(httpx.TimeoutException, match=r"after 0\.1 s") as raised:
-            asyncio.run(get(script.url))
+            if library == "asyncio":
+                asyncio.run(get(script.url))
+            else:
+                trio.run(get, script.url)
     assert raised.value.request.url == script.url
     assert len(script.seen) == 2  # retried, as on= says
     assert [(e.kind, type(e.outcome)) for e in events] == [
