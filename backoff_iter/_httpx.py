@@ -42,6 +42,18 @@ def _server_hint(outcome: Any) -> float | None:
     return None
 
 
+def _whole(given: Any) -> Any:
+    """*given* iterated once into a tuple, if it is an iterable other than a
+    string: a one-shot one (a generator) is kept, not used up by its check.
+
+    >>> _whole(code for code in [503]), _whole("GET")
+    ((503,), 'GET')
+    """
+    if isinstance(given, Iterable) and not isinstance(given, (str, bytes)):
+        return tuple(given)
+    return given
+
+
 class _Cut:
     """An async attempt's timeout, kept by the transport: cut at it, the
     attempt fails with httpx's ``TimeoutException`` - what a sync client's
@@ -122,6 +134,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             )
         if delays is not None:
             delays = _checks.reusable_delays("delays", delays)
+        statuses, methods = _whole(statuses), _whole(methods)
         if (
             isinstance(statuses, (str, bytes))
             or not isinstance(statuses, Iterable)

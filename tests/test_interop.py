@@ -1790,3 +1790,16 @@ def test_httpx_a_request_not_retried_comes_back_unread(mode):
 
             consumed = asyncio.run(post())
     assert not consumed and len(script.seen) == 1
+
+
+def test_httpx_statuses_and_methods_given_as_one_shot_iterables_are_kept_whole():
+    """statuses=(s for s in [503]) and methods=map(str.upper, ["put"]): their check used
+    them up, and the transport kept empty sets - it retried nothing, saying nothing."""
+    transport = RetryTransport(
+        delays=[0.0], statuses=(code for code in [503]), methods=map(str.upper, ["put"])
+    )
+    assert transport.statuses == {503} and transport.methods == {"PUT"}
+    with Script([BUSY]) as script, no_sleep() as slept:
+        with httpx.Client(transport=transport) as client:
+            assert client.put(script.url, content=b"x").status_code == 200
+    assert len(script.seen) == 2 and slept == [0.0]
