@@ -21,6 +21,13 @@ if TYPE_CHECKING:  # urllib3 2's name; 1.26 (which botocore keeps on Python 3.9)
 
 __all__ = ["Urllib3Retry"]
 
+#: urllib3's own backoff, at its defaults: the delays replace it.
+_URLLIB3_BACKOFF = {
+    "backoff_factor": 0,
+    "backoff_max": getattr(Retry, "DEFAULT_BACKOFF_MAX", 120),
+    "backoff_jitter": 0.0,
+}
+
 
 class Urllib3Retry(Retry):
     """A ``urllib3.util.Retry`` whose sleeps come from *delays*.
@@ -28,7 +35,9 @@ class Urllib3Retry(Retry):
     ``Urllib3Retry(delays=lambda: full_jitter(0.1, 10), total=5,
     status_forcelist=[429, 503])``; *delays* is a zero-argument function
     returning fresh delays, or a list or tuple (omitted: the drivers'
-    default schedule); every other argument is urllib3's.  Use it as
+    default schedule); every other argument is urllib3's, but its own
+    backoff (``backoff_factor``, ``backoff_max``, ``backoff_jitter``), which
+    the delays replace: given, it is an error naming it.  Use it as
     ``requests.adapters.HTTPAdapter(max_retries=...)`` or as urllib3's
     ``retries=``.  Each request draws from its own schedule (it survives
     the copy urllib3 makes with ``.new()`` at every retry): the n-th retry
@@ -63,6 +72,13 @@ class Urllib3Retry(Retry):
     ) -> None:
         if delays is not None:
             delays = _checks.reusable_delays("delays", delays)
+        for parameter, default in _URLLIB3_BACKOFF.items():
+            if parameter in kwargs and kwargs[parameter] != default:  # (.new() passes defaults)
+                raise _checks.ArgumentValueError(
+                    parameter,
+                    f"{parameter}={kwargs[parameter]!r} is urllib3's own backoff, which"
+                    " Urllib3Retry does not use: give its sleeps as delays=",
+                )
         # The drivers' options, checked and defaulted where the drivers' are.
         policy = Policy(
             delays, sleep=sleep, retry_after_max=retry_after_max, name=name, observe=observe

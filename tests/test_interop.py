@@ -1803,3 +1803,23 @@ def test_httpx_statuses_and_methods_given_as_one_shot_iterables_are_kept_whole()
         with httpx.Client(transport=transport) as client:
             assert client.put(script.url, content=b"x").status_code == 200
     assert len(script.seen) == 2 and slept == [0.0]
+
+
+@pytest.mark.parametrize(
+    "given", [{"backoff_factor": 0.5}, {"backoff_max": 30}, {"backoff_jitter": 0.1}]
+)
+def test_urllib3_its_own_backoff_is_refused_naming_it(given):
+    """Urllib3Retry(backoff_factor=0.5): the sleeps come from delays=, and urllib3's
+    own backoff was ignored without a word (a retry slept the default schedule's delay,
+    not the backoff asked for); it is an argument error naming it and saying delays=.
+    The copies urllib3 makes (.new(), with those options at their defaults) still work."""
+    import urllib3
+
+    [(parameter, value)] = given.items()
+    if parameter not in urllib3.util.Retry.__init__.__code__.co_varnames:
+        pytest.skip(f"this urllib3 has no {parameter}")
+    rejects(lambda: Urllib3Retry(**given), ValueError, parameter, str(value), "delays=")
+    retry = Urllib3Retry(delays=[0.25], status_forcelist=[503])
+    with Script([BUSY]) as script, no_sleep() as slept:
+        assert session_of(retry.new(total=3)).get(script.url).status_code == 200
+    assert slept == [0.25]
