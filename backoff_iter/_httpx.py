@@ -100,20 +100,23 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     last exception raised.  Every response it discards is closed, one
     retried for its status read first (its connection goes back to the pool).
 
-    *options* are those of every driver (:class:`~backoff_iter.RetryOptions`):
-    it runs on the same driver core.  *on* defaults, as everywhere, to
-    :func:`~backoff_iter.is_transient`, which holds httpx's
-    ``TransportError`` and ``TimeoutError``; *on_result* retries a response
-    beyond *statuses* (it is handed each response as the transport gets it,
-    its body unread - a stream may be endless: it may look at the status
-    and headers, or, with a sync ``Client``, call ``response.read()``);
-    *retry_after* replaces the ``Retry-After`` header as the server's hint.  *attempt_timeout* (seconds, or an iterable or
+    *options* are those of every driver
+    (:class:`~backoff_iter.RetryOptions`): it runs on the same driver core.
+    *on* defaults, as everywhere, to :func:`~backoff_iter.is_transient`,
+    which holds httpx's ``TransportError`` and ``TimeoutError``; *on_result*
+    retries a response beyond *statuses* (it is handed each response as the
+    transport gets it, its body unread - a stream may be endless: it may
+    look at the status and headers, or, with a sync ``Client``, call
+    ``response.read()``); *retry_after* replaces the ``Retry-After`` header
+    as the server's hint. *attempt_timeout* (seconds, or an iterable or
     factory of them) becomes httpx's timeout of each attempt - connecting,
     writing, reading and waiting for the pool - shortened to the deadline;
     with ``AsyncClient`` the attempt is also cancelled at it, and fails with
-    httpx's ``TimeoutException``, as httpx's own timeouts do.  Without *transport* it wraps
-    ``httpx.HTTPTransport()`` for sync clients and
-    ``httpx.AsyncHTTPTransport()`` for async ones.
+    httpx's ``TimeoutException``, as httpx's own timeouts do. Without
+    *transport* it wraps ``httpx.HTTPTransport()`` for sync clients and
+    ``httpx.AsyncHTTPTransport()`` for async ones: give ``verify=``,
+    ``limits=``, ``proxy=`` and the like to the transport it wraps, not to
+    the client (a client's ``proxy=`` mounts a transport past this one).
     """
 
     def __init__(
