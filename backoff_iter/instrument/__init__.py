@@ -209,7 +209,7 @@ def enable(*new: Hook) -> None:
     Like stamina's ``set_on_retry_hooks``: one line at start-up instruments
     every retry, including those of libraries you do not control.  Unlike
     it, *new* hooks go beside those enabled - but a
-    :class:`RetryLogger` of yours (``enable(log_retries(my_logger))``) takes
+    :class:`~backoff_iter.RetryLogger` of yours (``enable(log_retries(my_logger))``) takes
     the default log's place, as one given to ``observe=`` does: a retry is
     logged once (:func:`reset` brings the default back).  Calls
     already under way keep the hooks they started with.  A hook enabled
