@@ -750,18 +750,25 @@ class Script:
 BUSY = (503, {}, b"busy")
 
 
-def test_a_schedule_draws_its_delays_only_holding_its_lock():
-    """One call's schedule, which threads of one request may ask at once: every delay is
-    drawn with the schedule's lock held, and the n-th retry always gets the n-th delay."""
-    from backoff_iter._schedule import Schedule
-
-    held, made = [], []
+def _delays_noting_the_lock(held, made):
+    """A factory of 0.1, 0.2, 0.3 that notes in *held*, as it draws each, whether
+    the lock of the schedule in ``made[0]`` is held."""
 
     def delays():
         for value in (0.1, 0.2, 0.3):
             held.append(made[0]._lock.locked())
             yield value
 
+    return delays
+
+
+def test_a_schedule_draws_its_delays_only_holding_its_lock():
+    """One call's schedule, which threads of one request may ask at once: every delay is
+    drawn with the schedule's lock held, and the n-th retry always gets the n-th delay."""
+    from backoff_iter._schedule import Schedule
+
+    held, made = [], []
+    delays = _delays_noting_the_lock(held, made)
     made.append(Schedule("delays", delays))
     schedule = made[0]
     assert [schedule.delay(n) for n in (2, 1, 3, 2, 4)] == [0.2, 0.1, 0.3, 0.2, None]
@@ -774,12 +781,7 @@ def test_a_latest_schedule_answers_a_number_again_draws_ahead_and_never_goes_bac
     from backoff_iter._schedule import Latest
 
     held, made = [], []
-
-    def delays():
-        for value in (0.1, 0.2, 0.3):
-            held.append(made[0]._lock.locked())
-            yield value
-
+    delays = _delays_noting_the_lock(held, made)
     made.append(Latest("delays", delays))
     latest = made[0]
     assert [latest.delay(n) for n in (1, 1, 3, 3, 4, 5)] == [0.1, 0.1, 0.3, 0.3, None, None]

@@ -257,6 +257,30 @@ def test_closing_the_stream_closes_the_source_and_starts_no_retry(taken):
     assert source.closed == 1 and source.calls == 1 and events == []
 
 
+def _closed_at_no_cost(source, error, match, taken, form, resume):
+    """*source* retried on *error* (resumed from the count if *resume*), its first
+    *taken* items read then the stream closed (*form*: "sync" or "async"): the close
+    raises *error* (matching *match*), and the budget paid nothing, the hooks heard
+    nothing."""
+    bucket, events = TokenBucket(), []
+    options = {"resume": lambda state: source(state.count)} if resume else {}
+    decorated = retry([0.0], on=error, budget=bucket, observe=events.append, **options)
+    stream = decorated(source)()
+    tokens = bucket.tokens
+    with pytest.raises(error, match=match):
+        if form == "sync":
+            assert [next(stream) for _ in range(taken)] == list(range(taken))
+            stream.close()
+        else:
+
+            async def main():
+                assert [await stream.__anext__() for _ in range(taken)] == list(range(taken))
+                await stream.aclose()
+
+            asyncio.run(main())
+    assert bucket.tokens == tokens and events == []
+
+
 @pytest.mark.parametrize("resume", [False, True])
 @pytest.mark.parametrize("form", ["sync", "async"])
 @pytest.mark.parametrize("taken", [1, 3])  # closed at its first item, and past it
@@ -266,7 +290,6 @@ def test_a_source_failing_as_it_is_closed_is_still_a_closed_stream(taken, form, 
     the budget pays nothing, the hooks hear nothing.  Without resume a sync stream closed
     past its first item took it for a committed failure (a token taken, a give-up
     "committed" logged), unlike the same stream closed at its first item, or an async one."""
-    bucket, events = TokenBucket(), []
 
     def items(start=0):
         try:
@@ -282,22 +305,7 @@ def test_a_source_failing_as_it_is_closed_is_still_a_closed_stream(taken, form, 
             raise ConnectionError("reset as it was closed")
 
     source = items if form == "sync" else aitems
-    options = {"resume": lambda state: source(state.count)} if resume else {}
-    decorated = retry([0.0], on=ConnectionError, budget=bucket, observe=events.append, **options)
-    stream = decorated(source)()
-    tokens = bucket.tokens
-    with pytest.raises(ConnectionError, match="reset as it was closed"):
-        if form == "sync":
-            assert [next(stream) for _ in range(taken)] == list(range(taken))
-            stream.close()
-        else:
-
-            async def main():
-                assert [await stream.__anext__() for _ in range(taken)] == list(range(taken))
-                await stream.aclose()
-
-            asyncio.run(main())
-    assert bucket.tokens == tokens and events == []
+    _closed_at_no_cost(source, ConnectionError, "reset as it was closed", taken, form, resume)
 
 
 @pytest.mark.parametrize("resume", [False, True])
@@ -309,7 +317,6 @@ def test_a_source_ignoring_the_close_is_still_a_closed_stream(taken, form, resum
     closed, not cut: the budget pays nothing, the hooks hear nothing.  Without resume a sync
     stream closed past its first item took that RuntimeError for the source's own failure,
     a committed give-up under on=RuntimeError (a token taken, the give-up logged)."""
-    bucket, events = TokenBucket(), []
 
     def items(start=0):
         try:
@@ -325,22 +332,7 @@ def test_a_source_ignoring_the_close_is_still_a_closed_stream(taken, form, resum
             yield "one more"
 
     source = items if form == "sync" else aitems
-    options = {"resume": lambda state: source(state.count)} if resume else {}
-    decorated = retry([0.0], on=RuntimeError, budget=bucket, observe=events.append, **options)
-    stream = decorated(source)()
-    tokens = bucket.tokens
-    with pytest.raises(RuntimeError, match="ignored GeneratorExit"):
-        if form == "sync":
-            assert [next(stream) for _ in range(taken)] == list(range(taken))
-            stream.close()
-        else:
-
-            async def main():
-                assert [await stream.__anext__() for _ in range(taken)] == list(range(taken))
-                await stream.aclose()
-
-            asyncio.run(main())
-    assert bucket.tokens == tokens and events == []
+    _closed_at_no_cost(source, RuntimeError, "ignored GeneratorExit", taken, form, resume)
 
 
 @pytest.mark.parametrize("taken", [1, 3])  # thrown at its first item, and past it
