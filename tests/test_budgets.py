@@ -129,6 +129,33 @@ def test_the_reserve_allows_min_per_second_on_average_for_any_window(window):
     assert 600 <= retried <= 600 + 10 * window
 
 
+def retries_per_call_of_one_call_a_second(budget, clock, delays, calls=60):
+    """Each second one call to a dependency that is down, retried over *delays*
+    (within the second) through *budget*: the retries each call made."""
+    made = []
+
+    def sleep(seconds):
+        clock.now += seconds
+
+    for second in range(calls):
+        clock.now = 1000.0 + second
+        attempts = []
+        with pytest.raises(ConnectionError):
+            retry(delays, budget=budget, sleep=sleep)(always_failing(attempts))()
+        made.append(len(attempts) - 1)
+    return made
+
+
+def test_a_reserve_of_ten_a_second_pays_about_ten_retries_for_each_of_one_call_a_second():
+    """docs/budgets.rst: with min_per_second=10 a process making one call a second retries every call about ten times in an outage (9 of 9, 10.2 on average of 20), the reserve being per second, not per window."""
+    clock = Clock()
+    budget = RetryBudget(min_per_second=10, clock=clock)
+    assert retries_per_call_of_one_call_a_second(budget, clock, [0.09] * 9) == [9] * 60
+    budget = RetryBudget(min_per_second=10, clock=clock)
+    made = retries_per_call_of_one_call_a_second(budget, clock, [0.045] * 20)
+    assert sum(made[10:]) / len(made[10:]) == pytest.approx(10.2, abs=0.05)
+
+
 def test_the_reserve_goes_in_one_burst_and_comes_back_a_window_later():
     """Finagle's reserve: all min_per_second x window retries at once, then none until they leave the window."""
     clock = Clock()
