@@ -148,10 +148,11 @@ class RetryOptions(HedgeOptions, total=False):
     """``hook(attempt, outcome)``, run when the call stops retrying a failure."""
     attempt_timeout: float | Delays | None
     """Seconds each attempt may take, or an iterable of them (the last one
-    repeats), shortened to the deadline: ``attempt.timeout``; the async
-    loops cancel the attempt at it and retry its ``TimeoutError``.  A sync
-    ``@retry`` passes it on as the keyword *timeout_arg* names, which it
-    needs (nothing could interrupt the function)."""
+    repeats; none at all, ``inf``, from an empty one), shortened to the
+    deadline: ``attempt.timeout``; the async loops cancel the attempt at it
+    and retry its ``TimeoutError``.  A sync ``@retry`` passes it on as the
+    keyword *timeout_arg* names, which it needs (nothing could interrupt the
+    function); hand an ``inf`` to a socket as None, which it takes for no limit."""
     rate_limiter: RateLimiter | None
     """A :class:`~backoff_iter.RateLimiter` every attempt waits for."""
     throttle: Throttle | None

@@ -221,6 +221,23 @@ def test_without_attempt_timeout_attempts_have_none():
             assert attempt.timeout is None
 
 
+def test_an_empty_attempt_timeout_schedule_gives_no_timeout_which_reads_inf():
+    """docs/timeouts-and-hedging.rst: an empty schedule of timeouts is none at all; attempt.timeout and timeout_arg read inf."""
+    seen = []
+    for attempt in retrying([0.0], attempt_timeout=[], on=ConnectionError, sleep=lambda s: None):
+        with attempt:
+            seen.append(attempt.timeout)
+            if attempt.number == 1:
+                raise ConnectionError
+    assert seen == [math.inf, math.inf]
+
+    @retry([0.0], attempt_timeout=lambda: iter(()), timeout_arg="timeout")
+    def get(*, timeout):
+        return timeout
+
+    assert get() == math.inf
+
+
 def test_timeout_arg_hands_each_timeout_to_the_function():
     """@retry(attempt_timeout=..., timeout_arg="timeout") passes it as that keyword argument."""
     got = []
