@@ -360,7 +360,8 @@ def decorrelated(
 ) -> Iterator[float]:
     """AWS "decorrelated jitter": ``sleep = min(cap, uniform(base, sleep * factor))``.
 
-    *sleep* starts at *base*, so the first delay lies in ``[base, 3·base]``.
+    *sleep* starts at *base*, so the first delay lies in ``[base, factor·base]``
+    (``[base, 3·base]`` by default).
     Each delay depends on the previous one, not on the attempt number.
 
     >>> from itertools import islice

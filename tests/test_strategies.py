@@ -265,6 +265,13 @@ def test_first_decorrelated_delay_lies_between_base_and_three_base():
     assert min(firsts) < 2.01 and max(firsts) > 5.99
 
 
+def test_decorrelated_first_value_reaches_factor_times_base():
+    """With factor=5 the first value is uniform in [base, 5·base], not [base, 3·base]."""
+    firsts = [next(decorrelated(2, factor=5, rng=Random(seed))) for seed in range(2000)]
+    assert all(2 <= d <= 10 for d in firsts)
+    assert min(firsts) < 2.02 and max(firsts) > 9.98
+
+
 @pytest.mark.parametrize(
     "strategy",
     [
