@@ -1244,6 +1244,15 @@ def test_retry_after_beyond_bounds_how_far_a_hint_holds_the_next_hedge_back():
     assert 0.02 - SLACK <= script.started[1] - script.started[0] < 1.0
 
 
+def test_retry_after_max_clamps_how_long_a_hint_holds_the_next_hedge_back():
+    """docs/timeouts-and-hedging.rst: a hint is clamped to the call's retry_after_max, not
+    only to RETRY_AFTER_MAX: a hint of 10 s with retry_after_max=0.02 waits 20 ms."""
+    script = Script(fail(ConnectionError("slow down")), answer("second"))
+    hedging = hedged(script, [3600], retry_after=lambda outcome: 10.0, retry_after_max=0.02)
+    assert run(hedging) == "second"
+    assert 0.02 - SLACK <= script.started[1] - script.started[0] < 1.0
+
+
 def test_the_events_elapsed_counts_from_the_start_of_the_call():
     """The hedge sent after 30 ms says elapsed >= 30 ms (it said 0.0: the clock started at
     the first event), and the winner's success after it says more."""
