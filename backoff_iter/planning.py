@@ -109,7 +109,7 @@ def retries_by(base: float, factor: float, elapsed: float) -> float:
 
 
 def factor_for_ratio(ratio: float) -> float:
-    """The factor whose every sleep is *ratio* times the time already slept: ``r = 1 + q``.
+    """The factor whose every sleep is *ratio* times the time already slept, plus the first: ``r = 1 + q``.
 
     With it the sleep after ``T`` seconds of sleeping is ``a + q T``, so
     ``--ratio 0.1`` of the command line means "wait about another tenth":
