@@ -84,7 +84,9 @@ _DATE_FORMS = (
     rf"{_LONG_DAY}, (?P<day>[0-9]{{2}})-{_MONTH}-(?P<year>[0-9]{{2}}) {_TIME} GMT",  # RFC 850
     rf"{_DAY} {_MONTH} (?P<day>[ 0-9][0-9]) {_TIME} (?P<year>[0-9]{{4}})",  # asctime
 )
-_dates: list[re.Pattern[str]] = []  # compiled on first use: import stays cheap
+# Compiled on first use (import stays cheap), kept whole or not at all: threads
+# reading their first dates at once each compile their own, never half a list.
+_dates: tuple[re.Pattern[str], ...] = ()
 
 
 def longest_retry_after(values: Iterable[str | bytes] | str | bytes | None) -> float | None:
@@ -148,20 +150,30 @@ def parse_retry_after(value: str | bytes | None, *, now: float | None = None) ->
         return float(text)  # delay-seconds: never an error, inf if huge
     if len(text) > 64:  # longer than any date: not worth a regex
         return None
-    if not _dates:
-        _dates.extend(re.compile(form, re.IGNORECASE | re.ASCII) for form in _DATE_FORMS)
-    for pattern in _dates:
+    dates = _dates
+    if not dates:
+        dates = _compile_dates()
+    for pattern in dates:
         match = pattern.fullmatch(text)
         if match:
             if now is None:
                 now = time.time()
             if not math.isfinite(now):  # no clock to measure a date against
                 return None
-            when = _epoch(match, two_digit_year=pattern is _dates[1], now=now)
+            when = _epoch(match, two_digit_year=pattern is dates[1], now=now)
             if when is None:
                 return None
             return max(0.0, when - now)
     return None
+
+
+def _compile_dates() -> tuple[re.Pattern[str], ...]:
+    """The date forms compiled, kept for the next date: the preferred one, then
+    RFC 850's (whose two-digit year is read apart), then asctime's."""
+    global _dates
+    dates = tuple(re.compile(form, re.IGNORECASE | re.ASCII) for form in _DATE_FORMS)
+    _dates = dates
+    return dates
 
 
 def _moment(now: object) -> float:

@@ -199,3 +199,48 @@ def test_longest_retry_after_takes_what_a_header_lookup_returns():
     assert longest_retry_after(b"120") == 120.0
     assert longest_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # long past
     assert longest_retry_after("soon") is None
+
+
+def test_threads_reading_their_first_dates_at_once_each_read_every_form(monkeypatch):
+    """A thread reads a date while another is still compiling the date forms on
+    first use: each reads it right, and every form parses afterwards (the second
+    saw a list of one pattern: a date then was unparsed, or an IndexError)."""
+    import re
+    import threading
+    import types
+
+    from backoff_iter import hints
+
+    compiled = threading.Event()  # the first thread has compiled its first form
+    read = threading.Event()  # ... and the second thread has read its date
+    first = []
+
+    def compile(form, flags=0):
+        pattern = re.compile(form, flags)
+        if threading.current_thread() is not threading.main_thread():
+            first.append(pattern)
+            if len(first) == 2:  # the first form compiled (and kept, if it is kept at once)
+                compiled.set()
+                read.wait(5.0)
+        return pattern
+
+    shim = types.SimpleNamespace(compile=compile, IGNORECASE=re.IGNORECASE, ASCII=re.ASCII)
+    monkeypatch.setattr(hints, "re", shim)
+    monkeypatch.setattr(hints, "_dates", type(hints._dates)())  # not compiled yet
+    rfc_850 = "Wednesday, 21-Oct-15 07:28:00 GMT"
+    results = []
+    worker = threading.Thread(target=lambda: results.append(parse_retry_after(rfc_850, now=NOW)))
+    worker.start()
+    assert compiled.wait(5.0)
+    try:
+        mine = [
+            parse_retry_after(value, now=NOW)
+            for value in (rfc_850, "Wed, 21 Oct 2015 07:28:00 GMT")
+        ]
+    finally:
+        read.set()
+        worker.join()
+    assert mine == [80.0, 80.0]
+    assert results == [80.0]
+    forms = ("Wed, 21 Oct 2015 07:28:00 GMT", rfc_850, "Wed Oct 21 07:28:00 2015")
+    assert [parse_retry_after(value, now=NOW) for value in forms] == [80.0] * 3
