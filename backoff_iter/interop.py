@@ -172,51 +172,65 @@ def _last_error(retry_state: Any) -> BaseException | None:
 def _tenacity_classes() -> tuple[
     Callable[[_Schedules], wait_base], Callable[[_Schedules], stop_base]
 ]:
-    """The wait and stop classes, subclasses of tenacity's, made on first use."""
+    """The wait and stop classes, subclasses of tenacity's, made on first use -
+    once: threads at once each making their own, the stops of all but the last
+    kept would be strangers to every wait (:func:`_surely_stops`)."""
     global _TENACITY
     if _TENACITY is None:
-        from tenacity.stop import stop_base
-        from tenacity.wait import wait_base
-
-        class wait_schedule(wait_base):
-            """A tenacity wait drawing from a fresh schedule of backoff_iter per call."""
-
-            def __init__(self, schedules: _Schedules) -> None:
-                self.schedules = schedules
-
-            def __call__(self, retry_state: RetryCallState) -> float:
-                retry = retry_state.attempt_number
-                delay = self.schedules.of(retry_state).delay(retry)
-                if delay is None:
-                    # tenacity asks the wait first, then the stop: one that surely stops
-                    # here (tenacity_schedule's, or a stop_after_attempt) needs no delay
-                    if _stops_now(retry_state):
-                        return 0.0
-                    raise RuntimeError(
-                        f"the delays had no finite delay for retry {retry}: stop"
-                        " tenacity with the stop of tenacity_schedule(), or"
-                        " before the delays run out, or use an infinite strategy"
-                    ) from _last_error(retry_state)
-                return delay
-
-            def __repr__(self) -> str:
-                return f"tenacity_wait({self.schedules.factory!r})"
-
-        class stop_schedule(stop_base):
-            """A tenacity stop: true when the call's schedule has no next delay."""
-
-            def __init__(self, schedules: _Schedules) -> None:
-                self.schedules = schedules
-
-            def __call__(self, retry_state: RetryCallState) -> bool:
-                schedule = self.schedules.of(retry_state)
-                return schedule.delay(retry_state.attempt_number) is None
-
-            def __repr__(self) -> str:
-                return f"<stop when {self.schedules.factory!r} runs out>"
-
-        _TENACITY = wait_schedule, stop_schedule
+        with _MAKING:
+            if _TENACITY is None:
+                _TENACITY = _made_tenacity_classes()
     return _TENACITY
+
+
+_MAKING = threading.Lock()  # held while the tenacity classes are made
+
+
+def _made_tenacity_classes() -> tuple[
+    Callable[[_Schedules], wait_base], Callable[[_Schedules], stop_base]
+]:
+    """New wait and stop classes, subclasses of tenacity's."""
+    from tenacity.stop import stop_base
+    from tenacity.wait import wait_base
+
+    class wait_schedule(wait_base):
+        """A tenacity wait drawing from a fresh schedule of backoff_iter per call."""
+
+        def __init__(self, schedules: _Schedules) -> None:
+            self.schedules = schedules
+
+        def __call__(self, retry_state: RetryCallState) -> float:
+            retry = retry_state.attempt_number
+            delay = self.schedules.of(retry_state).delay(retry)
+            if delay is None:
+                # tenacity asks the wait first, then the stop: one that surely stops
+                # here (tenacity_schedule's, or a stop_after_attempt) needs no delay
+                if _stops_now(retry_state):
+                    return 0.0
+                raise RuntimeError(
+                    f"the delays had no finite delay for retry {retry}: stop"
+                    " tenacity with the stop of tenacity_schedule(), or"
+                    " before the delays run out, or use an infinite strategy"
+                ) from _last_error(retry_state)
+            return delay
+
+        def __repr__(self) -> str:
+            return f"tenacity_wait({self.schedules.factory!r})"
+
+    class stop_schedule(stop_base):
+        """A tenacity stop: true when the call's schedule has no next delay."""
+
+        def __init__(self, schedules: _Schedules) -> None:
+            self.schedules = schedules
+
+        def __call__(self, retry_state: RetryCallState) -> bool:
+            schedule = self.schedules.of(retry_state)
+            return schedule.delay(retry_state.attempt_number) is None
+
+        def __repr__(self) -> str:
+            return f"<stop when {self.schedules.factory!r} runs out>"
+
+    return wait_schedule, stop_schedule
 
 
 def backoff_wait_gen(

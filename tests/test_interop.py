@@ -1838,3 +1838,34 @@ def test_urllib3_its_own_backoff_is_refused_naming_it(given):
     with Script([BUSY]) as script, no_sleep() as slept:
         assert session_of(retry.new(total=3)).get(script.url).status_code == 200
     assert slept == [0.25]
+
+
+def test_tenacity_schedules_made_in_threads_at_once_each_end_with_their_stop(
+    switching_often, monkeypatch
+):
+    """8 threads make the first tenacity_schedule of the process at once, 100 times over:
+    every stop is one the wait knows, so each call ends with its own error where its
+    delays end (the classes made on first use were made once per thread, the last kept:
+    the other threads' stops were strangers to it, and their waits raised RuntimeError)."""
+    from backoff_iter import interop
+
+    for _ in range(100):
+        monkeypatch.setattr(interop, "_TENACITY", None)  # as on first use
+        barrier, made = threading.Barrier(8), []
+
+        def make(barrier=barrier, made=made):
+            barrier.wait()
+            made.append(tenacity_schedule([0.5]))
+
+        threads = [threading.Thread(target=make) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(made) == 8
+        for wait, stop in made:
+            slept = []
+            retrying = tenacity.Retrying(wait=wait, stop=stop, reraise=True, sleep=slept.append)
+            with pytest.raises(OSError, match="flaky"):
+                retrying(failing(5))
+            assert slept == [0.5]
