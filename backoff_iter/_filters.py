@@ -7,6 +7,7 @@ it says, a ``BaseException`` that is no ``Exception`` (``KeyboardInterrupt``,
 
 from __future__ import annotations
 
+import _thread
 import sys
 from collections.abc import Callable
 from typing import Union, cast
@@ -189,6 +190,9 @@ def _is_group(exc: BaseException) -> bool:
 # must not grow it forever.
 _FILTERS: dict[object, tuple[Filter, bool]] = {}
 _FILTERS_MAX = 256
+# Held to make room and add: two threads evicting at once picked the same oldest
+# (a KeyError), or one iterated as the other changed it (a RuntimeError).
+_FILTERS_LOCK = _thread.allocate_lock()
 
 
 def exception_filter(name: str, on: object) -> tuple[Filter, bool]:
@@ -213,9 +217,11 @@ def exception_filter(name: str, on: object) -> tuple[Filter, bool]:
             f"{name} must be an exception class, a tuple of them, or a predicate"
             f" callable(exc) -> bool, got {_checks.shown(on)}",
         )
-    if len(_FILTERS) >= _FILTERS_MAX:
-        del _FILTERS[next(iter(_FILTERS))]  # the oldest
-    checked = _FILTERS[on] = classes, all(issubclass(c, Exception) for c in classes)
+    checked = classes, all(issubclass(c, Exception) for c in classes)
+    with _FILTERS_LOCK:
+        if len(_FILTERS) >= _FILTERS_MAX:
+            del _FILTERS[next(iter(_FILTERS))]  # the oldest
+        _FILTERS[on] = checked
     return checked
 
 

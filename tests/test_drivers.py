@@ -1318,6 +1318,34 @@ def test_the_filter_cache_stays_bounded():
     assert len(_filters._FILTERS) <= 256
 
 
+def test_threads_making_policies_of_new_exception_classes_at_once_fail_none(switching_often):
+    """8 threads x 500 policies, each on= classes new to the full cache: none fails, and
+    the cache stays bounded (two threads evicting the oldest at once both chose it; the
+    second's del raised KeyError out of retrying())."""
+    import threading
+
+    from backoff_iter import _filters
+
+    classes = [type(f"Error{i}", (Exception,), {}) for i in range(4000)]
+    barrier, failed = threading.Barrier(8), []
+
+    def make(first):
+        barrier.wait()
+        for i in range(first, 4000, 8):
+            try:
+                retrying([1.0], on=(classes[i], OSError))
+            except Exception as error:  # noqa: PERF203 - what fails is the point
+                failed.append(error)
+
+    threads = [threading.Thread(target=make, args=(first,)) for first in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == []
+    assert len(_filters._FILTERS) <= 256
+
+
 # -- retry on a result ---------------------------------------------------------------
 
 
