@@ -1334,7 +1334,7 @@ def test_threads_making_policies_of_new_exception_classes_at_once_fail_none(swit
         for i in range(first, 4000, 8):
             try:
                 retrying([1.0], on=(classes[i], OSError))
-            except Exception as error:  # noqa: PERF203 - what fails is the point
+            except Exception as error:  # what fails is the point
                 failed.append(error)
 
     threads = [threading.Thread(target=make, args=(first,)) for first in range(8)]
