@@ -1319,10 +1319,12 @@ def test_the_filter_cache_stays_bounded():
 
 
 def test_threads_making_policies_of_new_exception_classes_at_once_fail_none(switching_often):
-    """8 threads x 500 policies, each on= classes new to the full cache: none fails, and
-    the cache stays bounded (two threads evicting the oldest at once both chose it; the
-    second's del raised KeyError out of retrying())."""
+    """8 threads x 5,000 policies, each on= classes the full cache no longer holds: none
+    fails, and the cache stays bounded (two threads evicting the oldest at once both chose
+    it, the second's del raising KeyError out of retrying(); or one changed it while
+    another iterated it, a RuntimeError)."""
     import threading
+    from itertools import chain, repeat
 
     from backoff_iter import _filters
 
@@ -1331,7 +1333,7 @@ def test_threads_making_policies_of_new_exception_classes_at_once_fail_none(swit
 
     def make(first):
         barrier.wait()
-        for i in range(first, 4000, 8):
+        for i in chain.from_iterable(repeat(range(first, 4000, 8), 10)):
             try:
                 retrying([1.0], on=(classes[i], OSError))
             except Exception as error:  # what fails is the point
