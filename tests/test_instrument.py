@@ -991,6 +991,44 @@ def test_threads_enabling_hooks_at_once_lose_none(no_process_hooks, switching_of
     assert set(kept) == {hook for thread in batches for batch in thread for hook in batch}
 
 
+@pytest.mark.parametrize("meanwhile", ["reset", "enable_my_logger"])
+def test_a_reset_in_one_thread_beside_another_leaves_one_logger(
+    meanwhile, no_process_hooks, monkeypatch
+):
+    """A thread resets while another resets too, or enables a RetryLogger of its own:
+    one logger is left, as if one had gone first (the reset's log was enabled beside the
+    other, and each retry logged twice, for good)."""
+    import logging
+
+    from backoff_iter.instrument.logs import RetryLogger
+
+    making = threading.Event()  # the thread's reset is making its logger
+    done = threading.Event()  # ... and the main thread has done its part meanwhile
+    make = RetryLogger.__init__
+
+    def slow_to_make(self, *args, **kwargs):
+        if threading.current_thread() is not threading.main_thread():
+            making.set()
+            done.wait(5.0)
+        make(self, *args, **kwargs)
+
+    monkeypatch.setattr(RetryLogger, "__init__", slow_to_make)
+    worker = threading.Thread(target=instrument.reset)
+    worker.start()
+    try:
+        assert making.wait(5.0)
+        if meanwhile == "reset":
+            instrument.reset()
+        else:
+            instrument.enable(instrument.log_retries(logging.getLogger("mine")))
+    finally:
+        done.set()
+        worker.join()
+    loggers = [hook for hook in instrument.enabled() if isinstance(hook, RetryLogger)]
+    assert len(loggers) == 1
+    assert instrument.enabled() == tuple(loggers)
+
+
 @pytest.mark.parametrize("observe", ["", b"", "hook"])
 def test_a_string_is_no_list_of_hooks(observe):
     """observe="" (or any str or bytes) is refused when the policy is made, naming observe:

@@ -227,20 +227,25 @@ def enable(*new: Hook) -> None:
     >>> [event.kind for event in seen]
     ['success']
     """
-    global every, failures
     checked = hooks(list(new), "new")
     with _lock:
-        # A hook enabled already is not enabled again (start-up code run twice).
-        added: list[Hook] = []
-        for hook in checked:
-            if not any(_same(hook, other) for other in (*every, *failures, *added)):
-                added.append(hook)
-        if any(isinstance(hook, RetryLogger) for hook in added):  # yours logs: not the default
-            every = tuple(hook for hook in every if hook is not _default_logger)
-            failures = tuple(hook for hook in failures if hook is not _default_logger)
-        every += tuple(hook for hook in added if _wants_successes(hook))
-        failures += tuple(hook for hook in added if not _wants_successes(hook))
-        listening[:] = every
+        _enable(checked)
+
+
+def _enable(new: tuple[Hook, ...]) -> None:
+    """:func:`enable` of *new*, checked (the lock held)."""
+    global every, failures
+    # A hook enabled already is not enabled again (start-up code run twice).
+    added: list[Hook] = []
+    for hook in new:
+        if not any(_same(hook, other) for other in (*every, *failures, *added)):
+            added.append(hook)
+    if any(isinstance(hook, RetryLogger) for hook in added):  # yours logs: not the default
+        every = tuple(hook for hook in every if hook is not _default_logger)
+        failures = tuple(hook for hook in failures if hook is not _default_logger)
+    every += tuple(hook for hook in added if _wants_successes(hook))
+    failures += tuple(hook for hook in added if not _wants_successes(hook))
+    listening[:] = every
 
 
 def _same(hook: Hook, other: Hook) -> bool:
@@ -302,11 +307,15 @@ def disable() -> None:
 def reset() -> None:
     """Back to the start: only the default hook, which logs retries (quiet
     under :func:`~backoff_iter.testing.no_sleep`, and standing aside for a
-    policy whose ``observe=`` has a :class:`~backoff_iter.RetryLogger` of its own)."""
-    global _default_logger
-    disable()
-    _default_logger = RetryLogger(give_up_level=logs.WARNING, quiet_in_tests=True)
-    enable(_default_logger)
+    policy whose ``observe=`` has a :class:`~backoff_iter.RetryLogger` of its own).
+    One step for the other threads: a reset beside another, or beside an
+    :func:`enable`, leaves what one after the other would."""
+    global _default_logger, every, failures
+    logger = RetryLogger(give_up_level=logs.WARNING, quiet_in_tests=True)
+    with _lock:
+        every = failures = ()
+        _default_logger = logger
+        _enable((logger,))
 
 
 def enabled() -> tuple[Hook, ...]:
