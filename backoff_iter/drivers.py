@@ -33,11 +33,29 @@ from ._options import Policy
 from .parts import SUCCESS
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from typing_extensions import ParamSpec, Unpack
 
     from ._options import DecoratorOptions
 
     P = ParamSpec("P")
+    Q = ParamSpec("Q")
+    S = TypeVar("S")
+    Numbers = TypeVar("Numbers", bound=Iterable[float], covariant=True)
+
+    class FunctionOrDelays(Protocol[Numbers]):
+        """What type checkers see ``@retry`` make of a function of no arguments
+        returning numbers: the function retried (called with nothing), which
+        also serves as the delays of ``@retry(func)`` over another function
+        (called with one function), as the runtime's ``_either_role`` does."""
+
+        @overload
+        def __call__(self) -> Numbers: ...
+
+        @overload
+        def __call__(self, func: Callable[Q, S], /) -> Callable[Q, S]: ...
+
 
 __all__ = ["Attempt", "ExceptionsAsDelays", "aretrying", "retry", "retrying"]
 
@@ -139,6 +157,12 @@ def retry(  # an exception class where the delays go: `on=` was meant
     /,
     **options: Unpack[DecoratorOptions],
 ) -> ExceptionsAsDelays: ...
+
+
+@overload
+def retry(  # bare, over a function of no arguments returning numbers: it may be either
+    func: Callable[[], Numbers], /
+) -> FunctionOrDelays[Numbers]: ...
 
 
 @overload

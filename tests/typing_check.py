@@ -150,6 +150,38 @@ async def abare() -> str:
     return "x"
 
 
+# A function of no arguments whose result is numbers (bytes, a list of them, a
+# generator of them) is still the function a bare @retry decorates, and still
+# serves as the delays of @retry(func) over another function, as at runtime.
+@retry
+def payload() -> bytes:
+    return b"data"
+
+
+payload_bytes: bytes = payload()
+
+
+@retry
+def countdown() -> Iterator[int]:
+    yield from range(3)
+
+
+counted: list[int] = list(countdown())
+
+
+def gaps() -> list[float]:
+    return [0.5, 1.0]
+
+
+@retry(gaps)
+def spaced(key: str) -> int:
+    return 1
+
+
+spaced_result: int = spaced("a")
+spaced(1)  # type: ignore[arg-type]  # decorated by a schedule function: the signature is kept
+
+
 with no_sleep() as slept_delays:
     recorded: list[float] = slept_delays
 
