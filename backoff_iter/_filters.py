@@ -17,11 +17,12 @@ from . import _checks
 __all__ = ["ExceptionFilter", "is_timeout", "is_transient"]
 
 #: What ``on=`` takes: an exception class, a tuple of them, or a predicate
-#: ``callable(exc) -> bool``.
+#: ``callable(exc) -> bool``, which is asked of an ``Exception`` only
+#: (:func:`matches`): a predicate typed for ``Exception`` is one.
 ExceptionFilter = Union[
     type[BaseException],
     tuple[type[BaseException], ...],
-    Callable[[BaseException], object],
+    Callable[[Exception], object],
 ]
 #: What a policy keeps of ``on``: the exception classes to match, or the predicate.
 Filter = Union[tuple[type[BaseException], ...], Callable[[BaseException], object]]

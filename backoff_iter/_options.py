@@ -88,7 +88,7 @@ class HedgeOptions(TypedDict, total=False):
 
     on: ExceptionFilter
     """What to retry: an exception class, a tuple of them, or a predicate
-    ``callable(exc) -> bool``.  Default :func:`~backoff_iter.is_transient`:
+    ``callable(exc) -> bool``, asked of an ``Exception`` only.  Default :func:`~backoff_iter.is_transient`:
     connection errors, timeouts and HTTP transport errors, never a
     programming error; ``on=Exception`` retries every ``Exception``.
     ``KeyboardInterrupt``, ``SystemExit`` and cancellation are never retried."""

@@ -834,6 +834,17 @@ def test_the_on_predicate_is_asked_once_per_failure(run):
     assert asked == errors
 
 
+@each_driver
+@pytest.mark.parametrize("fatal", [KeyboardInterrupt, GeneratorExit])
+def test_the_on_predicate_is_asked_of_exceptions_only(run, fatal):
+    """A BaseException that is no Exception propagates unasked: on='s predicate
+    takes an Exception (its type says so)."""
+    asked = []
+    with pytest.raises(fatal):
+        run([0.0], Operation([fatal()]), FakeTime(), on=lambda exc: asked.append(exc) or True)
+    assert asked == []
+
+
 # -- what the user's delays yield --------------------------------------------------
 
 

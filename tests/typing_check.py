@@ -255,6 +255,23 @@ def meant() -> str:
     return "decorated"
 
 
+def retryable(error: Exception) -> bool:  # on= asks its predicate of Exceptions only
+    return isinstance(error, OSError)
+
+
+@retry(on=retryable)
+def judged() -> str:
+    return "decorated"
+
+
+judged_loop = retrying([0.1], on=retryable)
+judged_aloop = aretrying([0.1], on=retryable)
+
+
+async def judged_hedge() -> bytes:
+    return await hedged(lambda: replica("k"), [0.05], on=retryable)
+
+
 meant_result: str = meant()
 transient: bool = backoff_iter.is_transient(OSError())
 
