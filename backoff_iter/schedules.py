@@ -33,8 +33,8 @@ The second retry sleeps the second delay of the throttle's schedule (below
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Union
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, Union
 
 from . import _checks, _jitter
 from ._filters import exception_filter
@@ -44,8 +44,12 @@ __all__ = ["PerFailure", "per_failure"]
 #: A kind of failure :func:`per_failure` tells apart: an exception class, a
 #: tuple of them, or a predicate of the outcome.
 Kind = Union[type[BaseException], tuple[type[BaseException], ...], Callable[[Any], object]]
-#: One kind's schedule: a zero-argument function returning fresh delays, or a list or tuple.
-Schedule = Union[Callable[[], Iterable[float]], list[float], tuple[float, ...]]
+#: The kinds of one mapping: a dict's keys are typed as what they are (a dict
+#: of one class is no ``Mapping[Kind, ...]``: a mapping's keys are invariant).
+K = TypeVar("K", bound=Kind)
+#: One kind's schedule: a zero-argument function returning fresh delays, or a
+#: list, tuple or other sequence (a ``range``) of them.
+Schedule = Union[Callable[[], Iterable[float]], Sequence[float]]
 
 #: What ``next_for`` gives when the chosen schedule has run out.
 END: Any = object()
@@ -166,7 +170,7 @@ class Deferred:
 
 
 def per_failure(
-    kinds: Mapping[Kind, Schedule] | None = None,
+    kinds: Mapping[K, Schedule] | None = None,
     /,
     *,
     throttle: Schedule | None = None,
@@ -191,7 +195,8 @@ def per_failure(
       backoff draw for draw.
 
     Each schedule is a zero-argument function returning fresh delays, or a
-    list or tuple: every call of the driver starts them afresh.  In step:
+    list, tuple or other sequence (a ``range``): every call of the driver
+    starts them afresh.  In step:
     at each retry every schedule gives its next delay, and the one of the
     failure's kind is slept; when that one has run out, the retries end (as
     when a plain schedule runs out), though the others may have more.

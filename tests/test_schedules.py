@@ -37,6 +37,18 @@ def test_the_nth_retry_sleeps_the_nth_delay_of_its_failures_schedule(run):
     assert time.slept == [1.0, 0.2, 30.0, 0.4]
 
 
+def test_a_schedule_may_be_any_sequence_and_the_kinds_a_dict_made_beforehand():
+    """A range is a reusable schedule as a list is (its type says Sequence), and
+    a dict built before the call serves as the kinds."""
+    kinds = {TimeoutError: range(10, 40, 10)}
+    schedules = per_failure(kinds, throttle=range(1, 5), default=(0.1, 0.2, 0.3))
+    for _ in range(2):  # reusable: each call starts afresh
+        time = FakeTime()
+        failures = [Throttle(), TimeoutError(), OSError()]
+        RUNNERS[0](schedules, Operation(failures), time, on=Exception, throttled=is_throttle)
+        assert time.slept == [1, 20, 0.3]
+
+
 def test_the_first_kind_that_matches_chooses_and_a_throttle_comes_first():
     """Kinds are asked in the mapping's order, after the throttle schedule; predicates name kinds too."""
     schedules = per_failure(

@@ -23,6 +23,7 @@ from backoff_iter import (
     hedged,
     jittered,
     linear,
+    per_failure,
     plan,
     retry,
     retrying,
@@ -77,6 +78,21 @@ async def aping(host: str) -> str:
 
 
 pong: str = ping("example")
+
+
+# per_failure's kinds and schedules, as users build them: a dict made beforehand
+# (its keys typed as the one class they are), a list of ints, a range.
+slow_kinds = {TimeoutError: [5.0, 5.0]}
+whole_seconds = [1, 2]
+by_kind = per_failure(slow_kinds, throttle=range(1, 4), default=whole_seconds)
+by_predicate = per_failure(
+    {lambda outcome: outcome is None: (0.5,)}, default=lambda: exponential(0.1)
+)
+
+
+@retry(by_kind, on=OSError)
+def put(key: str) -> bool:
+    return True
 
 
 where: float = plan(1, 1.1, 1057.19).sleep_after
