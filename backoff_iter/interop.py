@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Generator, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _checks
 from ._extras import missing
@@ -235,7 +235,7 @@ def _made_tenacity_classes() -> tuple[
 
 def backoff_wait_gen(
     delays: Delays | Iterable[float],
-) -> Callable[..., Generator[float | None, Any, None]]:
+) -> Callable[..., Generator[float, Any, None]]:
     """A ``wait_gen`` for ``backoff.on_exception`` / ``backoff.on_predicate``.
 
     Pass ``jitter=None`` (the schedule has its own jitter, if any).  Each
@@ -261,9 +261,11 @@ def backoff_wait_gen(
     """
     factory = _checks.reusable_delays("delays", delays)
 
-    def wait_gen(**options: Any) -> Generator[float | None, Any, None]:
+    def wait_gen(**options: Any) -> Generator[float, Any, None]:
         _refuse_options(options)
-        return delays_of_a_call()
+        # backoff's own type of a wait_gen (its typed on_exception refuses any
+        # other): the priming None is taken by its send(None), never a delay.
+        return cast("Generator[float, Any, None]", delays_of_a_call())
 
     def delays_of_a_call() -> Generator[float | None, Any, None]:
         schedule = Latest("delays", factory)

@@ -298,3 +298,29 @@ def streamed(start: int = 0) -> Iterator[int]:
 
 
 stream_items: list[int] = list(streamed())
+
+
+# -- the adapters to other schedulers, as their own types see them --------------
+
+import backoff  # noqa: E402
+import tenacity  # noqa: E402
+
+from backoff_iter.interop import backoff_wait_gen, tenacity_schedule, tenacity_wait  # noqa: E402
+
+
+@backoff.on_exception(backoff_wait_gen([0.1, 0.2]), OSError, jitter=None)
+def via_backoff(key: str) -> int:
+    return 1
+
+
+@backoff.on_predicate(backoff_wait_gen(lambda: islice(exponential(0.1), 3)), jitter=None)
+def polled() -> bool:
+    return True
+
+
+tenacity_wait_only = tenacity.Retrying(
+    wait=tenacity_wait([0.1]), stop=tenacity.stop_after_attempt(3)
+)
+tenacity_wait_stop = tenacity_schedule(lambda: islice(exponential(0.1), 3))
+tenacity_both = tenacity.Retrying(wait=tenacity_wait_stop[0], stop=tenacity_wait_stop[1])
+via_backoff_result: int = via_backoff("a")
