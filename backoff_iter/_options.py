@@ -54,6 +54,9 @@ __all__ = [
 #: delays for each call (the reusable form), a list or tuple (reusable too),
 #: or any one-shot iterable.
 Delays = Union[Callable[[], Iterable[float]], Sequence[float], Iterable[float]]
+#: What serves many calls (``@retry``'s delays): a one-shot iterable would serve
+#: one only, and is refused.
+ReusableDelays = Union[Callable[[], Iterable[float]], Sequence[float]]
 #: ``before_sleep(attempt, outcome, delay)``: *outcome* is the exception, or
 #: the result that ``on_result`` asked to retry.
 BeforeSleep = Callable[["Attempt", Any, float], object]
@@ -175,7 +178,7 @@ class DecoratorOptions(RetryOptions, total=False):
     """``@retry``'s options: :class:`RetryOptions`, the delays by name, how to
     hand each attempt its timeout, and how to resume a stream."""
 
-    delays: Delays | None
+    delays: ReusableDelays | None
     """The delays, given by name: ``@retry(delays=my_schedule)`` - the way to
     pass a schedule written as a generator function, which given first and
     alone is the function decorated."""

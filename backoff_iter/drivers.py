@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from typing_extensions import ParamSpec, Unpack
 
-    from ._options import DecoratorOptions
+    from ._options import DecoratorOptions, ReusableDelays
 
     P = ParamSpec("P")
     Q = ParamSpec("Q")
@@ -167,7 +167,7 @@ def retry(  # bare, over a function of no arguments returning numbers: it may be
 
 @overload
 def retry(  # a delays factory is a function too: this overload comes before the bare one
-    schedule: Callable[[], Iterable[float]] | Iterable[float] | None = None,
+    schedule: ReusableDelays | None = None,
     /,
     **options: Unpack[DecoratorOptions],
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...

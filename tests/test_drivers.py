@@ -516,6 +516,7 @@ def test_a_bad_delay_in_a_list_is_refused_when_the_policy_is_made(make, error, p
         (lambda: aretrying([1], deadline=math.nan), ValueError, ["deadline", "nan"]),
         (lambda: retry(iter([1, 2])), TypeError, ["delays", "iterator"]),
         (lambda: retry(exponential(1)), TypeError, ["delays", "lambda"]),
+        (lambda: retry(delays=iter([1, 2]), on=OSError), TypeError, ["delays", "iterator"]),
         (lambda: retry([1], on=42), TypeError, ["on", "42"]),
         (lambda: retry([1], deadline=-2), ValueError, ["deadline", "-2"]),
         (lambda: retry([1])(3), TypeError, ["func", "3"]),

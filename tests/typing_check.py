@@ -266,6 +266,12 @@ def mistaken_twice() -> str:
     return "never decorated"
 
 
+# A one-shot iterator where @retry's delays go (a strategy called, not wrapped in
+# a function) would serve one call only: retry refuses it, and so do both checkers.
+used_up = retry(exponential(0.1))  # type: ignore[call-overload]
+used_up_by_name = retry(delays=islice(exponential(0.1), 3), on=OSError)  # type: ignore[call-overload]
+
+
 @retry(on=ConnectionError)
 def meant() -> str:
     return "decorated"
