@@ -55,25 +55,29 @@ def scope(seconds: float) -> _Scope:
     )
 
 
-class _AsyncioScope(_Scope):
-    """asyncio.timeout (Python 3.11+), which tells its own expiry from the task's cancellation."""
+# Defined where asyncio.timeout exists, as scope() makes it: type checkers
+# targeting Python 3.9 or 3.10 then see no use of what those lack.
+if sys.version_info >= (3, 11):
 
-    def __init__(self, seconds: float) -> None:
-        import asyncio
+    class _AsyncioScope(_Scope):
+        """asyncio.timeout (Python 3.11+), which tells its own expiry from the task's cancellation."""
 
-        self._timeout = asyncio.timeout(None if seconds == math.inf else seconds)
+        def __init__(self, seconds: float) -> None:
+            import asyncio
 
-    async def __aenter__(self) -> None:
-        await self._timeout.__aenter__()
+            self._timeout = asyncio.timeout(None if seconds == math.inf else seconds)
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> TimeoutError | None:
-        try:
-            await self._timeout.__aexit__(exc_type, exc, tb)
-        except TimeoutError as expired:
-            return expired
-        return None
+        async def __aenter__(self) -> None:
+            await self._timeout.__aenter__()
+
+        async def __aexit__(
+            self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+        ) -> TimeoutError | None:
+            try:
+                await self._timeout.__aexit__(exc_type, exc, tb)
+            except TimeoutError as expired:
+                return expired
+            return None
 
 
 class _LegacyAsyncioScope(_Scope):
