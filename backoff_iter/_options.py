@@ -169,9 +169,10 @@ class RetryOptions(HedgeOptions, total=False):
     pushing back (for the rate limiter, throttle and parts); without it,
     every retried failure is.  A :class:`~backoff_iter.RetryQuota` charges
     its *throttle_cost* only for the failures this predicate names."""
-    parts: Iterable[Part]
-    """Your own :class:`~backoff_iter.parts.Part` objects, consulted around
-    each attempt after the budget, breaker, throttle and rate limiter."""
+    parts: Part | Iterable[Part] | None
+    """Your own :class:`~backoff_iter.parts.Part`, or an iterable of them,
+    consulted around each attempt after the budget, breaker, throttle and
+    rate limiter."""
 
 
 class DecoratorOptions(RetryOptions, total=False):

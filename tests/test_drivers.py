@@ -3705,6 +3705,20 @@ def test_parts_hear_the_attempt_after_it_in_the_reverse_order():
     assert log == [("before", "outer"), ("before", "inner"), ("after", "inner"), ("after", "outer")]
 
 
+def test_one_part_given_alone_is_consulted_as_a_list_of_it_is():
+    """parts=Part(), not in a list: taken as the one part (RetryOptions says so)."""
+    from backoff_iter.parts import Part
+
+    kinds = []
+
+    class Tally(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            kinds.append(kind)
+
+    retry([0.0], on=OSError, parts=Tally(), sleep=lambda s: None)(Operation([OSError()]))()
+    assert kinds == ["failure", "success"]
+
+
 def test_a_part_awaited_before_each_attempt_guards_the_first_try_of_async_retry():
     """A part with only abefore_attempt: async @retry awaits it before the first
     try (which runs bare when only a breaker's or a throttle's check guards it),

@@ -210,6 +210,7 @@ from backoff_iter import (  # noqa: E402
     BrokenCircuitError,
     CircuitBreaker,
     CubicRateLimiter,
+    Part,
     RateLimiter,
     Throttle,
     ThrottledError,
@@ -241,6 +242,16 @@ async def aguarded() -> float:
 
 
 state: str = breakers[0].state
+
+
+class Tally(Part):  # a part of the user's: one, a list of them, or None
+    def after_attempt(self, outcome: object, kind: str, number: int, spent: float) -> None:
+        print(kind)
+
+
+one_part = retrying([0.1], parts=Tally())
+listed_parts = retrying([0.1], parts=[Tally(), Tally()])
+no_parts = retrying([0.1], parts=None)
 fast: bool = CubicRateLimiter().try_acquire()
 
 
