@@ -22,7 +22,15 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from . import _checks, instrument
@@ -37,7 +45,7 @@ if TYPE_CHECKING:
 
     from typing_extensions import ParamSpec, Unpack
 
-    from ._options import DecoratorOptions, ReusableDelays
+    from ._options import DecoratorOptions
 
     P = ParamSpec("P")
     Q = ParamSpec("Q")
@@ -167,7 +175,7 @@ def retry(  # bare, over a function of no arguments returning numbers: it may be
 
 @overload
 def retry(  # a delays factory is a function too: this overload comes before the bare one
-    schedule: ReusableDelays | None = None,
+    schedule: Callable[[], Iterable[float]] | Sequence[float] | None = None,
     /,
     **options: Unpack[DecoratorOptions],
 ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...

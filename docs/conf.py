@@ -66,6 +66,11 @@ nitpick_ignore = [
     ("py:class", "P"),
     ("py:class", "R"),
     ("py:class", "backoff_iter._attempt.T"),
+    ("py:class", "backoff_iter.schedules.K"),
+    # What type checkers see a bare @retry make of a function of no arguments
+    # returning numbers (a Protocol of theirs only, never made at runtime).
+    ("py:class", "FunctionOrDelays"),
+    ("py:class", "Numbers"),
     # The alias of what CircuitBreaker's break_duration takes, as its attribute's hint
     # names it (the class's signature spells it out).
     ("py:class", "BreakDurations"),
