@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ._attempt import Attempt
+    from ._sliding import Clock
     from ._streams import StreamState
     from .breakers import Breaker
     from .budgets import Budget
@@ -135,7 +136,7 @@ class RetryOptions(HedgeOptions, total=False):
     attempt after it no time: the call then ends where the sleep would begin.
     A rate limiter's wait before a retry that would end past it ends the call
     with :class:`~backoff_iter.parts.NoTimeLeft`."""
-    clock: Callable[[], float]
+    clock: Clock
     """The clock of *deadline* and of the events' ``elapsed`` (default
     ``time.monotonic``).  It returns seconds as any real number (an int, a
     ``Decimal``, a ``Fraction``: read as its float); a reading that is not

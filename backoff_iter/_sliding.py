@@ -13,8 +13,18 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Union, cast
 
 from ._checks import is_real
+
+if TYPE_CHECKING:
+    from decimal import Decimal
+    from fractions import Fraction
+
+    #: A clock of the user's: a function of no arguments returning seconds as
+    #: a float, an int, a ``Decimal`` or a ``Fraction`` (read as its float by
+    #: :func:`steady`).
+    Clock = Callable[[], Union[float, Decimal, Fraction]]
 
 # Readings beyond this are taken as "infinite": a time this large cannot be
 # doubled or cubed without overflowing, and no real clock gets there.
@@ -62,8 +72,9 @@ class Readings:
 
     __slots__ = ("clock", "last")
 
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
+    def __init__(self, clock: Clock) -> None:
+        # read as floats: steady() makes a Decimal's or a Fraction's reading its float
+        self.clock = cast("Callable[[], float]", clock)
         self.last = NOT_YET
 
     def __call__(self) -> float:
@@ -75,7 +86,7 @@ class Readings:
         return now if now > NOT_YET else 0.0
 
 
-def reader(clock: Callable[[], float]) -> Callable[[], float]:
+def reader(clock: Clock) -> Callable[[], float]:
     """A function reading *clock* through :class:`Readings` - or
     ``time.monotonic`` itself, steady already (finite, never backwards):
     a part's success reads its clock once or twice, and this is most of it.
@@ -88,7 +99,7 @@ def reader(clock: Callable[[], float]) -> Callable[[], float]:
     >>> [read(), read(), read(), read()]
     [5.0, 5.0, 5.0, 7.5]
     """
-    return clock if clock is time.monotonic else Readings(clock).__call__
+    return time.monotonic if clock is time.monotonic else Readings(clock).__call__
 
 
 def first_past(position: Callable[[float], float], mark: int, guess: float) -> float:

@@ -45,6 +45,7 @@ from ._sliding import SlidingCounts, detached, reader
 from ._stores import fleet_class
 
 if TYPE_CHECKING:
+    from ._sliding import Clock
     from .fleet import Store
 
 __all__ = ["Breaker", "BrokenCircuitError", "CircuitBreaker"]
@@ -186,7 +187,7 @@ class CircuitBreaker:
         sampling_duration: float = 30.0,
         break_duration: BreakDurations = 5.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = time.monotonic,
         store: Store | None = None,
     ) -> CircuitBreaker:
         return object.__new__(cls if store is None else fleet_class(cls, store))
@@ -198,7 +199,7 @@ class CircuitBreaker:
         sampling_duration: float = 30.0,
         break_duration: BreakDurations = 5.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = time.monotonic,
         store: Store | None = None,
     ) -> None:
         ratio = _checks.number("failure_ratio", failure_ratio)

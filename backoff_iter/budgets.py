@@ -29,7 +29,6 @@ from __future__ import annotations
 import _thread
 import math
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import _checks
@@ -38,6 +37,7 @@ from ._sliding import first_past, reader
 from ._stores import fleet_class as _fleet_class
 
 if TYPE_CHECKING:
+    from ._sliding import Clock
     from .fleet import Store
 
 __all__ = ["Budget", "RetryBudget", "RetryQuota", "TokenBucket"]
@@ -321,7 +321,7 @@ class RetryBudget:
         min_per_second: float = 10.0,
         window: float = 10.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = time.monotonic,
         store: Store | None = None,
     ) -> RetryBudget:
         return object.__new__(cls if store is None else _fleet_class(cls, store))
@@ -332,7 +332,7 @@ class RetryBudget:
         min_per_second: float = 10.0,
         window: float = 10.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = time.monotonic,
         store: Store | None = None,
     ) -> None:
         ratio = _checks.number("ratio", ratio)

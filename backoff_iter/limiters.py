@@ -29,10 +29,13 @@ import _thread
 import math
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _checks, _sleeping
 from ._sliding import reader
+
+if TYPE_CHECKING:
+    from ._sliding import Clock
 
 __all__ = ["CubicRateLimiter", "RateLimiter"]
 
@@ -112,7 +115,7 @@ class CubicRateLimiter:
         "_filled_at",
     )
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, clock: Clock = time.monotonic) -> None:
         _checks.function("clock", clock)
         self._now = reader(clock)
         self._lock = _thread.allocate_lock()

@@ -35,7 +35,6 @@ from __future__ import annotations
 import _thread
 import collections
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _checks, _jitter
@@ -43,6 +42,7 @@ from ._sliding import SlidingCounts, detached, reader
 from ._stores import fleet_class
 
 if TYPE_CHECKING:
+    from ._sliding import Clock
     from .fleet import Store
 
 __all__ = ["AdaptiveThrottle", "Throttle", "ThrottledError"]
@@ -136,7 +136,7 @@ class AdaptiveThrottle:
         k: float = 2.0,
         window: float = 120.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = time.monotonic,
         rng: Any = None,
         store: Store | None = None,
     ) -> AdaptiveThrottle:
@@ -147,7 +147,7 @@ class AdaptiveThrottle:
         k: float = 2.0,
         window: float = 120.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = time.monotonic,
         rng: Any = None,
         store: Store | None = None,
     ) -> None:

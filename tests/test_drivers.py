@@ -3636,6 +3636,30 @@ def test_a_clock_of_decimals_or_fractions_gives_elapsed_times_as_floats(kind):
     assert [type(seconds) for seconds in elapsed] == [float] * 3
 
 
+@pytest.mark.parametrize("kind", [Decimal, Fraction])
+def test_the_breaker_throttle_and_rate_limiter_read_a_clock_of_decimals_or_fractions(kind):
+    """Each part takes a clock of Decimal or Fraction readings (their clock's type
+    says so) and keeps time by it: the breaker opens and half-opens after its 5 s,
+    the throttle and the limiter answer as with a float clock."""
+    from backoff_iter import AdaptiveThrottle, CircuitBreaker, CubicRateLimiter
+
+    now = [kind(100)]
+    breaker = CircuitBreaker(0.5, 2, 10, 5, clock=lambda: now[0])
+    for _ in range(2):
+        breaker.check()
+        breaker.record(False)
+    assert breaker.state == "open"
+    now[0] += kind(6)
+    breaker.check()
+    assert breaker.state == "half_open"
+    throttle = AdaptiveThrottle(clock=lambda: now[0])
+    throttle.check()
+    throttle.record(True)
+    assert throttle.probability == 0.0
+    limiter = CubicRateLimiter(clock=lambda: now[0])
+    assert limiter.acquire(sleep=lambda s: None) == 0.0
+
+
 def test_a_clock_returning_no_number_is_a_type_error_saying_so():
     """A clock of strings fails the call's first reading with an error naming what it returned."""
     with pytest.raises(TypeError, match="a clock returned '12:00'"):

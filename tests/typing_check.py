@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
+from fractions import Fraction
 from itertools import islice
 from random import Random
 
@@ -241,6 +243,19 @@ async def aguarded() -> float:
     return await limiter.aacquire()
 
 
+# A clock may return seconds as a Decimal or a Fraction (read as its float), as
+# RetryOptions.clock says: the drivers and every part take one.
+def decimal_clock() -> Decimal:
+    return Decimal("1.5")
+
+
+decimal_loop = retrying([0.1], clock=decimal_clock, deadline=10)
+decimal_parts = (
+    CircuitBreaker(clock=decimal_clock),
+    AdaptiveThrottle(clock=lambda: Fraction(3, 2)),
+    CubicRateLimiter(clock=decimal_clock),
+    RetryBudget(clock=decimal_clock),
+)
 state: str = breakers[0].state
 
 

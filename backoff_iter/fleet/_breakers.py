@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from backoff_iter import _checks
@@ -37,6 +36,8 @@ from ._count_script import LONGEST
 from ._member import Member, state
 
 if TYPE_CHECKING:
+    from backoff_iter._sliding import Clock
+
     from ._store import Store
 
 #: The most one slot of a fleet window counts: beyond, poison.
@@ -167,7 +168,7 @@ class FleetAdaptiveThrottle(CountMember, AdaptiveThrottle):
         k: float = 2.0,
         window: float = 120.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = time.monotonic,
         rng: Any = None,
         store: Store | None = None,
     ) -> None:
@@ -244,7 +245,7 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
         sampling_duration: float = 30.0,
         break_duration: BreakDurations = 5.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = time.monotonic,
         store: Store | None = None,
     ) -> None:
         CircuitBreaker.__init__(

@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from backoff_iter import _checks
@@ -29,6 +28,8 @@ from ._ledger import LIMIT
 from ._member import Member, state
 
 if TYPE_CHECKING:
+    from backoff_iter._sliding import Clock
+
     from ._store import Store
 
 #: A quota's member asked for no retry since its last exchange (more than any
@@ -461,7 +462,7 @@ class FleetRetryBudget(BudgetMember, RetryBudget):
         min_per_second: float = 10.0,
         window: float = 10.0,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = time.monotonic,
         store: Store | None = None,
     ) -> None:
         RetryBudget.__init__(self, ratio, min_per_second, window, clock=clock)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import heapq
 import threading
 import time
-from collections.abc import Callable
 from itertools import count
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backoff_iter import _checks, _sliding
 
@@ -15,6 +14,9 @@ from ._budget_script import BudgetLedger
 from ._count_script import CountLedger
 from ._member import Inline, Member, Timing, inline
 from ._store import Store, variant
+
+if TYPE_CHECKING:
+    from backoff_iter._sliding import Clock
 
 __all__ = ["Ledger", "_SharedState"]
 
@@ -68,9 +70,7 @@ class _SharedState(Store):
         "_variants",
     )
 
-    def __init__(
-        self, sync_interval: float = 0.1, *, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, sync_interval: float = 0.1, *, clock: Clock = time.monotonic) -> None:
         sync_interval = _checks.number("sync_interval", sync_interval)
         if not 0.0 <= sync_interval <= 3600.0:
             raise _checks.ArgumentValueError(
