@@ -24,11 +24,15 @@ def rejects(call, error, parameter, *words):
         assert word in str(raised.value), (word, str(raised.value))
 
 
-def in_threads(target, count=8):
-    """Run *target* in *count* threads at once; return when all have ended."""
+def in_threads(target, count=8, *, numbered=False):
+    """Run *target* in *count* threads at once; return when all have ended.
+    *numbered*: each thread calls it with its number, 0 to *count* - 1."""
     import threading
 
-    threads = [threading.Thread(target=target) for _ in range(count)]
+    threads = [
+        threading.Thread(target=target, args=(number,) if numbered else ())
+        for number in range(count)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

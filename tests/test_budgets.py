@@ -8,7 +8,7 @@ import math
 import threading
 
 import pytest
-from checks import rejects
+from checks import in_threads, rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -559,11 +559,7 @@ def test_retry_quota_is_exact_under_many_threads():
             if i % 2 == 0:
                 quota.record_success(True)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(run, numbered=True)
     timeouts = len(range(0, 2000, 3))
     expected_cost = 8 * (timeouts * 7 + (2000 - timeouts) * 3)
     assert sum(taken) == expected_cost

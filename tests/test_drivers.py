@@ -15,7 +15,7 @@ from fractions import Fraction
 from itertools import islice
 
 import pytest
-from checks import rejects
+from checks import in_threads, rejects
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -1351,11 +1351,7 @@ def test_threads_making_policies_of_new_exception_classes_at_once_fail_none(swit
             except Exception as error:  # what fails is the point
                 failed.append(error)
 
-    threads = [threading.Thread(target=make, args=(first,)) for first in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(make, numbered=True)
     assert failed == []
     assert len(_filters._FILTERS) <= 256
 

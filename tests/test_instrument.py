@@ -16,7 +16,7 @@ from random import Random
 import httpx
 import pytest
 import test_drivers
-from checks import fresh_python, rejects
+from checks import fresh_python, in_threads, rejects
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -811,11 +811,7 @@ def test_threads_leaving_calls_open_end_exactly_those_beyond_the_bound(
         except Exception as error:  # a hook that raised
             errors.append(error)
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(work, numbered=True)
     assert errors == []
     spans = backend.spans()
     assert len(spans) == 8 * 600 - 16

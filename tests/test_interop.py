@@ -17,7 +17,7 @@ import httpx
 import pytest
 import requests
 import tenacity
-from checks import rejects
+from checks import in_threads, rejects
 from urllib3.exceptions import ConnectTimeoutError
 
 from backoff_iter import TokenBucket, constant, exponential, instrument
@@ -1857,11 +1857,7 @@ def test_tenacity_schedules_made_in_threads_at_once_each_end_with_their_stop(
             barrier.wait()
             made.append(tenacity_schedule([0.5]))
 
-        threads = [threading.Thread(target=make) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        in_threads(make)
         assert len(made) == 8
         for wait, stop in made:
             slept = []
