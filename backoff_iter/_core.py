@@ -47,6 +47,8 @@ from .schedules import Deferred
 if TYPE_CHECKING:
     from types import FrameType
 
+    from .parts import Drops
+
 __all__ = ["Call", "begin"]
 
 _END: float = cast(float, object())  # no next attempt (compared by identity)
@@ -131,7 +133,7 @@ def tell_refused(
     call._refused(refused)
 
 
-def dropped(drops: tuple[Callable[[float], None] | None, ...], passed: int) -> None:
+def dropped(drops: Drops, passed: int) -> None:
     """The attempt the first *passed* parts asked before it let go will not
     run (a part after them refused it): each gives back what it held for it,
     newest first (``Part.attempt_dropped``; *drops*, a plan's ``before_drops``
@@ -369,7 +371,7 @@ class Call:
         return waited
 
     def _drop(
-        self, drops: tuple[Callable[[float], None] | None, ...] = (), passed: int = 0
+        self, drops: Drops = (), passed: int = 0
     ) -> None:
         """The next attempt will not run: the parts that let it go give back
         what they held for it - the first *passed* of *drops* (the befores'),

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .breakers import Breaker
     from .budgets import Budget
     from .limiters import CubicRateLimiter, RateLimiter
+    from .parts import Drops
     from .throttles import Throttle
 
 __all__ = [
@@ -318,7 +319,7 @@ class CallPlan:
     afters: tuple[Callable[[Any, str, int, float], None], ...]  # ... after each one
     allows: tuple[Callable[[Any, str], float], ...]  # ... before each retry
     guarded: bool  # something to do before each attempt
-    checks: tuple[Breaker | Throttle, ...]  # ... and on a bare first try, all of it: check()
+    checks: tuple[tuple[Breaker | Throttle, Drops], ...]  # ... on a bare first try: check()
     limiter: CubicRateLimiter | None  # ... but a rate limiter, skipped while it is off
     fast: bool  # the first try may run bare: checks guard it
     quiet: bool  # ... and a success is told to nobody
@@ -327,9 +328,9 @@ class CallPlan:
     observed: bool  # a hook is handed the Attempts (before_sleep, give_up)
     scoped: bool  # a part may set an attempt's timeout: async attempts need their scope
     timed: bool  # someone reads the call's start time
-    before_drops: tuple[Callable[[float], None] | None, ...]  # what befores give back ...
-    abefore_drops: tuple[Callable[[float], None] | None, ...]  # ... abefores ...
-    allow_drops: tuple[Callable[[float], None] | None, ...]  # ... and allows (see Stages)
+    before_drops: Drops  # what befores give back ...
+    abefore_drops: Drops  # ... abefores ...
+    allow_drops: Drops  # ... and allows (see Stages)
 
     def __init__(self) -> None:
         """The bare plan; ``Policy._derive`` makes each policy's."""

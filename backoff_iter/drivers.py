@@ -448,12 +448,12 @@ def _sync_wrapper(
                 start = clock()
             else:
                 heard, start = (), clock() if timed else None
-            guard: Any = None
-            try:
-                for guard in checks:  # a refusal ends the call, the try never made
+            given: Any = ()
+            try:  # (given: what the parts before a check give back if it refuses)
+                for guard, given in checks:  # a refusal ends the call, the try never made
                     guard.check()
             except BaseException as refused:  # a refusal (or Ctrl-C in a check)
-                dropped(plan.before_drops, checks.index(guard))  # (the first befores)
+                dropped(given, len(given))
                 if heard:
                     tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
                 raise
@@ -518,12 +518,12 @@ def _async_wrapper(
                 start = clock()
             else:
                 heard, start = (), clock() if timed else None
-            guard: Any = None
-            try:
-                for guard in checks:  # a refusal ends the call, the try never made
+            given: Any = ()
+            try:  # (given: what the parts before a check give back if it refuses)
+                for guard, given in checks:  # a refusal ends the call, the try never made
                     guard.check()
             except BaseException as refused:  # a refusal (or Ctrl-C in a check)
-                dropped(plan.before_drops, checks.index(guard))  # (the first befores)
+                dropped(given, len(given))
                 if heard:
                     tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
                 raise

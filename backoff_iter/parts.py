@@ -68,6 +68,9 @@ if TYPE_CHECKING:
     from .limiters import CubicRateLimiter, RateLimiter
     from .throttles import Throttle
 
+    #: The ``attempt_dropped`` of parts in a row (None where one gives nothing back).
+    Drops = tuple[Callable[[float], None] | None, ...]
+
 __all__ = ["ERROR", "FAILURE", "SUCCESS", "THROTTLE", "NoTimeLeft", "Part"]
 
 #: An attempt's outcome, as parts hear it: a success (a result not retried) ...
@@ -176,17 +179,19 @@ class Stages(NamedTuple):
     afters: tuple[Callable[[Any, str, int, float], None], ...]
     allows: tuple[Callable[[Any, str], float], ...]
     #: The befores as the breakers and throttles whose ``check()`` they ask,
-    #: which a first attempt may ask before any call is made; None when a
-    #: part reads the call (its timeout, its sleep) or is awaited ...
-    checks: tuple[Breaker | Throttle, ...] | None
+    #: which a first attempt may ask before any call is made, each with the
+    #: ``attempt_dropped`` of the befores before it (what to give back when
+    #: it refuses); None when a part reads the call (its timeout, its sleep)
+    #: or is awaited ...
+    checks: tuple[tuple[Breaker | Throttle, Drops], ...] | None
     #: ... but for a CubicRateLimiter, which a first attempt may skip while it
     #: is off (it would let the attempt go at once, taking nothing).
     limiter: CubicRateLimiter | None
     #: The ``attempt_dropped`` of each part in ``befores``, ``abefores`` and
     #: ``allows`` (None where it gives nothing back); empty when none does.
-    before_drops: tuple[Callable[[float], None] | None, ...]
-    abefore_drops: tuple[Callable[[float], None] | None, ...]
-    allow_drops: tuple[Callable[[float], None] | None, ...]
+    before_drops: Drops
+    abefore_drops: Drops
+    allow_drops: Drops
 
 
 #: The stages of no part at all.
@@ -201,7 +206,7 @@ def stages(parts: list[Part]) -> Stages:
     abefores: list[tuple[Callable[[Any], Any], bool]] = []
     afters: list[Callable[[Any, str, int, float], None]] = []
     allows: list[Callable[[Any, str], float]] = []
-    checks: list[Breaker | Throttle] | None = []
+    checks: list[tuple[Breaker | Throttle, int]] | None = []  # (check, befores before it)
     limiter = None
     giving = False  # a part gives back what it let go (see _drops)
     for part in parts:
@@ -210,7 +215,7 @@ def stages(parts: list[Part]) -> Stages:
             limiter = part.limiter
         elif before or abefore:
             check = _first_check(part)
-            checks = None if check is None or checks is None else [*checks, check]
+            checks = None if check is None or checks is None else [*checks, (check, len(befores))]
         if before:
             befores.append(part.before_attempt)
         if abefore:
@@ -223,19 +228,20 @@ def stages(parts: list[Part]) -> Stages:
             allows.append(part.allow_retry)
         giving = giving or (drop and _gives_back(part))
     afters.reverse()
+    drops = _drops(parts) if giving else ((), (), ())
     fields = (
         tuple(befores),
         tuple(abefores),
         tuple(afters),
         tuple(allows),
-        None if checks is None else tuple(checks),
+        None if checks is None else tuple((check, drops[0][:n]) for check, n in checks),
         limiter,
-        *(_drops(parts) if giving else ((), (), ())),
+        *drops,
     )
     return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)
 
 
-def _drops(parts: list[Part]) -> tuple[tuple[Callable[[float], None] | None, ...], ...]:
+def _drops(parts: list[Part]) -> tuple[Drops, Drops, Drops]:
     """The ``attempt_dropped`` of each part in the befores, the abefores and the
     allows of *parts* (None where it gives nothing back), each aligned with its list."""
     before_drops: list[Callable[[float], None] | None] = []

@@ -4144,6 +4144,39 @@ def test_a_throttle_refusing_the_half_open_probe_lets_the_next_call_probe(run):
     assert breaker.state == "closed"
 
 
+
+@each_driver
+def test_a_breaker_refusing_after_a_rate_limiter_gives_back_the_probe_let_go_before_it(run):
+    """A CUBIC rate limiter (off: the first try runs bare) comes before the parts=: the
+    breaker part after it lets its probe go, a second one refuses the attempt - the probe
+    was never sent, so the next call is the probe.  (The bare first try counted the parts
+    before the refuser among its checks alone, leaving the limiter out: the probe was
+    kept out, and the first breaker refused every call for a whole break.)"""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker, CubicRateLimiter
+    from backoff_iter.parts import BreakerPart
+
+    time = FakeTime()
+
+    def opened(break_duration):
+        breaker = CircuitBreaker(
+            failure_ratio=0.5,
+            minimum_throughput=1,
+            break_duration=break_duration,
+            clock=time.clock,
+        )
+        breaker.record(False)
+        return breaker
+
+    probing, shut = opened(1.0), opened(100.0)
+    time.now += 2.0  # the first break is over: its next check is the probe
+    parts = [BreakerPart(probing), BreakerPart(shut)]
+    options = {"on": ConnectionError, "rate_limiter": CubicRateLimiter(), "parts": parts}
+    with pytest.raises(BrokenCircuitError, match="another 98 s"):
+        run([], Operation(["never"]), time, **options)
+    probing.check()  # the probe goes (it was refused: "half open, its probe still out")
+    assert probing.state == "half_open"
+
+
 def test_parts_give_back_what_they_took_newest_first_and_never_for_an_attempt_that_ran():
     """A part's attempt_dropped hears what its allow_retry took, newest first, when a
     part after it refuses the retry; one whose before_attempt let an attempt go hears
