@@ -78,9 +78,12 @@ _DAY = r"(?:mon|tue|wed|thu|fri|sat|sun)"
 _LONG_DAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _MONTH = r"(?P<month>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)"
 _TIME = r"(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
-# RFC 9110 section 5.6.7: the preferred form and the two obsolete ones.
+# RFC 9110 section 5.6.7: the preferred form and the two obsolete ones; the
+# preferred form also with the zone written as RFC 5322 dates write it
+# ("+0000", or "UTC"), which servers send and urllib3 reads.
+_ZONE = r"(?:GMT|UTC|UT|(?P<sign>[+-])(?P<zone_hours>[0-9]{2})(?P<zone_minutes>[0-9]{2}))"
 _DATE_FORMS = (
-    rf"{_DAY}, (?P<day>[0-9]{{2}}) {_MONTH} (?P<year>[0-9]{{4}}) {_TIME} GMT",  # IMF-fixdate
+    rf"{_DAY}, (?P<day>[0-9]{{2}}) {_MONTH} (?P<year>[0-9]{{4}}) {_TIME} {_ZONE}",  # IMF-fixdate
     rf"{_LONG_DAY}, (?P<day>[0-9]{{2}})-{_MONTH}-(?P<year>[0-9]{{2}}) {_TIME} GMT",  # RFC 850
     rf"{_DAY} {_MONTH} (?P<day>[ 0-9][0-9]) {_TIME} (?P<year>[0-9]{{4}})",  # asctime
 )
@@ -112,7 +115,9 @@ def parse_retry_after(value: str | bytes | None, *, now: float | None = None) ->
     """Seconds to wait from an HTTP ``Retry-After`` value (RFC 9110, section 10.2.3).
 
     The value is delay-seconds (``"120"``) or an HTTP-date, in the preferred
-    form or the obsolete RFC 850 and asctime ones, taken relative to *now*
+    form or the obsolete RFC 850 and asctime ones (the preferred form is
+    also read with its zone written ``+0000``, ``-0500`` or ``UTC``, as
+    some servers send it and urllib3 reads it), taken relative to *now*
     (seconds since the epoch, any real number; default :func:`time.time`):
     with a *now* that is no time at all (``inf``, NaN) a date gives
     ``None``, and so does an RFC 850 date (its two-digit year is read
@@ -129,6 +134,8 @@ def parse_retry_after(value: str | bytes | None, *, now: float | None = None) ->
     >>> parse_retry_after("Wednesday, 21-Oct-15 07:28:00 GMT", now=1445412400.0)
     80.0
     >>> parse_retry_after("Wed Oct 21 07:28:00 2015", now=1445412400.0)
+    80.0
+    >>> parse_retry_after("Wed, 21 Oct 2015 09:28:00 +0200", now=1445412400.0)
     80.0
     >>> parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT")  # long past
     0.0
@@ -215,7 +222,15 @@ def _epoch(match: re.Match[str], *, two_digit_year: bool, now: float) -> float |
     ):  # 60: a leap second
         return None
     days = _days_since_epoch(year, month, day)
-    return float(((days * 24 + hour) * 60 + minute) * 60 + second)
+    seconds = ((days * 24 + hour) * 60 + minute) * 60 + second
+    sign = match.groupdict().get("sign")
+    if sign is not None:  # local time, ahead of UTC by +hhmm (behind by -hhmm)
+        zone_hours, zone_minutes = int(match["zone_hours"]), int(match["zone_minutes"])
+        if zone_hours > 23 or zone_minutes > 59:
+            return None
+        ahead = (zone_hours * 60 + zone_minutes) * 60
+        seconds += -ahead if sign == "+" else ahead
+    return float(seconds)
 
 
 def _month_length(year: int, month: int) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import email.utils
 import math
 import time
 
@@ -43,6 +44,28 @@ def test_every_rfc_form_gives_the_seconds_to_wait(value, seconds):
     assert parse_retry_after(value, now=NOW) == seconds
 
 
+@pytest.mark.parametrize(
+    "value, seconds",
+    [
+        ("Wed, 21 Oct 2015 07:28:00 +0000", 80.0),
+        ("Wed, 21 Oct 2015 07:28:00 -0000", 80.0),
+        ("Wed, 21 Oct 2015 07:28:00 UTC", 80.0),
+        ("Wed, 21 Oct 2015 07:28:00 ut", 80.0),
+        ("Wed, 21 Oct 2015 09:58:00 +0230", 80.0),  # local time, 2.5 hours ahead of UTC
+        ("Wed, 21 Oct 2015 02:28:00 -0500", 80.0),  # ... 5 hours behind
+        ("Wed, 21 Oct 2015 23:59:00 +2359", 0.0),  # the widest zone: 00:00 UTC, past
+        ("Thu, 22 Oct 2015 07:27:00 +2359", 80.0),
+    ],
+)
+def test_the_preferred_form_is_read_with_a_zone_as_urllib3_reads_it(value, seconds):
+    """Servers send IMF-fixdates with an RFC 5322 zone (+0000, -0500, UTC): read
+    as urllib3 reads them (with the standard library's email.utils), the offset taken
+    off.  They gave None: no wait at all."""
+    assert parse_retry_after(value, now=NOW) == seconds
+    as_urllib3_reads_it = email.utils.parsedate_to_datetime(value).timestamp()
+    assert seconds == max(0.0, as_urllib3_reads_it - NOW)
+
+
 def test_a_two_digit_year_more_than_50_years_ahead_is_in_the_past():
     """RFC 9110: '-70' read in 2015 is 1970, not 2070."""
     assert parse_retry_after("Thursday, 01-Jan-70 00:00:00 GMT", now=NOW) == 0.0
@@ -74,6 +97,11 @@ def test_the_default_now_is_the_current_time():
         "²",
         "soon",
         "Wed, 21 Oct 2015 07:28:00",
+        "Wed, 21 Oct 2015 07:28:00 +2400",  # no such zone
+        "Wed, 21 Oct 2015 07:28:00 +0060",
+        "Wed, 21 Oct 2015 07:28:00 +000",
+        "Wed, 21 Oct 2015 07:28:00 EST",  # a zone's name: read as nothing, not guessed
+        "Wednesday, 21-Oct-15 07:28:00 +0000",  # only the preferred form takes a zone
         "Wed, 32 Oct 2015 07:28:00 GMT",
         "Wed, 29 Feb 2015 07:28:00 GMT",
         "Wed, 21 Foo 2015 07:28:00 GMT",
