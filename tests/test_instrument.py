@@ -614,6 +614,52 @@ def test_an_httpx_transport_reports_a_retried_response_as_a_result():
     assert span.name == "stock-api" and [e.name for e in span.events] == ["retry", "retry"]
 
 
+# -- what an event costs ------------------------------------------------------------------------
+
+
+def a_give_up_and_a_success(backend, name="fetch"):
+    """Two calls of *name*: retried on OSError and TimeoutError, given up (exhausted); then
+    a success at once."""
+    for outcomes in ([OSError(), TimeoutError(), OSError()], []):
+        call = retry([0.0, 0.0], name=name, observe=backend.hook, sleep=lambda s: None)
+        with contextlib.suppress(OSError):
+            call(Operation(outcomes))()
+
+
+def test_prometheus_asks_for_each_series_once_then_counts_into_it_bound(monkeypatch):
+    """labels() (a lock taken, a key built) is asked for a series only the first time it is
+    counted into: the same calls again ask for none, and count the same again."""
+    import prometheus_client
+
+    backend = Prometheus()
+    asked = []
+    labels_of = prometheus_client.metrics.MetricWrapperBase.labels
+
+    def asking(self, *values, **named):
+        asked.append((self._name, values))
+        return labels_of(self, *values, **named)
+
+    monkeypatch.setattr(prometheus_client.metrics.MetricWrapperBase, "labels", asking)
+    a_give_up_and_a_success(backend)
+    assert set(asked) == {
+        ("backoff_iter_attempts", ("fetch",)),
+        ("backoff_iter_retries", ("fetch", "OSError")),
+        ("backoff_iter_retries", ("fetch", "TimeoutError")),
+        ("backoff_iter_sleep_seconds", ("fetch",)),
+        ("backoff_iter_give_ups", ("fetch", "exhausted")),
+    }
+    asked.clear()
+    a_give_up_and_a_success(backend)
+    assert asked == []
+    assert backend.series("attempts") == {labels(name="fetch"): 8}
+    assert backend.series("retries") == {
+        labels(name="fetch", error_type="OSError"): 2,
+        labels(name="fetch", error_type="TimeoutError"): 2,
+    }
+    assert backend.series("give_ups") == {labels(name="fetch", reason="exhausted"): 2}
+    assert backend.series("sleep") == {labels(name="fetch"): (0.0, 4)}
+
+
 # -- spans ---------------------------------------------------------------------------------------
 
 

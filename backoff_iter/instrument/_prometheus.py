@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from backoff_iter import _checks
 from backoff_iter._extras import missing
 
 from . import SLEEP_BUCKETS, Hook, RetryEvent
-from . import error_type as type_of
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -21,7 +21,7 @@ __all__ = ["prometheus"]
 # The hook of each registry, its collectors registered once: asked again for the
 # same registry, prometheus() returns it (a second registration fails with
 # "Duplicated timeseries", and a second hook enabled would count twice).
-_REGISTERED: weakref.WeakKeyDictionary[Any, _Prometheus] = weakref.WeakKeyDictionary()
+_REGISTERED: weakref.WeakKeyDictionary[Any, Hook] = weakref.WeakKeyDictionary()
 _REGISTERING = threading.Lock()
 
 
@@ -78,7 +78,7 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
     with _REGISTERING:
         hook = _REGISTERED.get(registry)
         if hook is None:
-            hook = _REGISTERED[registry] = _Prometheus(*_register(prometheus_client, registry))
+            hook = _REGISTERED[registry] = _counter(*_register(prometheus_client, registry))
     return hook
 
 
@@ -120,59 +120,54 @@ def _register(client: Any, registry: CollectorRegistry) -> tuple[Any, Any, Any, 
     return collectors
 
 
-class _Prometheus:
-    """The hook :func:`prometheus` returns: counts each event into the collectors."""
+def _counter(attempts: Any, retries: Any, give_ups: Any, sleep: Any) -> Hook:
+    """The hook :func:`prometheus` returns: counts each event into the collectors.
 
-    __slots__ = (
-        "attempts",
-        "retries",
-        "give_ups",
-        "sleep",
-        "_attempts",
-        "_retries",
-        "_give_ups",
-        "_sleeps",
-    )
+    Each name's labelled children are looked up once (``labels()`` takes a
+    lock and builds a key), and their ``inc`` and ``observe`` kept bound: an
+    event costs a look-up by name (and by error type or reason) before the
+    children's own work.  A function, not an object with ``__call__``: it is
+    called for every attempt, and calling a function costs less."""
+    # name: (count an attempt, {error type: (count a retry, observe its delay)},
+    # {reason: count a give-up}); a series is made when it is first counted
+    # into (a name that never retried exports no sleep histogram).  Two
+    # threads may both bind a name: labels() hands both the same children.
+    named: dict[
+        str,
+        tuple[
+            Callable[[], object],
+            dict[str, tuple[Callable[[], object], Callable[[float | None], object]]],
+            dict[str, Callable[[], object]],
+        ],
+    ] = {}
 
-    def __init__(self, attempts: Any, retries: Any, give_ups: Any, sleep: Any) -> None:
-        self.attempts = attempts
-        self.retries = retries
-        self.give_ups = give_ups
-        self.sleep = sleep
-        # The labelled children, each looked up once (labels() takes a lock and
-        # builds a key): by name, the attempts' and the sleep's; by (name, error
-        # type) the retries', by (name, reason) the give-ups'.  Two threads may
-        # both look one up: labels() hands both the same child.
-        self._attempts: dict[str, Any] = {}
-        self._retries: dict[tuple[str, str], Any] = {}
-        self._give_ups: dict[tuple[str, str], Any] = {}
-        self._sleeps: dict[str, Any] = {}
-
-    def __call__(self, event: RetryEvent) -> None:
-        name = event.name
+    def prometheus_hook(event: RetryEvent) -> None:
         kind = event.kind
         if kind == "hedge":  # an attempt starting: counted when it ends
             return
-        child = self._attempts.get(name)
-        if child is None:
-            child = self._attempts[name] = self.attempts.labels(name)
-        child.inc()
+        name = event.name
+        series = named.get(name)
+        if series is None:
+            series = named[name] = (attempts.labels(name).inc, {}, {})
+        count_attempt, retried, gave_up = series
+        count_attempt()
         if kind == "retry":
-            key = (name, type_of(event.outcome))
-            child = self._retries.get(key)
-            if child is None:
-                child = self._retries[key] = self.retries.labels(*key)
-            child.inc()
-            child = self._sleeps.get(name)
-            if child is None:
-                child = self._sleeps[name] = self.sleep.labels(name)
-            child.observe(event.delay)
+            outcome = event.outcome  # its error_type(), without the call:
+            error_type = type(outcome).__name__ if isinstance(outcome, BaseException) else "result"
+            children = retried.get(error_type)
+            if children is None:
+                children = retried[error_type] = (
+                    retries.labels(name, error_type).inc,
+                    sleep.labels(name).observe,
+                )
+            count_retry, observe_sleep = children
+            count_retry()
+            observe_sleep(event.delay)
         elif kind == "give_up":
-            key = (name, str(event.reason))
-            child = self._give_ups.get(key)
-            if child is None:
-                child = self._give_ups[key] = self.give_ups.labels(*key)
-            child.inc()
+            reason = str(event.reason)
+            count = gave_up.get(reason)
+            if count is None:
+                count = gave_up[reason] = give_ups.labels(name, reason).inc
+            count()
 
-    def __repr__(self) -> str:
-        return f"<backoff_iter.instrument.prometheus hook at {id(self):#x}>"
+    return prometheus_hook
