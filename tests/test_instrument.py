@@ -660,6 +660,55 @@ def test_prometheus_asks_for_each_series_once_then_counts_into_it_bound(monkeypa
     assert backend.series("sleep") == {labels(name="fetch"): (0.0, 4)}
 
 
+class Recording:
+    """An OpenTelemetry instrument that notes the attributes of each measurement it passes on."""
+
+    def __init__(self, instrument):
+        self.instrument = instrument
+        self.given = []
+
+    def add(self, amount, attributes=None):
+        self.given.append(attributes)
+        self.instrument.add(amount, attributes)
+
+    def record(self, amount, attributes=None):
+        self.given.append(attributes)
+        self.instrument.record(amount, attributes)
+
+
+def recording(backend):
+    """*backend*'s hook with each of its four instruments Recording."""
+    hook = backend.hook
+    for metric in ("attempts", "retries", "give_ups", "sleep"):
+        setattr(hook, metric, Recording(getattr(hook, metric)))
+    return hook
+
+
+def test_opentelemetry_makes_each_series_attributes_once(monkeypatch):
+    """The attributes of a name's series are made once and handed over again, not built per
+    event; names beyond the most kept (1024; 2 here) are counted alike, their attributes made
+    afresh: names made per call (a URL in each) do not grow the hook without end."""
+    from backoff_iter.instrument import _opentelemetry
+
+    monkeypatch.setattr(_opentelemetry, "_NAMES_MAX", 2)
+    backend = OpenTelemetry()
+    hook = recording(backend)
+    for name in ("one", "two", "three", "one", "two", "three"):
+        a_give_up_and_a_success(backend, name)
+    names = ("one", "two", "three")
+    assert backend.series("attempts") == {labels(name=name): 8 for name in names}
+    assert backend.series("give_ups") == {
+        labels(name=name, reason="exhausted"): 2 for name in names
+    }
+    for name in names:
+        for metric in ("attempts", "retries", "give_ups", "sleep"):
+            given = [a for a in getattr(hook, metric).given if a["name"] == name]
+            assert len(given) == {"attempts": 8, "retries": 4, "give_ups": 2, "sleep": 4}[metric]
+            distinct = {id(attributes) for attributes in given}
+            made = {"retries": 2}.get(metric, 1)  # one per error type
+            assert len(distinct) == (made if name != "three" else len(given))
+
+
 # -- spans ---------------------------------------------------------------------------------------
 
 

@@ -24,6 +24,10 @@ __all__ = ["opentelemetry"]
 #: and dropped (a loop left by ``break`` after a retry never reports an end).
 _OPEN_SPANS_MAX = 4096
 
+#: The most names whose metric attributes are kept made; beyond it they are
+#: made afresh (names made per call, a URL in each, would grow them without end).
+_NAMES_MAX = 1024
+
 
 def opentelemetry(
     meter_provider: MeterProvider | None = None, tracer_provider: TracerProvider | None = None
@@ -151,6 +155,7 @@ class _OpenTelemetry:
         "tracer",
         "status",
         "error",
+        "_named",
         "_open",
         "_started",
         "_lock",
@@ -173,6 +178,9 @@ class _OpenTelemetry:
         self.tracer = tracer
         self.status = status
         self.error = error
+        # The metric attributes of each name, made once: an event builds no dict
+        # but its span event's (the SDK copies what it keeps).
+        self._named: dict[str, _Attributes] = {}
         # The open span of each call that has retried and not ended, oldest first.
         self._open: dict[int, Span] = {}
         # The latest attempt each hedged call has started: its last event may be an earlier one's.
@@ -182,7 +190,12 @@ class _OpenTelemetry:
     def __call__(self, event: RetryEvent) -> None:
         name = event.name
         kind = event.kind
-        by_name = {"name": name}
+        named = self._named.get(name)
+        if named is None:  # (two threads may both make them: alike, and either serves)
+            named = _Attributes(name)
+            if len(self._named) < _NAMES_MAX:
+                self._named[name] = named
+        by_name = named.by_name
         if kind == "hedge" or kind == "cancelled":  # a hedged call goes on: an event on its span
             span, oldest = self._opened(event)
             span.add_event(kind, {"retry.attempt": event.number})
@@ -197,8 +210,13 @@ class _OpenTelemetry:
         self.attempts.add(1, by_name)
         if kind == "retry":
             delay = cast(float, event.delay)  # a retry's is a number
-            error_type = type_of(event.outcome)
-            self.retries.add(1, {"name": name, "error_type": error_type})
+            outcome = event.outcome
+            # error_type(outcome), without the call
+            error_type = type(outcome).__name__ if isinstance(outcome, BaseException) else "result"
+            retried = named.retried.get(error_type)
+            if retried is None:
+                retried = named.retried[error_type] = {"name": name, "error_type": error_type}
+            self.retries.add(1, retried)
             self.sleep.record(delay, by_name)
             if event.call_id < 0:  # an Urllib3Retry request, which tells no success: no span
                 return  # kept open for it (it stayed open until 4096 others pushed it out)
@@ -222,7 +240,11 @@ class _OpenTelemetry:
         outcome = event.outcome
         if kind == "give_up":
             error_type = type_of(outcome)
-            self.give_ups.add(1, {"name": name, "reason": str(event.reason)})
+            reason = str(event.reason)
+            gave_up = named.gave_up.get(reason)
+            if gave_up is None:
+                gave_up = named.gave_up[reason] = {"name": name, "reason": reason}
+            self.give_ups.add(1, gave_up)
             if isinstance(outcome, BaseException):
                 _record_exception(span, outcome)
             span.set_status(self.status(self.error, f"gave up ({event.reason}): {error_type}"))
@@ -240,8 +262,7 @@ class _OpenTelemetry:
     def _opened(self, event: RetryEvent) -> tuple[Span, Span | None]:
         """The open span of *event*'s call (started now if it has none), and the
         oldest open span if it had to make room."""
-        with self._lock:
-            span = self._open.get(event.call_id)
+        span = self._open.get(event.call_id)  # (one dict read: no lock needed)
         if span is not None:
             return span, None
         span = self._start(event)
@@ -254,6 +275,18 @@ class _OpenTelemetry:
 
     def __repr__(self) -> str:
         return f"<backoff_iter.instrument.opentelemetry hook at {id(self):#x}>"
+
+
+class _Attributes:
+    """The metric attributes of one name: ``by_name``, and those of each
+    error type (``retried``) and reason (``gave_up``) seen; never changed."""
+
+    __slots__ = ("by_name", "retried", "gave_up")
+
+    def __init__(self, name: str) -> None:
+        self.by_name = {"name": name}
+        self.retried: dict[str, dict[str, str]] = {}
+        self.gave_up: dict[str, dict[str, str]] = {}
 
 
 def _record_exception(span: Span, failure: BaseException) -> None:
