@@ -50,20 +50,22 @@ class Attempt:
     the attempt at its timeout; in a sync loop, hand it to your call
     (``requests.get(url, timeout=attempt.timeout)``)."""
 
-    # Set only when used: an attempt that succeeds at once sets what __init__ sets.
-    _result: Any = _NO_RESULT  # handed over by set_result()
-    _bug: BaseException | None = None  # the caller's own error, from retry_after()
-    _scope: Any = None  # the timeout scope of an async attempt
+    _result: Any  # handed over by set_result()
+    _bug: BaseException | None  # the caller's own error, from retry_after()
+    _scope: Any = None  # the timeout scope of an async attempt (set in its `async with`)
 
     def __init__(
         self, call: Call, number: int, delay: float, elapsed: float, timeout: float | None = None
     ) -> None:
+        # Every attribute the block's exit reads is set here: an instance's own
+        # is read quickly, a class default through an instance slowly on 3.11.
         self._call = call
         self.number = number
         self.delay = delay
         self.elapsed = elapsed
-        if timeout is not None:
-            self.timeout = timeout
+        self.timeout = timeout
+        self._result = _NO_RESULT
+        self._bug = None
 
     def retry_after(self, seconds: float) -> None:
         """Make the next sleep at least *seconds* long (a server's ``Retry-After``).
@@ -124,6 +126,8 @@ class Attempt:
                 call.stop(error)
                 raise
             await self._scope.__aenter__()
+        else:
+            self._scope = None  # (its own, read quickly at the exit)
         return self
 
     async def __aexit__(

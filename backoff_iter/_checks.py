@@ -221,9 +221,8 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     sequence but a string), can serve any number of calls; any other iterable
     serves one (*one_shot*).  Anything else is a TypeError naming *name*.
     """
-    kind = delays.__class__
-    if kind is FunctionType:  # the common case (a lambda, a def), at once: no iterator
-        function = cast(FunctionType, delays)
+    if isinstance(delays, FunctionType):  # the common case (a lambda, a def), at once
+        function = delays  # (no typing.cast: a call of its own, on every policy made)
         code = function.__code__
         if code.co_flags & _ASYNC:
             raise ArgumentTypeError(
@@ -238,7 +237,8 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
                 f" {function.__qualname__}, which needs arguments (to retry a function,"
                 " decorate it: @retry(on=...) above its def)",
             )
-        return cast("Callable[[], Iterable[float]]", delays), False
+        return function, False
+    kind = delays.__class__
     if kind is tuple and delays and isinstance(delays[0], type):  # type: ignore[index]
         exception_classes(name, delays)
     if isinstance(delays, (list, tuple)):  # given whole: checked now

@@ -52,6 +52,10 @@ if TYPE_CHECKING:
 __all__ = ["Call", "begin"]
 
 _END: float = cast(float, object())  # no next attempt (compared by identity)
+# The process's hooks, read by key from the module's namespace at each call:
+# ``instrument`` has a module ``__getattr__`` (its backends load lazily), and
+# Python 3.11 reads no attribute of such a module quickly (about 90 ns each).
+_PROCESS = vars(instrument)
 _INF = math.inf
 _tuple_new = tuple.__new__
 _UNASKED = object()  # a call's failure hooks not yet asked what they want
@@ -269,13 +273,14 @@ class Call:
         # The hooks that see this call's events: its policy's and the process's
         # (none for a simulated client: process_hooks False); those of the
         # process that want only retries and give-ups hear only those.
+        observe = policy.observe  # (read once: a class default is read slowly on 3.11)
         if process_hooks:
-            every, failures = instrument.every, instrument.failures
-            if policy.observe and (every or failures):  # a hook of its own heard once
-                every, failures = instrument.beside(policy.observe, every, failures)
+            every, failures = _PROCESS["every"], _PROCESS["failures"]
+            if observe and (every or failures):  # a hook of its own heard once
+                every, failures = instrument.beside(observe, every, failures)
         else:
             every = failures = ()
-        hooks = policy.observe + every if every else policy.observe
+        hooks = observe + every if every else observe
         self._hooks = hooks
         if hooks:
             self.quiet = False
@@ -435,13 +440,14 @@ class Call:
         """The sync loop's step: decide on the outcome; True when the call
         retries (it has slept), False when the outcome stands.  *judged*: the
         result was rejected by ``on_result`` already (it is asked once)."""
-        if attempt is None and self.plan.observed:  # @retry's first try, for the hooks
+        observed = self.plan.observed  # a hook is handed the attempts (before_sleep, give_up)
+        if attempt is None and observed:  # @retry's first try, for the hooks
             attempt = Attempt(self, 1, 0.0, 0.0)
         delay = self.decide(attempt, exc, result, judged)
         if delay is None:
             return False
         try:  # from here to the end of the sleep, what ends the call gives the retry back
-            hook = self.policy.before_sleep
+            hook = self.policy.before_sleep if observed else None
             if hook is not None:
                 outcome = result if exc is None else exc
                 returned = hook(cast(Attempt, attempt), outcome, delay)
@@ -463,7 +469,8 @@ class Call:
         self, attempt: Attempt | None, exc: BaseException | None, result: Any, judged: bool = False
     ) -> bool:
         """The async loop's step: :meth:`settle`, awaiting an async hook and sleep."""
-        if attempt is None and self.plan.observed:  # @retry's first try, for the hooks
+        observed = self.plan.observed  # a hook is handed the attempts (before_sleep, give_up)
+        if attempt is None and observed:  # @retry's first try, for the hooks
             attempt = Attempt(self, 1, 0.0, 0.0)
         delay = self.decide(attempt, exc, result, judged)
         if delay is None:
@@ -471,7 +478,7 @@ class Call:
         try:  # from here to the end of the sleep, what ends the call gives the retry back
             if "trio" in sys.modules:  # (asyncio's requests: counted in decide)
                 await no_retry_if_cancelled_under_trio()
-            hook = self.policy.before_sleep
+            hook = self.policy.before_sleep if observed else None
             if hook is not None:
                 outcome = result if exc is None else exc
                 returned = hook(cast(Attempt, attempt), outcome, delay)

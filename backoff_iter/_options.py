@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict, Union, cast
+from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from . import _checks, instrument
 from ._filters import ExceptionFilter, Filter, exception_filter, is_transient
@@ -430,9 +430,9 @@ class Policy:
 
     def __init__(self, delays: Delays | None = None, **options: Unpack[RetryOptions]) -> None:
         if delays is not None:
-            if delays.__class__ is list:  # the common case, at once
-                _checks.listed("delays", cast("list[float]", delays))
-                _store(self, "factory", cast("list[float]", delays).__iter__)
+            if isinstance(delays, list):  # the common case, at once
+                _checks.listed("delays", delays)
+                _store(self, "factory", delays.__iter__)
             else:
                 factory, one_shot = _checks.delays_factory("delays", delays)
                 _store(self, "factory", factory)
@@ -440,12 +440,15 @@ class Policy:
                     _store(self, "one_shot", True)
         if not options:
             return  # every option at its default, and so what it means (the class's)
+        derives = False  # an option whose meaning _derive works out
         for name, value in options.items():
             setter = SETTERS.get(name)
             if setter is None:
                 raise _checks.ArgumentTypeError(name, _unexpected(type(self).__name__, name))
             setter(self, name, value)
-        if not _READ_AS_GIVEN.issuperset(options):
+            if name not in _READ_AS_GIVEN:
+                derives = True
+        if derives:
             self._derive()
 
     def __setattr__(self, name: str, value: object) -> None:
