@@ -249,16 +249,22 @@ def exponential(base: float = 1.0, factor: float = 2.0, *, cap: float = _INF) ->
     return chain(below, repeat(cap))
 
 
-def _fibonacci_floats() -> tuple[float, ...]:
-    numbers = [1.0, 1.0]
-    while numbers[-1] + numbers[-2] < _INF:
-        numbers.append(numbers[-1] + numbers[-2])
-    return tuple(numbers)
+def _fibonacci_floats() -> tuple[tuple[float, ...], tuple[int, int]]:
+    """F(1), F(2), ... as floats, each the integer rounded once (a sum of rounded
+    floats drifts past 2**53), while one fits; and the two integers after them."""
+    numbers: list[float] = []
+    previous, number = 0, 1
+    while True:
+        try:
+            numbers.append(float(number))
+        except OverflowError:
+            return tuple(numbers), (previous, number)
+        previous, number = number, previous + number
 
 
-# 1, 1, 2, 3, 5, ... as floats, every one a float holds (about 1,500 items).
-# Floats, so no giant integers; exact up to 2**53.
-_FIBONACCI = _fibonacci_floats()
+# 1, 1, 2, 3, 5, ... as floats, every one a float holds (1,476 items), so no giant
+# integers per value; and F(1476), F(1477), for a tiny base that goes on past them.
+_FIBONACCI, _FIBONACCI_BEYOND = _fibonacci_floats()
 
 
 def fibonacci(base: float = 1.0, *, cap: float = _INF) -> Iterator[float]:
@@ -286,23 +292,36 @@ def _fibonacci_below(base: float, cap: float) -> tuple[float, ...] | None:
 
 
 def _fibonacci(base: float, cap: float) -> Iterator[float]:
-    """``base * F(n)`` while below *cap*, as the formula says while F(n) is a
-    float (past that, only a tiny base gets there below the cap, the scaled
-    values add up themselves); then the cap."""
+    """``base * F(n)`` while below *cap*, then the cap.  Past the last F(n) a
+    float holds (only a base below 1.38 gets there below the cap) each value is
+    still base times the integer F(n) rounded once, by powers of two."""
     for number in _FIBONACCI:
         delay = base * number
         if not delay < cap:
             break
         yield delay
     else:
-        previous, delay = base * _FIBONACCI[-2], base * _FIBONACCI[-1]
-        while True:
-            previous, delay = delay, previous + delay
-            if not delay < cap:
-                break
-            yield delay
+        yield from _fibonacci_beyond(base, cap)
     while True:
         yield cap
+
+
+def _fibonacci_beyond(base: float, cap: float) -> Iterator[float]:
+    """``base * F(n)`` for the integers F(n) beyond floats, while below *cap*:
+    ``mantissa * (F(n) / 2**shift)`` is the product rounded as a float without a
+    largest exponent would round it, and ``ldexp`` puts the exponents back exactly."""
+    mantissa, exponent = math.frexp(base)
+    previous, number = _FIBONACCI_BEYOND
+    while True:
+        shift = number.bit_length() - 64
+        try:
+            delay = math.ldexp(mantissa * (number / (1 << shift)), exponent + shift)
+        except OverflowError:
+            return
+        if not delay < cap:
+            return
+        yield delay
+        previous, number = number, previous + number
 
 
 # -- jittered strategies ----------------------------------------------------

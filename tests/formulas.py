@@ -8,6 +8,7 @@ They are only ever called for a few dozen attempts.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from random import Random
 
 
@@ -22,9 +23,21 @@ def linear(base: float, step: float, cap: float, n: int) -> list[float]:
 def fibonacci(base: float, cap: float, n: int) -> list[float]:
     a, b, out = 1, 1, []
     for _ in range(n):
-        out.append(min(cap, base * a))
+        out.append(min(cap, times(base, a)))
         a, b = b, a + b
     return out
+
+
+def times(x: float, whole: int) -> float:
+    """``x * whole`` as Python computes it - the integer rounded to a float, then
+    the product rounded - for an integer of any size, by exact fractions: ``inf``
+    where the product outgrows a float, not an OverflowError."""
+    shift = max(0, whole.bit_length() - 64)
+    rounded = Fraction(whole / (1 << shift)) * 2**shift  # int / int is rounded once
+    try:
+        return float(Fraction(x) * rounded)
+    except OverflowError:
+        return math.inf
 
 
 def full_jitter(base, cap, factor, n, rng: Random) -> list[float]:

@@ -602,13 +602,15 @@ def test_smooth_jitter_repeats_a_cap_that_a_delay_just_equals():
     assert take(smooth_jitter(1, cap=free[4], rng=Random(3)), 6) == free[:4] + [free[4]] * 2
 
 
-def test_fibonacci_multiplies_the_base_by_every_fibonacci_number_a_float_holds():
-    """Up to the last F(n) below inf, each value is base·F(n), rounded once: not the sum of the
-    two values before it, rounded at each step (with base 1e-300 the last ones would differ)."""
-    numbers = [1.0, 1.0]
-    while numbers[-1] + numbers[-2] < INF:
-        numbers.append(numbers[-1] + numbers[-2])
-    assert take(fibonacci(1e-300), len(numbers)) == [1e-300 * f for f in numbers]
+@pytest.mark.parametrize("base", [1.0, 0.7, 1e-300, 5e-324])
+def test_fibonacci_multiplies_the_base_by_every_fibonacci_number_rounded_once(base):
+    """Each value is base·F(n) with the integer F(n) rounded to a float once, as the formula
+    reads with Python's integers: not F(n) as a sum of rounded numbers (13 ulps off by
+    F(1400)), nor the sum of the two values before it - past the last F(n) a float holds
+    too, where a base below 1.38 goes on under the largest float."""
+    values = take(fibonacci(base), 3100)
+    assert values == formulas.fibonacci(base, INF, 3100)
+    assert values[-1] == INF
 
 
 def test_no_strategy_or_adaptor_ever_yields_nan():
