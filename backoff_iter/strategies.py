@@ -447,38 +447,45 @@ def _smooth(base: float, cap: float, draw: Callable[[], float]) -> Iterator[floa
     previous = 0.0
     for attempt in count():
         t = attempt + draw()
-        if t >= last_t:  # g(t) outgrows a float: go on with scaled values
-            yield from _smooth_scaled(base / scale, previous, t, attempt, cap, draw)
-            return
-        current = 2.0**t * tanh(sqrt(p * t))
-        delay = (current - previous) * base / scale
-        if not delay < cap:
-            break
-        yield delay
-        previous = current
+        if t < last_t:
+            current = 2.0**t * tanh(sqrt(p * t))
+            delay = (current - previous) * base / scale
+            if delay < cap:
+                yield delay
+                previous = current
+                continue
+            if delay < _INF:  # (the cap is finite: at most the largest float)
+                break
+        # 2**t, or the product by base on the way to the delay, outgrows a float
+        yield from _smooth_scaled(base, previous, t, attempt, cap, draw)
+        return
     while True:  # as quick as repeat() here: no delegation to resume per value
         yield cap
 
 
 def _smooth_scaled(
-    scale: float, previous: float, t: float, attempt: int, cap: float, draw: Callable[[], float]
+    base: float, previous: float, t: float, attempt: int, cap: float, draw: Callable[[], float]
 ) -> Iterator[float]:
-    """The same formula past t = 1024 (only a tiny base gets there below the cap),
-    on ``g(t) * scale``: ``2**t`` is applied by ``ldexp`` to the scaled value."""
-    previous *= scale
+    """The same formula where a float cannot hold ``g(t)`` (past t = 1024: only a tiny
+    base gets there below the cap) or ``(g(t) - g(t')) * base`` (a base near the
+    largest float): each g(t) is kept as ``2**whole`` times a float, and base as its
+    mantissa times a power of two, so every operation rounds as the formula's float
+    operations would round without a largest exponent (a subnormal base loses no digits),
+    and ``ldexp`` puts the powers of two back exactly."""
+    mantissa, exponent = math.frexp(base)
+    shift = 0  # previous is g(t') / 2**shift
     while True:
         whole = math.floor(t)
+        current = math.tanh(math.sqrt(_SMOOTH_P * t)) * 2.0 ** (t - whole)  # g(t) / 2**whole
+        difference = current - math.ldexp(previous, shift - whole)
         try:
-            current = math.ldexp(
-                scale * math.tanh(math.sqrt(_SMOOTH_P * t)) * 2.0 ** (t - whole), whole
-            )
+            delay = math.ldexp(difference * mantissa / _SMOOTH_SCALE, whole + exponent)
         except OverflowError:
             break
-        delay = current - previous
         if not delay < cap:
             break
         yield delay
-        previous = current
+        previous, shift = current, whole
         attempt += 1
         t = attempt + draw()
     yield from repeat(cap)

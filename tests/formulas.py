@@ -8,6 +8,8 @@ They are only ever called for a few dozen attempts.
 from __future__ import annotations
 
 import math
+import sys
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from random import Random
 
@@ -75,4 +77,26 @@ def smooth_jitter(base, cap, n, rng: Random) -> list[float]:
         current = smooth_g(i + rng.uniform(0, 1))
         out.append(min(cap, (current - previous) * base / 1.4))
         previous = current
+    return out
+
+
+def smooth_exact(base: float, n: int, rng: Random) -> list[float]:
+    """Polly's V2 formula without a cap in exact arithmetic (50 digits), each value
+    rounded once: the same draws as :func:`smooth_jitter`, and no float to outgrow -
+    the values stop at the largest float, as the strategy's do."""
+    largest = sys.float_info.max
+    previous, out = Decimal(0), []
+    with localcontext() as decimals:
+        decimals.prec = 50
+        log_2 = Decimal(2).ln()
+        for i in range(n):
+            if out and out[-1] == largest:
+                out.append(largest)
+                continue
+            t = Decimal(i + rng.random())  # uniform(0, 1); t as the strategy adds it, exactly
+            shrink = (-2 * (4 * t).sqrt()).exp()  # tanh(x) = (1 - e**-2x) / (1 + e**-2x)
+            current = (t * log_2).exp() * (1 - shrink) / (1 + shrink)
+            value = (current - previous) * Decimal(base) / Decimal("1.4")
+            out.append(min(largest, float(value)))
+            previous = current
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import threading
 import tracemalloc
 from itertools import islice
@@ -733,3 +734,22 @@ def test_an_rng_without_random_or_uniform_is_refused_when_the_strategy_is_made(s
     """rng= is checked as the schedule is made, whatever its base: a base of 0, whose
     delays draw nothing, refuses a bad rng all the same."""
     rejects(lambda: strategy(base, 5.0, rng=object()), TypeError, "rng", "random()")
+
+
+@pytest.mark.parametrize("base", [1e-300, 1e-310, 1e-320, 5e-324])
+def test_smooth_jitter_with_a_tiny_base_is_the_formula_past_two_to_the_1024(base):
+    """Past t = 1024, where 2**t outgrows a float, the values are still Polly's formula, within
+    the roundings the float formula makes below it - for a subnormal base too (5e-324 has one
+    significant bit: scaling g(t) by it lost the draw, values up to 2.6 times off)."""
+    got = take(smooth_jitter(base, rng=Random(5)), 2200)
+    expected = formulas.smooth_exact(base, 2200, Random(5))
+    assert got == pytest.approx(expected, rel=1e-12, abs=1e-323)  # (two roundings among subnormals)
+    assert got[-1] == sys.float_info.max
+
+
+def test_smooth_jitter_with_a_huge_base_is_the_formula_where_its_product_outgrows_a_float():
+    """(g(t) - g(t')) * base may pass the largest float where the delay, divided by 1.4, does
+    not: smooth_jitter(1.5e308) with a draw of 0.5 waits 1.5e308·g(0.5)/1.4 ≈ 1.35e308 first."""
+    first = next(smooth_jitter(1.5e308, rng=Draws(0.5)))
+    assert first == pytest.approx(formulas.smooth_exact(1.5e308, 1, Draws(0.5))[0], rel=1e-15)
+    assert first == pytest.approx(1.5e308 / 1.4 * formulas.smooth_g(0.5))
