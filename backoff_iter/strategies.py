@@ -96,11 +96,26 @@ def _finite_powers(factor: float) -> int:
     return top + 1
 
 
-def _multiplying(value: float, factor: float) -> Iterator[float]:
-    """``value * factor``, ``value * factor**2``, ... by repeated multiplication."""
+def _beyond_powers(base: float, factor: float, attempt: int, cap: float) -> Iterator[float]:
+    """``base * factor**attempt`` from *attempt* on while below *cap*, where
+    ``factor**attempt`` is no float: each value is the product rounded once.
+
+    The power is kept in 40 digits, multiplied by *factor* (in 40 digits) per
+    value: over the longest run a float reaches (10**18 values, factor
+    1 + 2**-52) that loses less than 1e-21 of it, far below a float's last
+    place.  About 3 us a value, where the formula takes 0.05 us: only a base
+    below 1 and a cap beyond 1e308 / factor or so reach these values."""
+    from decimal import Context, Decimal  # on first use: rarely needed
+
+    digits = Context(prec=40)
+    exact_base, rounded_factor = Decimal(base), digits.plus(Decimal(factor))
+    power = digits.power(Decimal(factor), attempt)
     while True:
-        value *= factor
+        value = float(digits.multiply(exact_base, power))
+        if not value < cap:
+            return
         yield value
+        power = digits.multiply(power, rounded_factor)
 
 
 def _count_below(base: float, factor: float, cap: float, powers: int) -> int:
@@ -143,17 +158,16 @@ def _below_cap(base: float, factor: float, cap: float) -> Iterable[float]:
     if base == 0.0 or factor == 1.0:
         return repeat(base)
     powers, below, few = _plan(base, factor, cap)
-    if few is not None:
-        return few
     # Each value is computed from its attempt number, as the formula says, for
-    # as long as factor**attempt fits in a float.  Past that (only reachable
-    # with a tiny base and a cap beyond 1e308) the values go on by
-    # multiplication: pow would raise OverflowError.
-    exact = map(mul, repeat(base), map(pow, repeat(factor), range(below)))
+    # as long as factor**attempt fits in a float.
+    exact = (
+        few if few is not None else map(mul, repeat(base), map(pow, repeat(factor), range(below)))
+    )
     if below < powers:
         return exact
-    beyond = _multiplying(base * factor ** (powers - 1), factor)
-    return chain(exact, takewhile(cap.__gt__, beyond))
+    # Below the cap still where factor**attempt is no float (a base below 1, a cap
+    # near or beyond 1e308): pow would raise OverflowError.
+    return chain(exact, _beyond_powers(base, factor, powers, cap))
 
 
 def _schedule(

@@ -7,6 +7,8 @@ import random
 import sys
 import threading
 import tracemalloc
+from decimal import Decimal, localcontext
+from fractions import Fraction
 from itertools import islice
 from random import Random
 
@@ -753,3 +755,56 @@ def test_smooth_jitter_with_a_huge_base_is_the_formula_where_its_product_outgrow
     first = next(smooth_jitter(1.5e308, rng=Draws(0.5)))
     assert first == pytest.approx(formulas.smooth_exact(1.5e308, 1, Draws(0.5))[0], rel=1e-15)
     assert first == pytest.approx(1.5e308 / 1.4 * formulas.smooth_g(0.5))
+
+
+@pytest.mark.parametrize(
+    "base, factor", [(5e-324, 1.5), (1e-300, 3.0), (5e-324, 10.0), (1e-310, 1e200), (1e-300, 2.0)]
+)
+def test_exponential_past_the_powers_a_float_holds_is_base_times_the_power_rounded_once(
+    base, factor
+):
+    """Where factor**attempt outgrows a float but base * factor**attempt does not (a tiny
+    base, no cap), each value is that product rounded once - not the value before it times
+    the factor, rounded again at each step (20 ulps off by the end for a factor of 1.5)."""
+    from backoff_iter.strategies import _finite_powers
+
+    values = take(exponential(base, factor), 4000)
+    powers = _finite_powers(factor)
+    exact, power = [], Fraction(factor) ** powers
+    for _ in range(powers, 4000):
+        try:
+            exact.append(float(Fraction(base) * power))
+        except OverflowError:
+            break
+        power *= Fraction(factor)
+    exact += [INF] * (4000 - powers - len(exact))
+    assert values[:powers] == formulas.exponential(base, factor, INF, powers)
+    assert values[powers:] == exact
+    assert values[-1] == INF
+
+
+def test_exponential_with_a_factor_near_1_does_not_drift_past_the_powers_a_float_holds():
+    """exponential(5e-324, 1.01) takes 71,000 values to outgrow factor**attempt and as many
+    again to reach the largest float: the last ones are base * 1.01**attempt rounded once, not
+    drifted by 70,000 multiplications."""
+    from backoff_iter.strategies import _finite_powers
+
+    powers = _finite_powers(1.01)
+    values = take(exponential(5e-324, 1.01), 2 * powers)
+    base, factor = Decimal.from_float(5e-324), Decimal.from_float(1.01)  # exactly
+    with localcontext() as digits:
+        digits.prec = 60
+        for attempt in (powers - 1, powers, powers + 30_000, 2 * powers - 5_000):
+            assert values[attempt] == float(base * factor**attempt), attempt
+
+
+def test_exponential_with_a_large_factor_and_a_tiny_base_does_not_jump_to_the_cap():
+    """exponential(1e-300, 20) has 237 powers of 20 a float holds, and values below the
+    largest float up to attempt 467: they are all there, not inf (or the cap) from 237 on."""
+    values = take(exponential(1e-300, 20), 470)
+    assert values[236] < values[237] < values[467] < INF == values[468]
+    assert values[300] == float(Fraction(1e-300) * 20**300)
+    capped = take(exponential(1e-300, 20, cap=1e300), 470)
+    assert capped == [min(1e300, v) for v in values]
+    windows = take(full_jitter(1e-300, factor=20, rng=Draws(*[0.5] * 470)), 470)
+    assert windows == [v * 0.5 for v in values]
