@@ -322,14 +322,14 @@ def _fibonacci(base: float, cap: float) -> Iterator[float]:
 
 def _fibonacci_beyond(base: float, cap: float) -> Iterator[float]:
     """``base * F(n)`` for the integers F(n) beyond floats, while below *cap*:
-    ``mantissa * (F(n) / 2**shift)`` is the product rounded as a float without a
-    largest exponent would round it, and ``ldexp`` puts the exponents back exactly."""
-    mantissa, exponent = math.frexp(base)
+    ``F(n) / 2**shift`` is F(n) rounded to 53 bits, its product with base (at
+    least 2**-1021, no subnormal) rounded as a float without a largest exponent
+    would round it, and ``ldexp`` puts the power of two back exactly."""
     previous, number = _FIBONACCI_BEYOND
     while True:
-        shift = number.bit_length() - 64
+        shift = number.bit_length() - 53
         try:
-            delay = math.ldexp(mantissa * (number / (1 << shift)), exponent + shift)
+            delay = math.ldexp(base * (number / (1 << shift)), shift)
         except OverflowError:
             return
         if not delay < cap:

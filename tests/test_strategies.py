@@ -605,15 +605,17 @@ def test_smooth_jitter_repeats_a_cap_that_a_delay_just_equals():
     assert take(smooth_jitter(1, cap=free[4], rng=Random(3)), 6) == free[:4] + [free[4]] * 2
 
 
-@pytest.mark.parametrize("base", [1.0, 0.7, 1e-300, 5e-324])
-def test_fibonacci_multiplies_the_base_by_every_fibonacci_number_rounded_once(base):
+@pytest.mark.parametrize(
+    "base, cap", [(1.0, INF), (0.7, INF), (1e-300, INF), (5e-324, INF), (5e-324, 1e300)]
+)
+def test_fibonacci_multiplies_the_base_by_every_fibonacci_number_rounded_once(base, cap):
     """Each value is base·F(n) with the integer F(n) rounded to a float once, as the formula
     reads with Python's integers: not F(n) as a sum of rounded numbers (13 ulps off by
     F(1400)), nor the sum of the two values before it - past the last F(n) a float holds
-    too, where a base below 1.38 goes on under the largest float."""
-    values = take(fibonacci(base), 3100)
-    assert values == formulas.fibonacci(base, INF, 3100)
-    assert values[-1] == INF
+    too, where a base below 1.38 goes on under the largest float (or the cap)."""
+    values = take(fibonacci(base, cap=cap), 3100)
+    assert values == formulas.fibonacci(base, cap, 3100)
+    assert values[-1] == cap
 
 
 def test_no_strategy_or_adaptor_ever_yields_nan():
