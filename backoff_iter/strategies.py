@@ -412,14 +412,41 @@ def decorrelated(
 def _decorrelated(
     base: float, cap: float, factor: float, draw: Callable[[], float]
 ) -> Iterator[float]:
+    # Below half the largest float / factor, sleep * factor is a float; from there on
+    # (a cap near the largest float, or none) the values go on by halves.
+    fits = _HALF_MAX / factor
+    bound = cap if cap < fits else fits
     sleep = base
     while True:
-        # uniform(a, b) is a + (b - a) * random(); `x if x < cap else cap` is
-        # min(cap, x), also for a NaN x (inf * 0.0 when cap is inf).
+        # uniform(a, b) is a + (b - a) * random(); `x if x < cap else cap` is min(cap, x)
         sleep = base + (sleep * factor - base) * draw()
-        if not sleep < cap:
+        if not sleep < bound:
+            if bound < cap:
+                yield from _decorrelated_halved(base, cap, factor, sleep, draw)
+                return
             sleep = cap
         yield sleep
+
+
+_HALF_MAX = _checks.FLOAT_MAX * 0.5
+
+
+def _decorrelated_halved(
+    base: float, cap: float, factor: float, sleep: float, draw: Callable[[], float]
+) -> Iterator[float]:
+    """:func:`_decorrelated` on from a *sleep* near the largest float.  Where
+    ``sleep * factor`` outgrows a float the value need not: the formula on halves,
+    ``base + 2 ((sleep/2 * factor - base/2) * u)``, rounds each operation as it
+    would round without a largest exponent (inf only for a value beyond floats)."""
+    while True:
+        if not sleep < cap:  # min(cap, x), also for a NaN x (inf * 0.0 when cap is inf)
+            sleep = cap
+        yield sleep
+        grown = sleep * factor
+        if grown < _INF:
+            sleep = base + (grown - base) * draw()
+        else:
+            sleep = base + 2.0 * ((sleep * 0.5 * factor - base * 0.5) * draw())
 
 
 # Polly's constants: 4 smooths the first delay, 1.4 puts the medians of the

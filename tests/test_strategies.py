@@ -810,3 +810,40 @@ def test_exponential_with_a_large_factor_and_a_tiny_base_does_not_jump_to_the_ca
     assert capped == [min(1e300, v) for v in values]
     windows = take(full_jitter(1e-300, factor=20, rng=Draws(*[0.5] * 470)), 470)
     assert windows == [v * 0.5 for v in values]
+
+
+def test_decorrelated_falls_below_a_cap_near_the_largest_float():
+    """With a cap above the largest float / (2·factor), sleep * factor outgrows a float where
+    the delay need not: decorrelated(1e307, cap=1e308) at 8.9e307 draws from uniform(1e307,
+    2.7e308) - 3.6e307 for a draw of 0.1, not the cap - and from the cap it falls below it
+    again, as the formula does, instead of staying there forever."""
+    draws = (0.99, 0.99, 0.1, 0.99, 0.99, 0.2, 0.0)
+    got = take(decorrelated(1e307, cap=1e308, rng=Draws(*draws)), len(draws))
+    base, cap = Fraction(1e307), Fraction(1e308)
+    sleep, expected = base, []
+    for u in draws:  # the formula in exact fractions, each value rounded to a float
+        sleep = Fraction(float(min(cap, base + (sleep * 3 - base) * Fraction(u))))
+        expected.append(float(sleep))
+    assert got == pytest.approx(expected, rel=1e-15)
+    assert got[3] == got[4] == 1e308 > got[5] and got[-1] == 1e307
+    values = take(decorrelated(1e307, cap=1e308, rng=Random(4)), 300)
+    assert values.count(1e308) > 50 and sum(v < 1e308 for v in values[-100:]) > 20
+
+
+def test_decorrelated_without_a_cap_is_inf_only_beyond_floats():
+    """Uncapped, a sleep of 1e308 times 3 is no float, but uniform(5e307, 3e308) mostly is:
+    a draw of 0.1 gives 7.5e307, not inf; a value beyond floats is inf, and inf stays inf
+    (a draw of 0 included: no NaN)."""
+    got = take(decorrelated(5e307, rng=Draws(0.5, 0.1, 0.9, 0.0)), 4)
+    assert got[0] == 5e307 + (5e307 * 3 - 5e307) * 0.5
+    assert got[1] == pytest.approx(7.5e307, rel=1e-15)
+    assert got[2:] == [INF, INF]
+
+
+def test_decorrelated_climbs_to_a_cap_near_the_largest_float_and_back_to_a_subnormal_base():
+    """From 5e-324 up to a cap of 1e308 and, for a draw of 0, back down to the base: near the
+    largest float the values go by halves, below it by the formula as it reads (halving
+    5e-324 would lose it, and a draw of 0.5 would then give 5e-324, not 1e-323)."""
+    climb = [1 - 2**-53] * 1400
+    got = take(decorrelated(5e-324, cap=1e308, rng=Draws(*climb, 0.0, 0.5)), 1402)
+    assert got[1399] == 1e308 and got[1400:] == [5e-324, 1e-323]
