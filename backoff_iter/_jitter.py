@@ -130,8 +130,12 @@ def spread(delays: Iterable[float], fraction: float, draw: Callable[[], float]) 
     for delay in delays:
         low = delay * (1.0 - fraction)
         high = delay * (1.0 + fraction)
-        if high == _INF:  # inf - low, or inf times a draw of 0, would be NaN
-            if draw() > 0.0:
+        if high == _INF:
+            if delay < _INF:  # d·(1+f) outgrows a float, the value need not: the formula on
+                half = delay * 0.5  # halves rounds as without a largest exponent
+                low = half * (1.0 - fraction)
+                yield 2.0 * (low + (half * (1.0 + fraction) - low) * draw())  # inf beyond floats
+            elif draw() > 0.0:  # inf - low, or inf times a draw of 0, would be NaN
                 yield _INF
             else:  # the low end; an infinite delay's at f = 1 is NaN: uniform(0, inf)'s 0.0
                 yield low if low == low else 0.0

@@ -66,15 +66,26 @@ def test_fraction_jitter_is_uniform_within_plus_minus_fraction(delays, fraction,
 
 
 def test_fraction_jitter_of_a_delay_whose_upper_end_is_beyond_floats_is_never_nan():
-    """uniform(d·(1-f), d·(1+f)) of a finite d whose d·(1+f) is inf: inf for a draw above
-    0, d·(1-f) for a draw of exactly 0 (inf times it was NaN, which _jitter promises never
+    """uniform(d·(1-f), d·(1+f)) of a finite d whose d·(1+f) is inf: the formula's value,
+    d·(1-f) for a draw of exactly 0 (inf times it was NaN, which _jitter promises never
     to yield); an infinite delay keeps its values (0.0 at f = 1 and a draw of 0)."""
     huge = sys.float_info.max
     got = list(jittered([huge, huge, 1e308], 0.5, rng=Draws(0.0, 0.25, 0.0)))
-    assert got == [huge * 0.5, math.inf, 5e307]
+    assert got == [huge * 0.5, pytest.approx(huge * 0.75, rel=1e-15), 5e307]
     assert list(jittered([math.inf] * 3, 1.0, rng=Draws(0.0, 0.5, 0.0))) == [0.0, math.inf, 0.0]
     assert list(jittered([math.inf], 0.5, rng=Draws(0.0))) == [math.inf]
     assert list(jittered([10.0], 0.5, rng=Draws(0.0))) == [5.0]  # a finite window: its low end
+
+
+def test_fraction_jitter_near_the_largest_float_is_the_formula_not_inf():
+    """Where d·(1+f) outgrows a float, uniform(d·(1-f), d·(1+f)) mostly does not: 1e308
+    jittered by 1.0 with a draw of 0.25 is 5e307 (0 + 2e308 · 0.25), not inf; inf only
+    for a value beyond floats."""
+    assert list(jittered([1e308], 1.0, rng=Draws(0.25))) == [1e308 * 0.5]
+    got = list(jittered([1.5e308, 1.5e308], 0.5, rng=Draws(0.1, 0.9)))
+    low, high = Fraction(1.5e308) / 2, Fraction(1.5e308) * 3 / 2
+    assert got[0] == pytest.approx(float(low + (high - low) * Fraction(0.1)), rel=1e-15)
+    assert got[1] == math.inf  # 7.5e307 + 1.5e308 · 0.9 is beyond floats
 
 
 def test_a_class_given_as_rng_is_refused_when_made_and_one_of_static_draws_is_taken():
