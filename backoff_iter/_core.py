@@ -375,9 +375,7 @@ class Call:
             raise
         return waited
 
-    def _drop(
-        self, drops: Drops = (), passed: int = 0
-    ) -> None:
+    def _drop(self, drops: Drops = (), passed: int = 0) -> None:
         """The next attempt will not run: the parts that let it go give back
         what they held for it - the first *passed* of *drops* (the befores'),
         then what each ``allow_retry`` took - newest first."""

@@ -450,7 +450,7 @@ def _sync_wrapper(
                 heard, start = (), clock() if timed else None
             given: Any = ()
             try:  # (given: what the parts before a check give back if it refuses)
-                for guard, given in checks:  # a refusal ends the call, the try never made
+                for guard, given in checks:  # noqa: B007 (read below) - a refusal ends the call
                     guard.check()
             except BaseException as refused:  # a refusal (or Ctrl-C in a check)
                 dropped(given, len(given))
@@ -520,7 +520,7 @@ def _async_wrapper(
                 heard, start = (), clock() if timed else None
             given: Any = ()
             try:  # (given: what the parts before a check give back if it refuses)
-                for guard, given in checks:  # a refusal ends the call, the try never made
+                for guard, given in checks:  # noqa: B007 (read below) - a refusal ends the call
                     guard.check()
             except BaseException as refused:  # a refusal (or Ctrl-C in a check)
                 dropped(given, len(given))

@@ -52,7 +52,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, cast
 
 from . import _checks, _sleeping
 from .breakers import CircuitBreaker
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from .throttles import Throttle
 
     #: The ``attempt_dropped`` of parts in a row (None where one gives nothing back).
-    Drops = tuple[Callable[[float], None] | None, ...]
+    Drops = tuple[Optional[Callable[[float], None]], ...]
 
 __all__ = ["ERROR", "FAILURE", "SUCCESS", "THROTTLE", "NoTimeLeft", "Part"]
 

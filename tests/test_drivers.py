@@ -4144,7 +4144,6 @@ def test_a_throttle_refusing_the_half_open_probe_lets_the_next_call_probe(run):
     assert breaker.state == "closed"
 
 
-
 @each_driver
 def test_a_breaker_refusing_after_a_rate_limiter_gives_back_the_probe_let_go_before_it(run):
     """A CUBIC rate limiter (off: the first try runs bare) comes before the parts=: the
