@@ -127,6 +127,108 @@ def test_the_overload_legend_lies_beside_the_data(figures):
         assert not overlaps(legend, axes.get_window_extent())
 
 
+def storm_args(**changed):
+    """The overload command's arguments that its picture reads, the small storm's."""
+    args = argparse.Namespace(
+        rate=50, capacity=60, spike=2, spike_at=10, spike_for=10, timeout=1, retries=3,
+        base=0.05, cap=5, seed=1,
+    )  # fmt: skip
+    vars(args).update(changed)
+    return args
+
+
+def legend_labels(axes):
+    """The texts of the legend of *axes*, in order."""
+    return [text.get_text() for text in axes.get_legend().get_texts()]
+
+
+def test_a_capacity_far_above_the_traffic_squashes_no_line(figures):
+    """A server 1e7/s against 50 requests a second: each panel's axis fits the traffic
+    (its highest count within the top tenth), the capacity still named in the legend."""
+    runs = simulate_overload(["full_jitter"], ["none"], rate=50, capacity=1e7, seconds=30, seed=1)
+    _pictures.overload("x.png", runs, storm_args(capacity=1e7))
+    (figure,) = figures
+    good, sent = figure.axes
+    for axes, series in ((good, "goodput"), (sent, "attempts")):
+        highest = max(*runs[0].series[series], *runs[0].series["arrivals"])
+        low, high = axes.get_ylim()
+        assert -0.1 * highest <= low <= 0 and highest <= high <= 1.1 * highest
+    assert "capacity 1e+07/s, above the top" in legend_labels(good)
+
+
+@pytest.mark.parametrize(
+    "storm",
+    [{"error_rate": 1.0}, {"error_rate": 0.5}, {"rate": 1e-3}],
+    ids=["an outage", "half failing", "no requests"],
+)
+@pytest.mark.filterwarnings("error")  # matplotlib warns of an axis it had to widen itself
+def test_every_count_drawn_lies_within_its_panel_under_a_capacity_far_above(figures, storm):
+    """However the counts of a panel compare (no goodput in an outage, the arrivals above
+    it, the attempts above both, no request at all), the axis under a capacity far above
+    them shows every one: its top at the highest, above 0, its bottom at 0 or below."""
+    options = {"rate": 50, "capacity": 1e7, "seconds": 30, "seed": 1, **storm}
+    runs = simulate_overload(["full_jitter"], ["none"], **options)
+    _pictures.overload("x.png", runs, storm_args(capacity=1e7))
+    (figure,) = figures
+    for axes in figure.axes:
+        counts = [
+            value
+            for line in axes.get_lines()
+            if not line.get_label().startswith("capacity")
+            for value in line.get_ydata()
+        ]
+        low, high = axes.get_ylim()
+        assert low <= 0 < high and max(counts) <= high <= 1.1 * max(1, max(counts))
+
+
+def test_a_capacity_near_the_traffic_is_drawn_as_a_line(figures):
+    """The server's capacity a little above the traffic: a line within the panel."""
+    runs = simulate_overload(["none"], ["none"], rate=50, capacity=60, seconds=30, seed=1)
+    _pictures.overload("x.png", runs, storm_args())
+    (figure,) = figures
+    for axes in figure.axes:
+        assert axes.get_ylim()[0] < 60 < axes.get_ylim()[1]
+    assert "capacity 60/s" in legend_labels(figure.axes[0])
+
+
+@pytest.mark.parametrize("changed", [{"spike": 1}, {"spike_for": 0}, {"spike_at": 1000}])
+def test_no_spike_shaded_where_the_run_had_none(figures, changed):
+    """A spike of x1, of no length or after the run's end is not shaded, nor named in
+    the legend, and the time axis spans the run, not the spike's times."""
+    options = {"rate": 50, "capacity": 60, "seconds": 30, "seed": 1, **changed}
+    runs = simulate_overload(["none"], ["none"], **options)
+    _pictures.overload("x.png", runs, storm_args(**changed))
+    (figure,) = figures
+    for axes in figure.axes:
+        assert axes.get_xlim()[1] < 32
+    assert not [label for label in legend_labels(figure.axes[0]) if "spike" in label]
+
+
+def test_a_spike_is_shaded_over_its_seconds(figures):
+    """The spike of the default storm is shaded from its start to its end, and named."""
+    runs = simulate_overload(["none"], ["none"], rate=50, capacity=60, seconds=30, seed=1)
+    _pictures.overload("x.png", runs, storm_args())
+    (figure,) = figures
+    for axes in figure.axes:
+        [shade] = axes.patches
+        assert shade.get_x() == 10 and shade.get_width() == 10
+    assert "spike ×2" in legend_labels(figure.axes[0])
+
+
+def test_a_spike_past_the_runs_end_is_shaded_to_the_end(figures):
+    """A spike lasting beyond the run (the library runs one; the command refuses it) is
+    shaded to the run's end: the time axis spans the run, not the spike."""
+    runs = simulate_overload(
+        ["none"], ["none"], rate=50, capacity=60, spike_for=1000, seconds=30, seed=1
+    )
+    _pictures.overload("x.png", runs, storm_args(spike_for=1000))
+    (figure,) = figures
+    for axes in figure.axes:
+        [shade] = axes.patches
+        assert shade.get_x() == 10 and shade.get_width() == 20
+        assert axes.get_xlim()[1] < 32
+
+
 def test_the_architecture_picture_is_drawn_by_its_script(tmp_path):
     """docs/architecture.py writes the picture CONTRIBUTING and the design page show."""
     out = tmp_path / "architecture.png"

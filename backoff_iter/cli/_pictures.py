@@ -154,22 +154,20 @@ def overload(path: str, runs: Sequence[OverloadRun], args: argparse.Namespace) -
         good.plot(seconds, run.series["goodput"], label=label, linewidth=1.2)
         sent.plot(seconds, run.series["attempts"], label=label, linewidth=1.2)
     arrivals = runs[0].series["arrivals"]
-    for axes in (good, sent):
-        axes.plot(range(len(arrivals)), arrivals, color="grey", linestyle=":", label="arrivals")
-        axes.axvspan(
-            args.spike_at,
-            args.spike_at + args.spike_for,
-            color="red",
-            alpha=0.08,
-            label=f"spike ×{args.spike:g}",
-        )
-        axes.axhline(
-            args.capacity,
-            color="black",
-            linewidth=0.8,
-            linestyle="--",
-            label=f"capacity {args.capacity:g}/s",
-        )
+    end = len(arrivals)  # the run's seconds, the last one maybe in part
+    spiked = args.spike > 1 and args.spike_for > 0 and args.spike_at < end
+    for axes, series in ((good, "goodput"), (sent, "attempts")):
+        axes.plot(range(end), arrivals, color="grey", linestyle=":", label="arrivals")
+        if spiked:  # (a spike of x1, of no length or after the end: none happened)
+            axes.axvspan(
+                args.spike_at,
+                min(args.spike_at + args.spike_for, end),
+                color="red",
+                alpha=0.08,
+                label=f"spike ×{args.spike:g}",
+            )
+        highest = max(max(run.series[series] + arrivals, default=0) for run in runs)
+        _capacity(axes, args.capacity, highest)
         axes.grid(alpha=0.3)
     good.set_ylabel("requests succeeding per second")
     sent.set_ylabel("attempts sent per second")
@@ -181,6 +179,27 @@ def overload(path: str, runs: Sequence[OverloadRun], args: argparse.Namespace) -
         f" {_seed(args.seed)}"
     )
     _save(figure, path)
+
+
+# A capacity above this many times the highest count drawn is left off the panel:
+# a line there would squash the counts into its bottom.
+_CAPACITY_ABOVE = 1.5
+
+
+def _capacity(axes: Axes, capacity: float, highest: float) -> None:
+    """The server's capacity, a dashed line across *axes* - or, far above the
+    *highest* count drawn, named in the legend, the axis fitting the counts."""
+    top = max(highest, 1)  # (no count above 0: the axis of a count of 1)
+    far = capacity > _CAPACITY_ABOVE * top
+    axes.axhline(
+        capacity,
+        color="black",
+        linewidth=0.8,
+        linestyle="--",
+        label=f"capacity {capacity:g}/s" + (", above the top" if far else ""),
+    )
+    if far:  # the counts (0 and up) with matplotlib's margins, the line off the top
+        axes.set_ylim(-0.05 * top, 1.05 * top)
 
 
 def _seed(seed: int | None) -> str:
