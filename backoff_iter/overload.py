@@ -56,8 +56,9 @@ a transient error, costing the server nothing (``1``: a total outage).
 
 **Bounds.**  So that no run goes on for more than a few minutes, the
 expected attempts of a run, ``(requests expected) x (1 + retries)``, are at
-most :data:`MAX_ATTEMPTS`; *clients* at most :data:`MAX_CLIENTS`;
-*seconds* at most :data:`MAX_SECONDS`.
+most :data:`MAX_ATTEMPTS`, and so are one request's, ``1 + retries`` (a
+rate that expects a fraction of a request would let any retries through);
+*clients* at most :data:`MAX_CLIENTS`; *seconds* at most :data:`MAX_SECONDS`.
 
 >>> [run] = simulate_overload(["full_jitter"], ["breaker+token_bucket"], rate=80,
 ...                           capacity=100, seconds=30, clients=4, seed=1)
@@ -265,8 +266,9 @@ def simulate_overload(
     # for the part of it within the run.
     spiking = max(0.0, min(seconds, spike_at + spike_for) - min(seconds, spike_at))
     expected = rate * (seconds + (spike - 1.0) * spiking)
+    retrying = any(name != "none" for name in names)
     try:
-        work = expected * (1 + (retries if any(name != "none" for name in names) else 0))
+        work = expected * (1 + (retries if retrying else 0))
     except OverflowError:  # retries beyond floats (10**400): as many as inf
         work = math.inf
     if not work <= MAX_ATTEMPTS:
@@ -275,6 +277,14 @@ def simulate_overload(
             f"a run may expect at most {MAX_ATTEMPTS:,} attempts, rate x seconds (the spike"
             f" included) x (1 + retries), got {work:.3g}; lower the rate, seconds, spike or"
             " retries",
+        )
+    # A rate expecting a fraction of a request lets any retries through the bound above,
+    # but the request that comes makes them all: one request makes no more than a run may.
+    if retrying and retries >= MAX_ATTEMPTS:
+        raise _checks.ArgumentValueError(
+            "retries",
+            f"retries must be at most {MAX_ATTEMPTS - 1:,} (one request's 1 + retries attempts"
+            f" within the {MAX_ATTEMPTS:,} a run may expect), got {_checks.shown(retries)}",
         )
     model = _Model(
         rate,

@@ -1376,6 +1376,7 @@ def test_help_and_version_that_cannot_be_written_are_status_1(args, redirection,
         (["overload", "--rate", "0"], "--rate"),
         (["overload", "--spike", "0.5"], "--spike"),
         (["overload", "--spike-for", "-1"], "--spike-for"),
+        (["overload", "--rate", "1e-9", "--retries", "5000000"], "--retries"),
         ([], "show, plan, simulate"),
     ],
 )

@@ -496,6 +496,23 @@ def test_the_work_bound_is_the_expected_requests_times_one_plus_retries(
     )
 
 
+def test_one_request_may_make_no_more_attempts_than_a_run_may_expect():
+    """A rate expecting almost no request does not let retries past the bound: the one
+    request that comes would make 1 + retries attempts (hours of them at 10**9), so
+    retries of MAX_ATTEMPTS are refused naming retries; one fewer runs, and a run of no
+    strategy that retries takes any."""
+    rare = {"rate": 1e-9, "progress": started}
+    rejects(
+        lambda: simulate_overload(["full_jitter"], ["none"], retries=MAX_ATTEMPTS, **rare),
+        ValueError,
+        "retries",
+        f"{MAX_ATTEMPTS - 1:,}",
+    )
+    for strategies, retries in ((["full_jitter"], MAX_ATTEMPTS - 1), (["none"], 10**9)):
+        with pytest.raises(Started):
+            simulate_overload(strategies, ["none"], retries=retries, **rare)
+
+
 @pytest.mark.parametrize(
     "options, error, word",
     [

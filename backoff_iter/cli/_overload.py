@@ -114,7 +114,8 @@ def add(parser: argparse.ArgumentParser) -> None:
         type=whole(0),
         default=default(storm, "retries"),
         metavar="N",
-        help="retries per request at most (%(default)s)",
+        help="retries per request at most (%(default)s; at most"
+        f" {overload.MAX_ATTEMPTS - 1:,}: 1 + retries attempts within a run's bound)",
     )
     parser.add_argument(
         "--seed", type=integer, metavar="N", help="make the runs repeatable (an integer)"
