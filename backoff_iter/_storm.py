@@ -129,7 +129,7 @@ class _Storm:
         # last second): a last part second's arrivals set against a whole second's attempts
         # and successes would be a share of two lengths of time.
         arrivals, sent, goodput, seconds = self.arrivals, self.sent, self.goodput, self.seconds
-        draw, expovariate, error_rate = self.draw, self.expovariate, self.error_rate
+        draw, error_rate, log = self.draw, self.error_rate, math.log
         service, timeout, drop = self.service, self.timeout, self.drop
         free, rate, boundary = self.free, self.rate, self.boundary
         requests, attempts, succeeded, failed = (
@@ -138,7 +138,7 @@ class _Storm:
             self.succeeded,
             self.failed,
         )
-        arrival = self.next_arrival
+        arrival, report_at = self.next_arrival, self.report_at
         while True:
             upcoming = outcomes[0][0] if outcomes else _INF
             later = due[0][0]
@@ -151,13 +151,15 @@ class _Storm:
                 request = requests
                 requests += 1
                 arrivals[int(now)] += 1
-                arrival = now + expovariate(rate)
+                # The next arrival: expovariate(rate) as random.py draws it, -log(1 -
+                # random()) / rate (Python 3.9 to 3.13), without the method's call.
+                arrival = now - log(1.0 - draw()) / rate
                 if arrival >= boundary:
                     arrival = self._arrival_past_boundary()
                     rate, boundary = self.rate, self.boundary
-                if now >= self.report_at:
-                    self.progress(self.strategy, self.budget, now / self.seconds)  # type: ignore[misc]
-                    self.report_at = now + self.report_every
+                if now >= report_at:
+                    self.progress(self.strategy, self.budget, now / seconds)  # type: ignore[misc]
+                    report_at = now + self.report_every
                 call = None
                 if not quiet:
                     policy = policies[int(draw() * clients) if clients > 1 else 0]
@@ -235,7 +237,7 @@ class _Storm:
             else:
                 push(due, (ends + delay, request, _SEND, call))
         # The run's state, as it ends (the counts are what its figures read).
-        self.free, self.next_arrival = free, arrival
+        self.free, self.next_arrival, self.report_at = free, arrival, report_at
         self.requests, self.attempts = requests, attempts
         self.succeeded, self.failed = succeeded, failed
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import sys
 import warnings
 
@@ -494,6 +495,42 @@ def test_the_work_bound_is_the_expected_requests_times_one_plus_retries(
         "rate",
         f"{MAX_ATTEMPTS:,}",
     )
+
+
+def test_the_arrivals_are_those_of_random_expovariate():
+    """The storm draws each gap between arrivals as random.expovariate does, inline: a
+    seeded run's arrivals, second by second, are those of rng.expovariate's gaps (after
+    the two phases of no length, each drawing a gap past its end at once, and with each
+    arrival's attempt drawing whether it fails)."""
+    rate, seconds = 50.0, 30.0
+    [run] = simulate_overload(
+        ["none"], ["none"], rate=rate, spike=1, spike_at=0, spike_for=0, seconds=seconds, seed=3
+    )
+    rng = random.Random("3/none/none")
+    rng.expovariate(rate), rng.expovariate(rate)  # the phases before the spike, and of it
+    expected = [0] * int(seconds)
+    now = rng.expovariate(rate)
+    while now < seconds:
+        expected[int(now)] += 1
+        now += rng.expovariate(rate)
+        rng.random()  # the arrival's attempt: a transient error or not
+    assert run.series["arrivals"] == expected and run.requests == sum(expected) > 1000
+
+
+def test_progress_is_told_at_the_first_arrival_then_every_hundredth_of_the_run():
+    """progress(strategy, budget, share): first at the first arrival, then at the first
+    arrival a hundredth of the run (at least a second) after the last report, and 1.0 at
+    the end: about a hundred calls for a run of 200.5 s, not one per arrival."""
+    told = []
+    simulate_overload(
+        ["full_jitter"], ["token_bucket"], rate=50, capacity=60, seconds=200.5, seed=1,
+        progress=lambda *call: told.append(call),
+    )  # fmt: skip
+    assert {(strategy, budget) for strategy, budget, _ in told} == {("full_jitter", "token_bucket")}
+    shares = [share for _, _, share in told]
+    assert 0 < shares[0] < 0.001 and shares[-1] == 1.0  # 50 arrivals a second
+    assert all(0.01 <= later - earlier < 0.011 for earlier, later in zip(shares, shares[1:-1]))
+    assert 95 <= len(shares) <= 101
 
 
 def test_one_request_may_make_no_more_attempts_than_a_run_may_expect():
