@@ -155,13 +155,18 @@ class SlidingCounts:
     reading cost O(1) amortised and the memory is fixed.  Times must come
     from :func:`reader` (finite, never backwards); one a moment behind the
     newest bucket, as two threads racing may give, counts in that bucket.
+
+    An event adds one to ``first`` or ``second``, and nothing else: each
+    bucket keeps the two as it began, so the counts over the window are
+    theirs less those the window's oldest bucket began with.
     """
 
     __slots__ = (
         "_span",
-        "_first",
-        "_second",
-        "_totals",
+        "_firsts",
+        "_seconds",
+        "_first_left",
+        "_second_left",
         "_index",
         "_origin",
         "_passed",
@@ -177,21 +182,24 @@ class SlidingCounts:
 
     def __init__(self, span: float, buckets: int) -> None:
         self._span = span
-        self._first = [0] * buckets
-        self._second = [0] * buckets
-        self._totals = [0, 0]
-        self._index = 0  # of the newest bucket in the lists
+        self.first = self.second = 0
+        # Per bucket of the window (a ring, the newest at _index): first and
+        # second as it began; and as the oldest began, what left the window.
+        self._firsts = [0] * buckets
+        self._seconds = [0] * buckets
+        self._first_left = self._second_left = 0
+        self._index = 0
         self._origin: float | None = None  # when the first bucket began
         self._passed = 0  # the newest bucket's number, from 0 at the origin
         # The first reading past the newest bucket: below it, nothing moves
         # (-inf before the first reading).
         self._ends = -math.inf
-        self.first = self.second = 0
 
     def _advance(self, now: float) -> None:
-        """Move the window to *now*, emptying the buckets that left it."""
+        """Move the window to *now*: the buckets it enters begin with the counts now."""
         origin = self._origin
-        size, span = len(self._first), self._span
+        firsts, span = self._firsts, self._span
+        size = len(firsts)
         if origin is None:
             self._origin = origin = now
         else:
@@ -206,14 +214,16 @@ class SlidingCounts:
                 steps = int(position) - self._passed
                 if steps <= 0:
                     return
-                first, second, totals = self._first, self._second, self._totals
+                seconds, first, second = self._seconds, self.first, self.second
                 index = self._index
                 for _ in range(steps):
                     index = (index + 1) % size
-                    totals[0] -= first[index]
-                    totals[1] -= second[index]
-                    first[index] = second[index] = 0
+                    firsts[index] = first
+                    seconds[index] = second
                 self._index = index
+                oldest = (index + 1) % size
+                self._first_left = firsts[oldest]
+                self._second_left = seconds[oldest]
                 self._passed += steps
         passed = self._passed
         self._ends = first_past(
@@ -223,10 +233,9 @@ class SlidingCounts:
     # Each reading within the newest bucket is one comparison: no call.
 
     def add_first(self, now: float) -> None:
+        """Count an event of the first kind."""
         if now >= self._ends:
             self._advance(now)
-        self._first[self._index] += 1
-        self._totals[0] += 1
         self.first += 1
 
     def count_first(self, now: float, seconds: deque[float]) -> tuple[int, int]:
@@ -238,39 +247,42 @@ class SlidingCounts:
             then = seconds.popleft()
             if then >= self._ends:
                 self._advance(then)
-            self._second[self._index] += 1
-            self._totals[1] += 1
             self.second += 1
         if now >= self._ends:
             self._advance(now)
-        self._first[self._index] += 1
-        self.first += 1
-        totals = self._totals
-        first, second = totals
-        totals[0] = first + 1
-        return first, second
+        first = self.first
+        self.first = first + 1
+        return first - self._first_left, self.second - self._second_left
 
     def add_second(self, now: float) -> None:
-        """Count a second kind of event."""
+        """Count an event of the second kind."""
         if now >= self._ends:
             self._advance(now)
-        self._second[self._index] += 1
-        self._totals[1] += 1
         self.second += 1
 
     def totals(self, now: float) -> tuple[int, int]:
         """The two counts over the window ending at *now*."""
         if now >= self._ends:
             self._advance(now)
-        return self._totals[0], self._totals[1]
+        return self.first - self._first_left, self.second - self._second_left
 
     def clear(self) -> None:
         """Forget every event in the window (``first`` and ``second`` count on)."""
-        size = len(self._first)
-        self._first = [0] * size
-        self._second = [0] * size
-        self._totals = [0, 0]
+        size, first, second = len(self._firsts), self.first, self.second
+        self._firsts = [first] * size
+        self._seconds = [second] * size
+        self._first_left, self._second_left = first, second
         self._index = 0
         self._origin = None
         self._passed = 0
         self._ends = -math.inf
+
+    def restart(self) -> None:
+        """Count ``first`` and ``second`` from 0 again, the window's counts kept
+        (a fleet part's, in a new process)."""
+        first, second = self.first, self.second
+        self._firsts = [count - first for count in self._firsts]
+        self._seconds = [count - second for count in self._seconds]
+        self._first_left -= first
+        self._second_left -= second
+        self.first = self.second = 0

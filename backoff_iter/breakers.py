@@ -296,17 +296,13 @@ class CircuitBreaker:
             # bucket, no call under the lock (see budgets._MOST_NOTED).
             if now >= counts._ends:
                 counts._advance(now)
-            totals = counts._totals
             if success:
-                counts._first[counts._index] += 1
-                totals[0] += 1
                 counts.first += 1
                 return
-            counts._second[counts._index] += 1
-            counts.second += 1
-            totals[1] = failures = totals[1] + 1  # counted while open too,
+            counts.second = second = counts.second + 1  # counted while open too,
             if state is _CLOSED:  # as Polly does
-                calls = totals[0] + failures
+                failures = second - counts._second_left
+                calls = counts.first - counts._first_left + failures
                 if calls >= self.minimum_throughput and failures / calls >= self.failure_ratio:
                     self._open(now, failure)
 

@@ -319,6 +319,24 @@ def test_the_accepts_a_throttle_counts_for_the_fleet_count_in_its_own_window_too
     assert throttle.probability == 0.0
 
 
+def test_an_accept_a_throttle_counts_for_the_fleet_counts_in_its_own_window_when_told():
+    """Hearing the fleet, an accept told at t = 60 and counted at the next check counts in
+    its own window from t = 60, not from the window's last move (t = 0): alone at t = 121,
+    the request of t = 0 has left the window, the accept not: nothing is rejected.  (One
+    exchange, at t = 0: the accept waits for the check, not for an exchange.)"""
+    clock = Clock()
+    throttle = AdaptiveThrottle(clock=clock, rng=Random(1), store=_SharedState(100, clock=clock))
+    throttle.check()
+    clock.now = 60.0
+    throttle.record(True)
+    clock.now = 61.0
+    throttle.check()
+    assert not throttle._alone
+    clock.now = 121.0
+    throttle._alone = True  # as if its store had gone away
+    assert throttle.probability == 0.0  # 1 request, 1 accept; 1 - 2 x 1 < 0
+
+
 def test_a_throttle_alone_checks_by_its_own_window_not_the_fleets_last_heard():
     """Alone (its store silent), a throttle's check judges by its own window: the 10
     refused requests of another member, heard before, reject none of its own."""
@@ -461,6 +479,27 @@ def test_a_members_calls_count_in_its_own_window_for_when_it_is_alone():
     for _ in range(10):
         member.record(False, ConnectionError("down"))
     assert member.state == "open"
+
+
+def test_a_forked_member_counts_for_the_fleet_from_nothing_but_keeps_its_own_window():
+    """After a fork (_renew) a member sends the fleet nothing of its parent's, but its own
+    window still holds the calls made before: alone, 15 failures from before and 5 more
+    reach the minimum throughput of 20, and the circuit opens."""
+    clock = Clock()
+    (member,), _ = fleet_of(CircuitBreaker, 1, clock, **BREAKER)
+    clock.now += 0.2
+    member.check()  # heard from the fleet
+    for _ in range(15):  # as a member, below the minimum throughput
+        member.record(False, ConnectionError("down"))
+    member._renew("child")
+    assert member._tallies() == [0, 0, 0, 0]
+    member._wait()  # alone, within the same 30-second window
+    for _ in range(4):
+        member.record(False, ConnectionError("down"))
+    assert member.state == "closed"  # 19 in the window
+    member.record(False, ConnectionError("down"))
+    assert member.state == "open"
+    assert member._tallies() == [0, 0, 0, 5]  # its own since the fork, for the fleet
 
 
 @pytest.mark.parametrize("probe", [True, False])

@@ -3,6 +3,7 @@ a copy of itself that always takes its lock, over the same seeded sequences of e
 
 from __future__ import annotations
 
+import collections
 import math
 
 from hypothesis import example, given
@@ -221,17 +222,15 @@ class PlainCounts(SlidingCounts):
 
     def add_first(self, now):
         self._advance(now)
-        self._first[self._index] += 1
-        self._totals[0] += 1
+        self.first += 1
 
     def add_second(self, now):
         self._advance(now)
-        self._second[self._index] += 1
-        self._totals[1] += 1
+        self.second += 1
 
     def totals(self, now):
         self._advance(now)
-        return self._totals[0], self._totals[1]
+        return self.first - self._first_left, self.second - self._second_left
 
 
 @given(
@@ -262,6 +261,88 @@ def test_sliding_counts_reading_within_the_newest_bucket_count_as_moving_the_win
             elif what == "second":
                 part.add_second(now)
         assert counts.totals(now) == plain.totals(now)
+
+
+class EventCounts:
+    """SlidingCounts as plainly as it can be said: every event kept with the number of
+    the bucket it fell in, the window the last *buckets* bucket numbers."""
+
+    def __init__(self, span, buckets):
+        self.span, self.size = span, buckets
+        self.events, self.origin, self.passed = [], None, 0
+        self.first = self.second = 0
+
+    def _move(self, now):
+        if self.origin is None:
+            self.origin = now
+            return
+        position = (now - self.origin) * self.size / self.span
+        if position >= self.passed + self.size:  # everything left: afresh from now
+            self.clear()
+            self.origin = now
+        else:
+            self.passed = max(self.passed, int(position))
+
+    def add(self, kind, now):
+        self._move(now)
+        self.events.append((self.passed, kind))  # a time behind counts in the newest bucket
+        if kind == "first":
+            self.first += 1
+        else:
+            self.second += 1
+
+    def totals(self, now):
+        self._move(now)
+        kinds = [kind for bucket, kind in self.events if bucket > self.passed - self.size]
+        return kinds.count("first"), kinds.count("second")
+
+    def clear(self):
+        self.events, self.origin, self.passed = [], None, 0
+
+    def restart(self):
+        self.first = self.second = 0
+
+
+@given(
+    span=st.sampled_from([30.0, 120.0, 2.5, 0.3, 7.0]),
+    buckets=st.sampled_from([10, 120, 3, 1]),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["first", "second", "totals", "clear", "restart", "both"]),
+            st.sampled_from([0.0, 0.001, 0.1, 0.25, 1.0, 2.9999999999999996, 3.0, 40.0, -0.5]),
+        ),
+        max_size=80,
+    ),
+    start=st.sampled_from([1000.0, -30.0, 0.0]),
+)
+@example(span=3.0, buckets=3, steps=[("first", 0.0), ("second", 1.0), ("first", 1.0),
+                                    ("totals", 1.0), ("totals", 0.5)], start=0.0)  # fmt: skip
+def test_sliding_counts_count_what_a_list_of_every_event_counts(span, buckets, steps, start):
+    """The window's counts and the counts in all, as a list of every event with its bucket
+    gives them: through buckets entered and left, clears, restarts and readings a moment
+    behind the newest bucket (as two threads racing give), which count in it."""
+    counts, events = SlidingCounts(span, buckets), EventCounts(span, buckets)
+    now = newest = start
+    for what, step in steps:
+        now += step  # a step back: a reading behind the newest, counted in its bucket
+        newest = max(newest, now)
+        if what in ("first", "second"):
+            getattr(counts, f"add_{what}")(now)
+            events.add(what, now)
+        elif what == "both":  # a throttle's check: the accepts waiting, then a request
+            told = counts.count_first(now, collections.deque([now, now]))
+            events.add("second", now)
+            events.add("second", now)
+            assert told == events.totals(now)  # the accepts counted, the request not yet
+            events.add("first", now)
+        elif what == "clear":
+            counts.clear()
+            events.clear()
+        elif what == "restart":
+            counts.restart()
+            events.restart()
+        assert counts.totals(now) == events.totals(now)
+        assert (counts.first, counts.second) == (events.first, events.second)
 
 
 def test_a_reading_on_a_bucket_edge_moves_the_window():

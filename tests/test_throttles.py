@@ -236,7 +236,7 @@ def test_the_memory_is_fixed_whatever_the_traffic():
         clock.now = i * 50.0 + (i % 7)
         checked(throttle)
         throttle.record(accepted=i % 3 == 0)
-    assert len(throttle._counts._first) == len(throttle._counts._second) == 120
+    assert len(throttle._counts._firsts) == len(throttle._counts._seconds) == 120
     clock.now += 1000.0
     assert throttle.probability == 0.0
 

@@ -85,7 +85,8 @@ class Counts(SlidingCounts):
         # A fresh member: the fleet's totals as last heard are all the others'.
         first, second = self.others
         self.others = (first + self.first_acked, second + self.second_acked)
-        self.first = self.second = self.first_acked = self.second_acked = 0
+        self.first_acked = self.second_acked = 0
+        super().restart()  # first and second from 0
 
 
 class FleetTotals(Counts):
@@ -112,15 +113,11 @@ class FleetTotals(Counts):
             then = seconds.popleft()
             if then >= self._ends:
                 self._advance(then)
-            self._second[self._index] += 1
-            self._totals[1] += 1
             self.second += 1
         first, second = self.others
         totals = first + self.first, second + self.second
         if now >= self._ends:
             self._advance(now)
-        self._first[self._index] += 1
-        self._totals[0] += 1
         self.first += 1
         return totals
 
@@ -316,12 +313,8 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             if now >= counts._ends:
                 counts._advance(now)
             if success:
-                counts._first[counts._index] += 1
-                counts._totals[0] += 1
                 counts.first += 1
             else:
-                counts._second[counts._index] += 1
-                counts._totals[1] += 1
                 counts.second += 1
                 if self._cause is None and failure is not None:
                     self._cause = detached(failure)  # one copy an exchange, at most
