@@ -160,20 +160,21 @@ class CubicRateLimiter:
         with self._lock:
             now = self._now()
             # The measured response rate: responses per 0.5 s bucket, smoothed.
-            count = self._count + 1
             if now < self._next_bucket:  # in the bucket measured last (a half second's count)
-                bucket = self._measured_at
-            else:
-                bucket = math.floor(now * _BUCKETS_PER_SECOND) / _BUCKETS_PER_SECOND
-            if bucket > self._measured_at:
-                measured = count / (bucket - self._measured_at) * _SMOOTHING
-                measured = self._measured = measured + self._measured * _EARLIER_WEIGHT
-                self._count = 0
-                self._measured_at = bucket
-                self._next_bucket = bucket + _TIME_BUCKET
-            else:
-                self._count = count
+                self._count += 1
                 measured = self._measured
+            else:
+                count = self._count + 1
+                bucket = math.floor(now * _BUCKETS_PER_SECOND) / _BUCKETS_PER_SECOND
+                if bucket > self._measured_at:
+                    measured = count / (bucket - self._measured_at) * _SMOOTHING
+                    measured = self._measured = measured + self._measured * _EARLIER_WEIGHT
+                    self._count = 0
+                    self._measured_at = bucket
+                    self._next_bucket = bucket + _TIME_BUCKET
+                else:
+                    self._count = count
+                    measured = self._measured
             if throttled:
                 w_max = min(measured, self._fill) if self._enabled else measured
                 self._w_max = w_max
