@@ -147,6 +147,13 @@ def test_any_sequence_of_responses_gives_botocores_rate(start, steps):
     run_both(start, steps)
 
 
+def test_responses_where_floats_are_two_seconds_apart_count_as_botocore_counts_them():
+    """At 2**53 s a half second's end rounds to its start: past it, a response still in the
+    bucket measured last counts there, as botocore's floor says (the throttle's rate tells)."""
+    steps = [(0.0, "success")] * 3 + [(2.0, "throttle"), (0.0, "success"), (2.0, "throttle")]
+    assert run_both(2.0**53, steps).rate > 0.5  # above the floor: the responses were counted
+
+
 def test_a_throttle_turns_it_on_at_beta_times_the_measured_rate():
     """20 responses a second for 2 s, then a throttle: on, at 0.7 x the smoothed measured rate."""
     clock = Clock()
