@@ -445,15 +445,22 @@ def test_the_successes_a_member_counts_alone_reach_the_fleet_too():
     assert store._ledger.ledger["state"] == "closed"
 
 
-def test_a_members_own_window_moves_with_its_calls_for_when_it_is_alone():
-    """A member counts its calls in its own window too: failures that left it (a sampling
-    duration ago) do not count once the member is alone."""
+def member_that_failed_15_times():
+    """(clock, a fleet's one CircuitBreaker member that heard from the fleet, then
+    counted 15 failures: below the minimum throughput of 20, the fleet stays closed)."""
     clock = Clock()
     (member,), _ = fleet_of(CircuitBreaker, 1, clock, **BREAKER)
     clock.now += 0.2
     member.check()  # heard from the fleet
-    for _ in range(15):  # below the minimum throughput: the fleet stays closed
+    for _ in range(15):
         member.record(False, ConnectionError("down"))
+    return clock, member
+
+
+def test_a_members_own_window_moves_with_its_calls_for_when_it_is_alone():
+    """A member counts its calls in its own window too: failures that left it (a sampling
+    duration ago) do not count once the member is alone."""
+    clock, member = member_that_failed_15_times()
     clock.now += 0.2
     assert not refuses(member)
     clock.now += 31.0  # the 15 left the 30-second window
@@ -467,12 +474,7 @@ def test_a_members_own_window_moves_with_its_calls_for_when_it_is_alone():
 def test_a_members_calls_count_in_its_own_window_for_when_it_is_alone():
     """As above, alone within the same window: the 15 failures it counted as a member
     and 10 more reach the minimum throughput, and the circuit opens."""
-    clock = Clock()
-    (member,), _ = fleet_of(CircuitBreaker, 1, clock, **BREAKER)
-    clock.now += 0.2
-    member.check()  # heard from the fleet
-    for _ in range(15):  # as a member, below the minimum throughput
-        member.record(False, ConnectionError("down"))
+    clock, member = member_that_failed_15_times()
     clock.now += 0.2
     assert not refuses(member)
     member._wait()  # alone, within the same 30-second window
@@ -485,12 +487,7 @@ def test_a_forked_member_counts_for_the_fleet_from_nothing_but_keeps_its_own_win
     """After a fork (_renew) a member sends the fleet nothing of its parent's, but its own
     window still holds the calls made before: alone, 15 failures from before and 5 more
     reach the minimum throughput of 20, and the circuit opens."""
-    clock = Clock()
-    (member,), _ = fleet_of(CircuitBreaker, 1, clock, **BREAKER)
-    clock.now += 0.2
-    member.check()  # heard from the fleet
-    for _ in range(15):  # as a member, below the minimum throughput
-        member.record(False, ConnectionError("down"))
+    _, member = member_that_failed_15_times()
     member._renew("child")
     assert member._tallies() == [0, 0, 0, 0]
     member._wait()  # alone, within the same 30-second window
