@@ -210,9 +210,7 @@ class _OpenTelemetry:
         self.attempts.add(1, by_name)
         if kind == "retry":
             delay = cast(float, event.delay)  # a retry's is a number
-            outcome = event.outcome
-            # error_type(outcome), without the call
-            error_type = type(outcome).__name__ if isinstance(outcome, BaseException) else "result"
+            error_type = type_of(event.outcome)
             retried = named.retried.get(error_type)
             if retried is None:
                 retried = named.retried[error_type] = {"name": name, "error_type": error_type}
