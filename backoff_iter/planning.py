@@ -9,8 +9,11 @@ every 10% of the time waited so far", take ``r = 1 + 0.1``.
 Every function takes any finite input: results beyond the largest float are
 ``inf``, never ``OverflowError``, and each is within a few roundings of the
 exact value (``r**n`` is taken in pieces that fit, scaled by powers of two,
-so a sum that fits is found even when ``r**n`` alone does not).  Functions
-of numbers only, so safe from any thread.
+so a sum that fits is found even when ``r**n`` alone does not).  While
+``r**n`` has at most 4096 binary digits (78 sleeps of factor 1.1, 2048 of
+factor 2) ``T_n`` and ``a r**n`` are worked out in whole numbers and rounded
+once: a sum that is a float is that float, and a sleep that ends right at
+the time planned for counts.  Functions of numbers only, so safe from any thread.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ _CHUNK = 350.0
 # Beyond this many sleeps (r > 1) the sum outgrows any float: even r = 1 + 2**-52
 # gives n log r > 4096, and a / (r - 1) is at least 2**-1074.
 _MANY = 2**64
+# While r**n has at most this many bits, T_n is taken exactly, in whole numbers (a few
+# microseconds).  Every sum that is exactly a float lies there: its odd part, below 2**53,
+# is at least about top**(n - 1) for r = top / bottom in lowest terms.
+_EXACT_BITS = 4096
 
 
 def elapsed_after(base: float, factor: float, sleeps: int) -> float:
@@ -151,10 +158,15 @@ def plan(base: float, factor: float, elapsed: float) -> Plan:
     *retries* is the largest *n* whose ``T_n`` is at most *elapsed*: found
     from the logarithm, then settled on ``T_n`` itself by bisection, so any
     finite input takes a bounded time.  Factor 1 is counted exactly, in
-    integers (there may be more sleeps than a float can count).
+    integers (there may be more sleeps than a float can count), and so is
+    any count whose ``r**n`` has at most 4096 binary digits: a sleep that
+    ends right at *elapsed* counts.
 
     >>> plan(1, 2, 20)
     Plan(retries=4, exact=4.392317422778761, elapsed=15.0, sleep_before=8.0, sleep_after=16.0)
+    >>> at = plan(1, 1.25, 3.8125)  # 1 + 1.25 + 1.5625: three sleeps, to the last bit
+    >>> at.retries, at.elapsed, at.sleep_after
+    (3, 3.8125, 1.953125)
     >>> plan(1e-300, 1.001, 1e300).retries
     1375330
     """
@@ -176,20 +188,31 @@ def _settle(a: float, r: float, t: float, guess: int) -> int:
     width = 2
     low, high = max(0, guess - width), guess + width + 1
     step = width
-    while low > 0 and _elapsed(a, r, low) > t:  # T_0 = 0 always fits
+    while low > 0 and not _fits(a, r, t, low):  # T_0 = 0 always fits
         step *= 2
         low = max(0, guess - step)
     step = width
-    while _elapsed(a, r, high) <= t:  # T_n passes any float by n = 2**64
+    while _fits(a, r, t, high):  # T_n passes any float by n = 2**64
         step *= 2
         high = guess + step
     while high - low > 1:  # T_low <= t < T_high
         middle = (low + high) // 2
-        if _elapsed(a, r, middle) <= t:
+        if _fits(a, r, t, middle):
             low = middle
         else:
             high = middle
     return low
+
+
+def _fits(a: float, r: float, t: float, n: int) -> bool:
+    """Whether ``T_n <= t`` (r > 1): exactly while r**n is small enough to take whole,
+    else on the float T_n."""
+    exact = _exact(a, r, n)
+    if exact is None:
+        return _elapsed(a, r, n) <= t
+    numerator, denominator = exact
+    t_numerator, t_denominator = t.as_integer_ratio()
+    return numerator * t_denominator <= t_numerator * denominator
 
 
 # -- the arithmetic: checked floats in, a float (or inf) out ---------------------------------
@@ -199,6 +222,9 @@ def _elapsed(a: float, r: float, n: int) -> float:
     """``a (r**n - 1) / (r - 1)``, ``a n`` for r = 1, inf beyond floats."""
     if r == 1.0:
         return _scaled(Fraction(a) * n)
+    exact = _exact(a, r, n)
+    if exact is not None:
+        return _quotient(*exact)
     if n >= _MANY:
         return math.inf
     y = n * math.log(r)
@@ -216,10 +242,26 @@ def _elapsed(a: float, r: float, n: int) -> float:
     return _ldexp(m_a * mantissa / m_step, e_a + exponent - e_step)
 
 
+def _exact(a: float, r: float, n: int) -> tuple[int, int] | None:
+    """T_n (r > 1) as a numerator and a denominator, whole numbers, while r**n has
+    at most _EXACT_BITS bits; else None."""
+    top, bottom = r.as_integer_ratio()
+    if n * top.bit_length() > _EXACT_BITS:
+        return None
+    a_top, a_bottom = a.as_integer_ratio()
+    # a (r**n - 1) / (r - 1) = a (top**n - bottom**n) bottom / (bottom**n (top - bottom))
+    return a_top * (top**n - bottom**n) * bottom, a_bottom * bottom**n * (top - bottom)
+
+
 def _sleep(a: float, r: float, n: int) -> float:
-    """Sleep number *n* (from 0, below 2**64): ``a r**n``, inf beyond floats."""
+    """Sleep number *n* (from 0, below 2**64): ``a r**n``, inf beyond floats (rounded
+    once while r**n has at most _EXACT_BITS bits)."""
     if r == 1.0 or n == 0:
         return a
+    top, bottom = r.as_integer_ratio()
+    if n * top.bit_length() <= _EXACT_BITS:  # in whole numbers, as _exact
+        a_top, a_bottom = a.as_integer_ratio()
+        return _quotient(a_top * top**n, a_bottom * bottom**n)
     y = n * math.log(r)
     if math.log(a) + y > _LOG_MAX + 1.0:
         return math.inf
@@ -256,6 +298,15 @@ def _pow(r: float, n: int) -> float:
 def _ldexp(mantissa: float, exponent: int) -> float:
     try:
         return math.ldexp(mantissa, exponent)
+    except OverflowError:
+        return math.inf
+
+
+def _quotient(numerator: int, denominator: int) -> float:
+    """``numerator / denominator`` (whole numbers, the denominator positive), rounded
+    once; inf beyond floats."""
+    try:
+        return numerator / denominator  # int / int is correctly rounded
     except OverflowError:
         return math.inf
 

@@ -664,6 +664,19 @@ def test_plan_ratio_solves_the_factor_and_compare_gives_both_counts(cli):
     assert text == "factor 1 over the same time: 1057 retries (exactly 1057.190)"
 
 
+def test_plan_counts_a_first_sleep_that_ends_right_at_the_elapsed_time(cli):
+    """--base 0.1 --factor 4 --elapsed 0.1: one sleep of 0.1 fits; it printed 0 retries
+    (exactly 1.000) and a "sleep after" of 0.100 that would have fitted."""
+    result = cli("plan", "--base", "0.1", "--factor", "4", "--elapsed", "0.1")
+    assert result.status == 0, result.err
+    assert result.out.splitlines()[1:] == [
+        "  retries:      1 (exactly 1.000)",
+        "  slept:        0.100",
+        "  sleep before: 0.100",
+        "  sleep after:  0.400",
+    ]
+
+
 def test_plan_shows_a_factor_near_1_as_it_is_not_as_1(cli):
     """--ratio 1e-7 is factor 1.0000001, printed so: it was "factor 1" (as :g rounds it),
     which is the constant schedule; the same for a --compare factor and the base."""

@@ -172,21 +172,21 @@ def test_plan_counts_the_whole_sleeps_that_fit(a, r, t):
 
 @contextmanager
 def evaluations():
-    """The (a, r, n) of every T_n that plan evaluates, while the block runs."""
+    """The (a, r, t, n) of every T_n <= T that plan decides, while the block runs."""
     from backoff_iter import planning
 
     calls = []
-    real = planning._elapsed
+    real = planning._fits
 
-    def counted(a, r, n):
-        calls.append((a, r, n))
-        return real(a, r, n)
+    def counted(a, r, t, n):
+        calls.append((a, r, t, n))
+        return real(a, r, t, n)
 
-    planning._elapsed = counted
+    planning._fits = counted
     try:
         yield calls
     finally:
-        planning._elapsed = real
+        planning._fits = real
 
 
 @given(bases, factors, times)
@@ -211,6 +211,61 @@ def test_plan_settles_any_wrong_guess_in_a_few_steps(monkeypatch, guess):
         assert planning.plan(1, 2, 20).retries == 4
         assert planning.plan(1e-300, 1.001, 1e300).retries == 1_375_330
     assert len(calls) <= 3 * 80
+
+
+# Factors and first sleeps of few binary digits, whose sums T_n are often floats exactly.
+DYADIC_FACTORS = [1.0625, 1.125, 1.25, 1.5, 1.75, 2.0, 3.0, 4.0, 7.0, 10.0]
+DYADIC_BASES = [1.0, 0.5, 3.0, 0.1, 1e-3, 5e-324, 1e300]
+
+
+@pytest.mark.parametrize("r", DYADIC_FACTORS)
+def test_plan_counts_a_sleep_that_ends_right_at_the_elapsed_time(r):
+    """When T_n is exactly the elapsed time, n sleeps fit (slept: T_n); a hair less, n - 1.
+    plan(0.1, 4, 0.1) said 0 retries and the first sleep, 0.1, "would not fit"."""
+    r_ = Fraction(r)
+    ties = 0
+    for a in DYADIC_BASES:
+        for n in range(1, 200):
+            exact = Fraction(a) * (r_**n - 1) / (r_ - 1)
+            if exact > Fraction(sys.float_info.max):
+                break
+            t = float(exact)
+            if Fraction(t) != exact:
+                continue
+            ties += 1
+            result = plan(a, r, t)
+            assert (result.retries, result.elapsed) == (n, t), (a, n)
+            assert result.sleep_after == float(Fraction(a) * r_**n)
+            below = plan(a, r, math.nextafter(t, 0.0))
+            assert below.retries == n - 1, (a, n)
+    assert ties >= 10
+
+
+def test_plan_counts_exactly_where_a_float_sum_would_round_onto_the_elapsed_time():
+    """Small counts are decided in whole numbers: T_1 = a fits in a; T_2 = 1 + r, which
+    rounds to r = the largest float, does not fit in it (it said 2 retries)."""
+    assert plan(0.1, 4, 0.1) == Plan(1, plan(0.1, 4, 0.1).exact, 0.1, 0.1, 0.4)
+    assert plan(1, 10, 1111111111111111.0).retries == 16  # 1 + 10 + ... + 10**15
+    top = plan(1, sys.float_info.max, sys.float_info.max)
+    assert (top.retries, top.elapsed, top.sleep_after) == (1, 1.0, sys.float_info.max)
+
+
+@given(bases, factors, st.integers(min_value=0, max_value=4096))
+@example(0.1, 4.0, 1)  # was 0.10000000000000002
+@example(5e-324, 1.0 + 2**-52, 77)
+@example(1.0, sys.float_info.max, 2)  # 1 + r rounds to r; 1 + r + r**2 is beyond floats
+@example(1.0, sys.float_info.max, 3)
+def test_elapsed_after_a_few_sleeps_is_rounded_once(a, r, n):
+    """While r**n has at most 4096 bits, T_n is the float nearest the exact sum (T_1 is a)."""
+    r_ = Fraction(r)
+    n = min(n, 4096 // r_.numerator.bit_length())
+    exact = Fraction(a) * (r_**n - 1) / (r_ - 1) if r > 1 else Fraction(a) * n
+    try:
+        expected = float(exact)  # rounded once (int / int)
+    except OverflowError:
+        expected = math.inf
+    assert elapsed_after(a, r, n) == expected
+    assert elapsed_after(a, r, 1) == a
 
 
 def test_the_issues_example_of_49_sleeps_at_factor_1_1():
