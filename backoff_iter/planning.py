@@ -86,8 +86,12 @@ def next_sleep(base: float, factor: float, elapsed: float) -> float:
 def retries_by(base: float, factor: float, elapsed: float) -> float:
     """How many sleeps it takes to have slept *elapsed*: ``log_r(1 + (r - 1) T / a)``.
 
-    A real number; its floor is the count of whole sleeps that fit.  ``inf``
-    only when that count outgrows a float (factor 1, ``T / a`` beyond 1e308).
+    A real number, within a few roundings of the exact one: its floor is the
+    count of whole sleeps that fit, except on a boundary, where it may fall
+    just short of a whole number (``retries_by(1, 3, 1)``, one sleep of 1
+    second, may be 0.9999999999999998); :func:`plan` counts whole sleeps
+    exactly.  ``inf`` when *elapsed* is, or when that count outgrows a float
+    (factor 1, ``T / a`` beyond 1e308).
 
     >>> retries_by(1, 2, 15)
     4.0
@@ -119,7 +123,9 @@ def factor_for_ratio(ratio: float) -> float:
     """The factor whose every sleep is *ratio* times the time already slept, plus the first: ``r = 1 + q``.
 
     With it the sleep after ``T`` seconds of sleeping is ``a + q T``, so
-    ``--ratio 0.1`` of the command line means "wait about another tenth":
+    ``--ratio 0.1`` of the command line means "wait about another tenth".
+    The factor is a float: it keeps a ratio below 1 to within 2**-53, so a
+    ratio of 2**-53 or less is factor 1, the constant sleep:
 
     >>> factor_for_ratio(0.1)
     1.1
