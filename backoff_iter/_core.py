@@ -724,6 +724,8 @@ class Call:
                     delay = _END
                 elif delay.__class__ is Deferred:  # the parts first, then the jitter's draw
                     delay, reason, asked = self._deferred(delay, outcome, kind)
+                    if delay.__class__ is Deferred:  # paid for: drawn here, asked set
+                        delay = delay.draw()
             number = self.number
             if delay.__class__ is not float or not 0.0 <= delay <= ENDLESS_DELAY:
                 if delay is not _END:  # checked: _END if infinite, a long one warned of
@@ -731,15 +733,12 @@ class Call:
             elif number > ENDLESS_RETRIES and policy.deadline is None and not policy.warned:
                 self._warn_endless(delay)
             if delay is not _END and (self.hint is not None or not plan.simple):
-                try:
-                    delay, reason = self._limit(delay, outcome, kind, asked)
-                except BaseException:  # the retry_after hook raised: no retry
-                    if asked:
-                        self._drop()
-                    raise
+                delay, reason = self._limit(delay, outcome, kind, asked)
                 if delay is _END and asked:  # the parts were asked first, and paid for nothing
                     self._drop()
         except BaseException as error:  # the schedule, a delay, a callback or a part broke
+            if asked:  # after the parts paid for the retry (a draw, a hook): it will not come
+                self._drop()
             self._broken(error)
             raise
         if delay is _END:
@@ -765,7 +764,9 @@ class Call:
         only when a retry can follow - not for an infinite delay, nor past the
         deadline.  With attempt timeouts a draw that would leave the next
         attempt no time ends the call (see ``_limit``), so there the draw
-        comes first, and a budget never pays for a retry that cannot come."""
+        comes first, and a budget never pays for a retry that cannot come.
+        Otherwise an allowed retry's *delay* comes back undrawn: the caller
+        draws it where a draw that breaks gives the retry back."""
         deadline = self.policy.deadline
         if delay.ceiling == _INF:  # no next attempt, whatever the draw: nothing to ask
             return _END, "exhausted", False
@@ -781,7 +782,7 @@ class Call:
         if not self._allowed(outcome, kind):
             self.refused = delay
             return _END, "budget", False
-        return delay.draw() if drawn is None else drawn, "exhausted", True
+        return delay if drawn is None else drawn, "exhausted", True
 
     def _leaves_no_time(self, delay: float, remaining: float) -> bool:
         """Whether a sleep of *delay*, with *remaining* seconds to the deadline,
@@ -857,7 +858,8 @@ class Call:
 
     def _allowed(self, outcome: Any, kind: str) -> bool:
         """May the call retry: every part's allow_retry says yes (what they
-        took is the call's ``spent``)?  Asked once per retry, last."""
+        took is the call's ``spent``)?  Asked once per retry, last.  When one
+        refuses, or raises, those asked before it give back what they took."""
         plan = self.plan
         allows = plan.allows
         if not allows:
@@ -865,17 +867,20 @@ class Call:
         # What each took, kept where a part would give it back (see _drop).
         each: list[float] | None = [] if plan.allow_drops else None
         took = 0.0
-        for allow in allows:
-            taken = allow(outcome, kind)
-            if not taken:
-                if each:  # those asked before it give back what they took
-                    self._took = tuple(each)
-                    self._drop()
-                return False
-            took += taken
+        allowed = False
+        try:
+            for allow in allows:
+                taken = allow(outcome, kind)
+                if not taken:
+                    return False
+                took += taken
+                if each is not None:
+                    each.append(taken)
+            allowed = True
+        finally:
             if each is not None:
-                each.append(taken)
+                self._took = tuple(each)
+                if not allowed:  # refused, or a part broke: those before it give back
+                    self._drop()
         self.spent = took
-        if each is not None:
-            self._took = tuple(each)
         return True

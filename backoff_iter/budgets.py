@@ -87,7 +87,9 @@ class Budget(Protocol):
       quota does; for a hedged call, what its unneeded hedges took too.
     - ``give_back(taken)``, optional: a retry ``try_retry`` allowed, taking
       *taken*, never ran (a breaker or a throttle refused it, a hook ran
-      past the deadline, the call was cancelled in its sleep).
+      past the deadline, the call was cancelled in its sleep, or an error
+      ended it first: a part asked after the budget, or a jitter drawn
+      after it, raised).
       ``RetryQuota`` has it; a ``RetryBudget``'s withdrawal stays (given
       back in a later slot of its window, it would outlive the withdrawal).
     """

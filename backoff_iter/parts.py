@@ -135,7 +135,7 @@ class Part:
     def attempt_dropped(self, taken: float) -> None:
         """The attempt this part let go will not run after all: a part asked
         after it refused it (a breaker, a throttle, a rate limiter's wait
-        past the deadline), or the deadline came first.  Give back what the
+        past the deadline) or raised, or the deadline came first.  Give back what the
         part held for it: *taken* is what its :meth:`allow_retry` took for
         it, ``0.0`` for what its :meth:`before_attempt` let go (a part that
         did both hears of each).  Asked newest first, never for an attempt

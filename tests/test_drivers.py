@@ -4353,3 +4353,64 @@ def test_a_retry_after_hook_raising_after_a_jittered_retry_was_paid_gives_it_bac
             retry_after=broken,
         )
     assert quota.available == 100.0
+
+
+@each_driver
+def test_a_part_raising_in_allow_retry_after_the_budget_paid_gives_the_retry_back(run):
+    """The quota pays for the retry, then a part asked after it raises: the call ends with
+    that error, and the quota's cost comes back (it was kept: 86 of 100 left)."""
+    from backoff_iter import RetryQuota
+    from backoff_iter.parts import Part
+
+    class Broken(Part):
+        def allow_retry(self, outcome, kind):
+            raise LookupError("the part's store is gone")
+
+    quota = RetryQuota(capacity=100)
+    with pytest.raises(LookupError):
+        run(
+            [1.0] * 3,
+            Operation([ConnectionError()] * 3),
+            FakeTime(),
+            on=ConnectionError,
+            budget=quota,
+            parts=[Broken()],
+        )
+    assert quota.available == 100.0
+
+
+class _BadDraws:
+    """An rng whose draws break as *how* says: raising, or drawing out of [0, 1)."""
+
+    def __init__(self, how):
+        self.how = how
+
+    def random(self):
+        if self.how == "raises":
+            raise LookupError("no entropy")
+        return -1.0 if self.how == "negative" else 0.5
+
+
+@each_driver
+@pytest.mark.parametrize("how", ["raises", "negative", "warned"])
+def test_a_jitter_draw_that_ends_the_call_after_the_budget_paid_gives_the_retry_back(run, how):
+    """per_failure(jitter=) draws after the quota paid: a draw that raises, one that is no
+    delay (negative) or one warned of as endless under warnings-as-errors (5,000 s) ends
+    the call with its error, and the quota's cost comes back (86 of 100 were left)."""
+    import warnings
+
+    from backoff_iter import RetryQuota
+
+    quota = RetryQuota(capacity=100)
+    delays = per_failure(default=[10_000.0] * 3, jitter="full", rng=_BadDraws(how))
+    error = {"raises": LookupError, "negative": ValueError, "warned": RuntimeWarning}[how]
+    with warnings.catch_warnings(), pytest.raises(error):
+        warnings.simplefilter("error", RuntimeWarning)
+        run(
+            delays,
+            Operation([ConnectionError()] * 3),
+            FakeTime(),
+            on=ConnectionError,
+            budget=quota,
+        )
+    assert quota.available == 100.0
