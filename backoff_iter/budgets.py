@@ -107,10 +107,14 @@ _MOST_PER_SECOND = 1e9
 
 
 def _thousandths(name: str, value: float, unit: str, minimum: int = 1) -> int:
-    """*value* counted in whole thousandths, refusing what they cannot hold."""
+    """*value* counted in whole thousandths, refusing what they cannot hold.
+    A value off whole thousandths by float rounding alone (``0.1 * 3``, sums)
+    is taken: within 1e-12 of itself, thousands of times float rounding's
+    error, and small enough to refuse a fraction of a thousandth up to sizes
+    of hundreds of millions (1e-9 took any size of 500,000 or more, rounded)."""
     milli = value * 1000.0
     whole = round(milli)
-    if whole < minimum or abs(milli - whole) > 1e-9 * milli:
+    if whole < minimum or abs(milli - whole) > 1e-12 * milli:
         smallest = "0" if minimum == 0 else "0.001"
         raise _checks.ArgumentValueError(
             name,

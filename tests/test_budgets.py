@@ -629,6 +629,31 @@ def test_a_retry_budgets_ratio_between_thousandths_is_refused_not_rounded(ratio)
     assert RetryBudget(ratio=0.001)._deposit == 1 and RetryBudget(ratio=0.0)._deposit == 0
 
 
+@pytest.mark.parametrize(
+    "make, name, value",
+    [
+        (lambda: RetryQuota(capacity=1_000_000.0004), "capacity", "1000000.0004"),
+        (lambda: RetryQuota(capacity=1e9, retry_cost=5_000_000.0004), "retry_cost", "5000000.0004"),
+        (lambda: TokenBucket(token_ratio=0.2000000001), "token_ratio", "0.2000000001"),
+    ],
+)
+def test_a_size_between_thousandths_is_refused_not_rounded_however_large(make, name, value):
+    """Between two thousandths by a millionth of a unit, or by 0.4 of a thousandth in a
+    million (a tolerance of 1e-9 x the size took any quota of 500,000 or more rounded):
+    an error naming the parameter and the value."""
+    rejects(make, ValueError, name, value, "thousandths")
+
+
+def test_sizes_off_whole_thousandths_by_float_rounding_alone_are_taken():
+    """Whole thousandths however reached - 0.1 * 3, a thousand 0.001s, ten thousand 0.1s
+    (1.6e-13 off) - or the largest sizes are counted as the whole thousandths they are."""
+    bucket = TokenBucket(max_tokens=0.1 * 3, token_ratio=sum([0.001] * 1000))
+    assert (bucket._max, bucket._ratio) == (300, 1000)
+    assert RetryQuota(capacity=sum([0.1] * 10_000))._capacity == 1_000_000
+    quota = RetryQuota(capacity=1e12, retry_cost=999_999_999_999.999, success_refund=123_456.789)
+    assert (quota._capacity, quota._retry, quota._refund) == (10**15, 10**15 - 1, 123_456_789)
+
+
 def test_a_reserve_too_large_to_count_is_an_argument_error():
     """RetryBudget(min_per_second=1e307): an ArgumentValueError naming it, never an OverflowError."""
     rejects(lambda: RetryBudget(min_per_second=1e307), ValueError, "min_per_second", "1e+09")
