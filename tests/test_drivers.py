@@ -4335,22 +4335,29 @@ def test_an_async_call_cancelled_in_its_backoff_sleep_tells_the_hooks_it_ended()
 def test_a_retry_after_hook_raising_after_a_jittered_retry_was_paid_gives_it_back(run):
     """per_failure(jitter=) asks the budget before the retry_after hook: the hook's error
     ends the call, and the cost the quota took for the retry comes back."""
-    from backoff_iter import RetryQuota
     from backoff_iter.schedules import per_failure
 
     def broken(outcome):
         raise LookupError("no header")
 
-    quota = RetryQuota(capacity=100)
     delays = per_failure(default=[1.0] * 3, jitter="full")
-    with pytest.raises(LookupError):
+    _ends_with_the_quota_whole(run, LookupError, delays, retry_after=broken)
+
+
+def _ends_with_the_quota_whole(run, error, delays, **options):
+    """Run a call that fails three times with a quota of 100 under *run*: it ends with
+    *error*, and the quota has all 100 back."""
+    from backoff_iter import RetryQuota
+
+    quota = RetryQuota(capacity=100)
+    with pytest.raises(error):
         run(
             delays,
             Operation([ConnectionError()] * 3),
             FakeTime(),
             on=ConnectionError,
             budget=quota,
-            retry_after=broken,
+            **options,
         )
     assert quota.available == 100.0
 
@@ -4359,24 +4366,13 @@ def test_a_retry_after_hook_raising_after_a_jittered_retry_was_paid_gives_it_bac
 def test_a_part_raising_in_allow_retry_after_the_budget_paid_gives_the_retry_back(run):
     """The quota pays for the retry, then a part asked after it raises: the call ends with
     that error, and the quota's cost comes back (it was kept: 86 of 100 left)."""
-    from backoff_iter import RetryQuota
     from backoff_iter.parts import Part
 
     class Broken(Part):
         def allow_retry(self, outcome, kind):
             raise LookupError("the part's store is gone")
 
-    quota = RetryQuota(capacity=100)
-    with pytest.raises(LookupError):
-        run(
-            [1.0] * 3,
-            Operation([ConnectionError()] * 3),
-            FakeTime(),
-            on=ConnectionError,
-            budget=quota,
-            parts=[Broken()],
-        )
-    assert quota.available == 100.0
+    _ends_with_the_quota_whole(run, LookupError, [1.0] * 3, parts=[Broken()])
 
 
 class _BadDraws:
@@ -4399,18 +4395,8 @@ def test_a_jitter_draw_that_ends_the_call_after_the_budget_paid_gives_the_retry_
     the call with its error, and the quota's cost comes back (86 of 100 were left)."""
     import warnings
 
-    from backoff_iter import RetryQuota
-
-    quota = RetryQuota(capacity=100)
     delays = per_failure(default=[10_000.0] * 3, jitter="full", rng=_BadDraws(how))
     error = {"raises": LookupError, "negative": ValueError, "warned": RuntimeWarning}[how]
-    with warnings.catch_warnings(), pytest.raises(error):
+    with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        run(
-            delays,
-            Operation([ConnectionError()] * 3),
-            FakeTime(),
-            on=ConnectionError,
-            budget=quota,
-        )
-    assert quota.available == 100.0
+        _ends_with_the_quota_whole(run, error, delays)
