@@ -78,9 +78,9 @@ def begin(policy: Policy, in_async: bool = False, shown: bool = True) -> Call:
 def hooks_now(policy: Policy) -> tuple[instrument.Hook, ...]:
     """The hooks a call of *policy* beginning now is told of: its own, then
     the process's that hear every event (a call keeps those it began with)."""
-    observe, every = policy.observe, instrument.every
+    observe, every = policy.observe, _PROCESS["every"]
     if observe and every:
-        every = instrument.beside(observe, every, instrument.failures)[0]
+        every = instrument.beside(observe, every, _PROCESS["failures"])[0]
     return observe + every if every else observe
 
 
