@@ -11,6 +11,7 @@ from backoff_iter import _checks
 from backoff_iter._extras import missing
 
 from . import SLEEP_BUCKETS, Hook, RetryEvent
+from . import error_type as type_of
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -152,8 +153,7 @@ def _counter(attempts: Any, retries: Any, give_ups: Any, sleep: Any) -> Hook:
         count_attempt, retried, gave_up = series
         count_attempt()
         if kind == "retry":
-            outcome = event.outcome  # its error_type(), without the call:
-            error_type = type(outcome).__name__ if isinstance(outcome, BaseException) else "result"
+            error_type = type_of(event.outcome)
             children = retried.get(error_type)
             if children is None:
                 children = retried[error_type] = (
