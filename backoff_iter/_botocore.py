@@ -194,7 +194,9 @@ class _Handler:
                 if not retried and call.reason is not None:
                     # a retried 2xx with no retry left still goes back, a success for
                     # botocore's after-call: the quota gets back what the last retry took
-                    self.budget.record_success(call.number == 1, call.spent)
+                    # from it (the first part asked: its share comes first)
+                    spent = call.took[0] if call.took else 0.0
+                    self.budget.record_success(call.number == 1, spent)
                 return retried
             operation = kwargs["operation"]
             failure = ClientError(context.parsed_response or {}, operation.name)

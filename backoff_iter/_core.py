@@ -209,7 +209,7 @@ class Call:
         "__dict__",
         "__weakref__",
     )
-    spent: float = 0.0  # what the parts' allow_retry took for this call's last retry
+    took: tuple[float, ...] = ()  # what each allow_retry took for the call's last retry
     timeouts: Iterator[Any] | None = None  # the attempt timeouts' schedule, for its part
     timeout_last: float = _INF  # ... and its latest value
     reason: str | None = None  # why the call gave up, once it did ("exhausted", "budget"...)
@@ -527,8 +527,7 @@ class Call:
                     if policy.throttled is not None and policy.throttled(failure)
                     else FAILURE
                 )
-                for after in self.plan.afters:
-                    after(failure, kind, self.number, self.spent)
+                self.tell_parts(failure, kind, self.number)
         except BaseException as error:
             self._broken(error)
             raise
@@ -546,8 +545,7 @@ class Call:
         self.state = _DONE
         self.last = None  # the call is over: it keeps no failure (nor its frames)
         if isinstance(failure, Exception):
-            for after in self.plan.afters:
-                after(failure, ERROR, self.number, self.spent)
+            self.tell_parts(failure, ERROR, self.number)
         if self._hooks:
             self.emit("error", failure, self.number)
 
@@ -558,8 +556,7 @@ class Call:
         a budget pays nothing); the hooks hear nothing."""
         self.state = _DONE
         self.last = None
-        for after in self.plan.afters:
-            after(None, ERROR, self.number, self.spent)
+        self.tell_parts(None, ERROR, self.number)
 
     def restart_schedule(self) -> None:
         """The next retry draws the first delay of a fresh schedule: a stream
@@ -694,8 +691,11 @@ class Call:
             outcome = result
         else:
             self.last = None  # the call is over: it keeps no failure (nor its frames)
-            for after in plan.afters:
-                after(result, SUCCESS, self.number, self.spent)
+            if self.took and plan.shares is not None:  # a part hears what it took
+                self.tell_parts(result, SUCCESS, self.number)
+            else:  # (the success path: nobody took anything, no call made for it)
+                for after in plan.afters:
+                    after(result, SUCCESS, self.number, 0.0)
             if self._hooks:  # a loop body that returned handed over no result
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
@@ -706,8 +706,11 @@ class Call:
             if plan.tells:  # a throttle, or parts to tell (else a plain failure)
                 if policy.throttled is not None and policy.throttled(outcome):
                     kind = THROTTLE
-                for after in plan.afters:
-                    after(outcome, kind, self.number, self.spent)
+                if self.took and plan.shares is not None:  # a part hears what it took
+                    self.tell_parts(outcome, kind, self.number)
+                else:
+                    for after in plan.afters:
+                        after(outcome, kind, self.number, 0.0)
             self.last = exc  # the failure retried (None for a result)
             # The schedule is made at the first failure, then drawn one delay per retry.
             delays = self._delays
@@ -857,30 +860,36 @@ class Call:
         return delay, ""
 
     def _allowed(self, outcome: Any, kind: str) -> bool:
-        """May the call retry: every part's allow_retry says yes (what they
-        took is the call's ``spent``)?  Asked once per retry, last.  When one
+        """May the call retry: every part's allow_retry says yes (what each
+        took is the call's ``took``)?  Asked once per retry, last.  When one
         refuses, or raises, those asked before it give back what they took."""
-        plan = self.plan
-        allows = plan.allows
+        allows = self.plan.allows
         if not allows:
             return True
-        # What each took, kept where a part would give it back (see _drop).
-        each: list[float] | None = [] if plan.allow_drops else None
-        took = 0.0
+        each: list[float] = []  # what each took, kept to give back (see _drop)
         allowed = False
         try:
             for allow in allows:
                 taken = allow(outcome, kind)
                 if not taken:
                     return False
-                took += taken
-                if each is not None:
-                    each.append(taken)
+                each.append(0.0 + taken)  # (True counts as 1.0)
             allowed = True
         finally:
-            if each is not None:
-                self._took = tuple(each)
-                if not allowed:  # refused, or a part broke: those before it give back
-                    self._drop()
-        self.spent = took
+            self._took = tuple(each)
+            if not allowed:  # refused, or a part broke: those before it give back
+                self._drop()
+        self.took = self._took
         return True
+
+    def tell_parts(self, outcome: Any, kind: str, number: int) -> None:
+        """Tell the parts how attempt *number* went: its *outcome*, of *kind*,
+        and each what its own allow_retry took for the call's last retry
+        (``Part.after_attempt``)."""
+        plan, took = self.plan, self.took
+        if took and plan.shares is not None:
+            for after, share in zip(plan.afters, plan.shares):
+                after(outcome, kind, number, 0.0 if share is None else took[share])
+        else:
+            for after in plan.afters:
+                after(outcome, kind, number, 0.0)

@@ -311,6 +311,7 @@ class CallPlan:
         "before_drops",
         "abefore_drops",
         "allow_drops",
+        "shares",
     )
 
     befores: tuple[Callable[[Any], float], ...]  # parts asked before each attempt
@@ -330,12 +331,13 @@ class CallPlan:
     before_drops: Drops  # what befores give back ...
     abefore_drops: Drops  # ... abefores ...
     allow_drops: Drops  # ... and allows (see Stages)
+    shares: tuple[int | None, ...] | None  # each after's part's index in allows (see Stages)
 
     def __init__(self) -> None:
         """The bare plan; ``Policy._derive`` makes each policy's."""
         self.befores = self.abefores = self.afters = self.allows = self.checks = ()
         self.before_drops = self.abefore_drops = self.allow_drops = ()
-        self.limiter = None
+        self.limiter = self.shares = None
         self.guarded = self.tells = self.observed = self.scoped = self.timed = False
         self.fast = self.quiet = self.simple = True
 
@@ -474,8 +476,8 @@ class Policy:
         parts.extend(self.parts)
         if self.timeout_part is not None:
             parts.append(self.timeout_part)
-        befores, abefores, afters, allows, checks, limiter, drops, adrops, allow_drops = stages(
-            parts
+        (befores, abefores, afters, allows, checks, limiter, drops, adrops, allow_drops, shares) = (
+            stages(parts)
         )
         # The first try may run bare when what guards it is a check of no
         # argument (a breaker's, a throttle's) and a CUBIC rate limiter that is
@@ -487,6 +489,7 @@ class Policy:
         plan = CallPlan.__new__(CallPlan)
         plan.befores, plan.abefores, plan.afters, plan.allows = befores, abefores, afters, allows
         plan.before_drops, plan.abefore_drops, plan.allow_drops = drops, adrops, allow_drops
+        plan.shares = shares
         plan.guarded = bool(abefores)
         plan.checks = checks or ()
         plan.limiter = limiter

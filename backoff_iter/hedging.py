@@ -158,7 +158,7 @@ class _Hedging:
         started = 0.0  # when the latest attempt started
         not_before = -_INF  # a server's hint: no hedge before then
         trigger: Any = None  # the outcome that brought the next hedge forward
-        took: dict[int, float] = {}  # what the parts' allow_retry took for each hedge
+        took: dict[int, tuple[float, ...]] = {}  # what each allow_retry took for each hedge
         last: Any = None  # the latest outcome, an exception or a rejected result
         failed = True  # ... whether it is an exception
         reason = "exhausted"  # why no hedge is left, once none is
@@ -167,11 +167,10 @@ class _Hedging:
                 now = group.now()
                 if now >= due:
                     if number:
-                        taken = _allowed(policy, trigger)
-                        if not taken:  # A6: hedges never wait for the budget
-                            due, reason = None, "budget"
+                        if not events._allowed(trigger, FAILURE):  # A6: hedges never wait
+                            due, reason = None, "budget"  # for the budget
                             continue
-                        took[number + 1] = taken
+                        took[number + 1] = events.took
                     gap = next(gaps, None)
                     due = None if gap is None or gap == _INF else now + gap
                     number += 1
@@ -205,9 +204,8 @@ class _Hedging:
                     # Given back: what the winner took, if a hedge, and every hedge not needed:
                     # those cancelled, and those that ended beside it, unheard.
                     unneeded = cancelled + [later for later, _, _ in ended[index + 1 :]]
-                    spent = took.get(attempt, 0.0) + sum(took.get(k, 0.0) for k in unneeded)
-                    for after in policy.plan.afters:
-                        after(result, SUCCESS, attempt, spent)
+                    events.took = _added([took[k] for k in (attempt, *unneeded) if k in took])
+                    events.tell_parts(result, SUCCESS, attempt)
                     if events._hooks:
                         events.emit("success", result, attempt)
                     return result, False
@@ -257,15 +255,9 @@ class _Hedging:
         return cancelled
 
 
-def _allowed(policy: Policy, outcome: Any) -> float:
-    """What the parts' allow_retry took for one more hedge (0.0: refused)."""
-    taken = 0.0
-    for allow in policy.plan.allows:
-        took = allow(outcome, FAILURE)
-        if not took:
-            return 0.0
-        taken += took
-    return taken if policy.plan.allows else 1.0
+def _added(took: list[tuple[float, ...]]) -> tuple[float, ...]:
+    """What each allow_retry took for the hedges in *took*, added up."""
+    return tuple(map(sum, zip(*took))) if took else ()
 
 
 class _Attempts:

@@ -123,8 +123,10 @@ class Part:
         items), *kind*
         (:data:`~backoff_iter.parts.SUCCESS`, :data:`~backoff_iter.parts.ERROR`,
         :data:`~backoff_iter.parts.FAILURE` or :data:`~backoff_iter.parts.THROTTLE`),
-        its *number* (from 1) and what the call's last retry *spent* (the sum
-        of the parts' :meth:`allow_retry` answers for it)."""
+        its *number* (from 1) and what this part's own :meth:`allow_retry`
+        took for the call's last retry, *spent* (``0.0`` before any retry,
+        and for a part that takes nothing): a part pays back only what it
+        took, never what another part took."""
 
     def allow_retry(self, outcome: Any, kind: str) -> float:
         """May the call retry *outcome* (of *kind*) now?  Asked last, once the
@@ -192,10 +194,14 @@ class Stages(NamedTuple):
     before_drops: Drops
     abefore_drops: Drops
     allow_drops: Drops
+    #: For each of ``afters``, the index in ``allows`` of its part's
+    #: ``allow_retry`` (None for a part that takes nothing): a part hears what
+    #: it took itself.  None when no part both takes and hears.
+    shares: tuple[int | None, ...] | None
 
 
 #: The stages of no part at all.
-_NO_STAGES = tuple.__new__(Stages, ((), (), (), (), (), None, (), (), ()))
+_NO_STAGES = tuple.__new__(Stages, ((), (), (), (), (), None, (), (), (), None))
 
 
 def stages(parts: list[Part]) -> Stages:
@@ -209,6 +215,7 @@ def stages(parts: list[Part]) -> Stages:
     checks: list[tuple[Breaker | Throttle, int]] | None = []  # (check, befores before it)
     limiter = None
     giving = False  # a part gives back what it let go (see _drops)
+    shares: list[int | None] = []  # for each of afters: its part's index in allows
     for part in parts:
         before, abefore, after, allow, drop = _overridden(type(part))
         if limiter is None and type(part) is RateLimiterPart and _cubic(part.limiter):
@@ -224,10 +231,12 @@ def stages(parts: list[Part]) -> Stages:
             abefores.append((part.before_attempt, False))
         if after:
             afters.append(part.after_attempt)
+            shares.append(len(allows) if allow else None)
         if allow:
             allows.append(part.allow_retry)
         giving = giving or (drop and _gives_back(part))
     afters.reverse()
+    shares.reverse()
     drops = _drops(parts) if giving else ((), (), ())
     fields = (
         tuple(befores),
@@ -237,6 +246,7 @@ def stages(parts: list[Part]) -> Stages:
         None if checks is None else tuple((check, drops[0][:n]) for check, n in checks),
         limiter,
         *drops,
+        tuple(shares) if any(share is not None for share in shares) else None,
     )
     return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)
 

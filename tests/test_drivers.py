@@ -3884,9 +3884,9 @@ def test_a_budget_hears_nothing_of_an_error_the_policy_does_not_retry():
     assert ledger.log == []
 
 
-def test_a_part_that_does_not_override_allow_retry_takes_nothing_from_spent():
-    """A part overriding only after_attempt: the retry took what the budget gave (1.5), not
-    also the True of Part's default allow_retry."""
+def test_a_part_that_does_not_override_allow_retry_takes_nothing():
+    """A part overriding only after_attempt took nothing for the retry, and hears so; the
+    budget hears what it gave (1.5), not also the True of Part's default allow_retry."""
     from backoff_iter.parts import Part
 
     class Hears(Part):
@@ -3899,7 +3899,7 @@ def test_a_part_that_does_not_override_allow_retry_takes_nothing_from_spent():
     hears, ledger = Hears(), Ledger([1.5])
     calls = retry([0.0], on=OSError, budget=ledger, parts=[hears], sleep=lambda s: None)
     assert calls(Operation([OSError()]))() == "ok"
-    assert hears.told == [("failure", 0.0), ("success", 1.5)]
+    assert hears.told == [("failure", 0.0), ("success", 0.0)]
     assert ledger.log[-1] == ("success", False, 1.5)
 
 
@@ -3938,8 +3938,11 @@ def test_a_part_reads_the_call_from_its_first_attempt_and_may_hold_it_weakly(for
     assert peeks.seen == [(1, 0.0, "NoneType", None), (2, 0.5, "OSError", None)]
 
 
-def test_what_the_parts_allowed_is_summed_into_spent():
-    """Two parts allow a retry taking 2.0 and 3.0: the success after it is told spent=5.0."""
+@each_driver
+def test_each_part_hears_what_it_took_itself(run):
+    """Two parts allow each retry taking 2.0 and 3.0: each hears the attempts after the
+    first retry with what it took (not the 5.0 they took together: a part pays back only
+    its own)."""
     from backoff_iter.parts import Part
 
     class Takes(Part):
@@ -3954,8 +3957,10 @@ def test_what_the_parts_allowed_is_summed_into_spent():
             self.told.append((kind, spent))
 
     two, three = Takes(2.0), Takes(3.0)
-    retry([0.0], on=OSError, parts=[two, three], sleep=lambda s: None)(Operation([OSError()]))()
-    assert three.told == [("failure", 0.0), ("success", 5.0)]
+    operation = Operation([OSError(), OSError()])
+    assert run([0.0, 0.0], operation, FakeTime(), on=OSError, parts=[two, three]) == "ok"
+    assert two.told == [("failure", 0.0), ("failure", 2.0), ("success", 2.0)]
+    assert three.told == [("failure", 0.0), ("failure", 3.0), ("success", 3.0)]
 
 
 def test_a_before_sleep_hook_ending_exactly_at_the_deadline_leaves_no_retry():
@@ -4373,6 +4378,26 @@ def test_a_part_raising_in_allow_retry_after_the_budget_paid_gives_the_retry_bac
             raise LookupError("the part's store is gone")
 
     _ends_with_the_quota_whole(run, LookupError, [1.0] * 3, parts=[Broken()])
+
+
+@each_driver
+def test_a_budget_beside_a_part_that_takes_gets_back_only_what_it_took(run):
+    """A quota at 50 of 100 pays 5 for the retry, a part of the user's 2.0: the success
+    after it gives the quota back its own 5, ending at 50 (it was given 7: 52)."""
+    from backoff_iter import RetryQuota
+    from backoff_iter.parts import Part
+
+    class Takes(Part):
+        def allow_retry(self, outcome, kind):
+            return 2.0
+
+    quota = RetryQuota(capacity=100, retry_cost=5)
+    for _ in range(10):
+        quota.try_retry(ConnectionError())
+    assert quota.available == 50.0
+    operation = Operation([ConnectionError()])
+    assert run([1.0], operation, FakeTime(), on=ConnectionError, budget=quota, parts=[Takes()])
+    assert quota.available == 50.0
 
 
 class _BadDraws:
