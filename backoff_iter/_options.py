@@ -500,7 +500,11 @@ class Policy:
         plan.observed = observed
         # attempt_timeout's part, and any Part of the user's (given to any option),
         # may set an attempt's timeout; the library's wrappers of the options never do.
-        plan.scoped = not _SETTING_NO_TIMEOUT.issuperset(map(type, parts))
+        plan.scoped = False
+        for part in parts:  # (a loop: issuperset() of an iterator makes a set of it first)
+            if type(part) not in _SETTING_NO_TIMEOUT:
+                plan.scoped = True
+                break
         plan.timed = self.deadline is not None or observed
         _store(self, "plan", plan)
 

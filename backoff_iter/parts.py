@@ -216,6 +216,7 @@ def stages(parts: list[Part]) -> Stages:
     limiter = None
     giving = False  # a part gives back what it let go (see _drops)
     shares: list[int | None] = []  # for each of afters: its part's index in allows
+    shared = False  # a part both takes and hears
     for part in parts:
         before, abefore, after, allow, drop = _overridden(type(part))
         if limiter is None and type(part) is RateLimiterPart and _cubic(part.limiter):
@@ -231,22 +232,28 @@ def stages(parts: list[Part]) -> Stages:
             abefores.append((part.before_attempt, False))
         if after:
             afters.append(part.after_attempt)
-            shares.append(len(allows) if allow else None)
+            if allow:
+                shares.append(len(allows))
+                shared = True
+            else:
+                shares.append(None)
         if allow:
             allows.append(part.allow_retry)
         giving = giving or (drop and _gives_back(part))
     afters.reverse()
     shares.reverse()
     drops = _drops(parts) if giving else ((), (), ())
+    if checks:  # each with what the befores before it give back
+        checks = [(check, drops[0][:n]) for check, n in checks]  # type: ignore[misc]
     fields = (
         tuple(befores),
         tuple(abefores),
         tuple(afters),
         tuple(allows),
-        None if checks is None else tuple((check, drops[0][:n]) for check, n in checks),
+        None if checks is None else tuple(checks),
         limiter,
         *drops,
-        tuple(shares) if any(share is not None for share in shares) else None,
+        tuple(shares) if shared else None,
     )
     return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)
 
