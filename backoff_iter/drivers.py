@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from . import _checks, instrument
 from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
-from ._core import Call, begin, dropped, hooks_now, rejected, success_teller, tell_refused
+from ._core import _PROCESS, Call, begin, dropped, hooks_now, rejected, success_teller, tell_refused
 from ._options import Policy
 from .parts import SUCCESS
 
@@ -444,7 +444,7 @@ def _sync_wrapper(
         if fast and (limiter is None or not limiter.enabled):  # the first try runs bare
             start: float | None
             if hears:  # the hooks as the call begins: it keeps them
-                heard = hooks_now(policy) if instrument.every else policy.observe
+                heard = hooks_now(policy) if _PROCESS["every"] else policy.observe
                 start = clock()
             else:
                 heard, start = (), clock() if timed else None
@@ -514,7 +514,7 @@ def _async_wrapper(
         if fast and (limiter is None or not limiter.enabled):  # the first try runs bare
             start: float | None
             if hears:  # the hooks as the call begins: it keeps them
-                heard = hooks_now(policy) if instrument.every else policy.observe
+                heard = hooks_now(policy) if _PROCESS["every"] else policy.observe
                 start = clock()
             else:
                 heard, start = (), clock() if timed else None
