@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from itertools import accumulate, repeat
-from operator import add
 from typing import Any, cast
 
 from . import _checks, _jitter
@@ -94,7 +93,16 @@ def elapsed(delays: Iterable[float]) -> Iterator[float]:
     >>> list(islice(elapsed(exponential(1)), 5))
     [1.0, 3.0, 7.0, 15.0, 31.0]
     """
-    return accumulate(map(_seconds, _checks.iterable("delays", delays)), add)
+    return accumulate(map(_seconds, _checks.iterable("delays", delays)), _add)
+
+
+def _add(total: float, delay: float) -> float:
+    """``total + delay``; ``inf`` for a whole-number total beyond floats plus a float
+    (an exact int + a float converts the int: an ``OverflowError``)."""
+    try:
+        return total + delay
+    except OverflowError:
+        return math.inf
 
 
 def _seconds(delay: Any) -> float:

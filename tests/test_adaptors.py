@@ -247,3 +247,11 @@ def test_a_whole_number_of_seconds_within_floats_is_kept_whatever_its_size():
     assert list(capped([years], math.inf)) == [years]
     assert [type(total) for total in elapsed([1, years])] == [int, int]  # kept, not made floats
     assert list(elapsed([Fraction(years)])) == [float(years)]
+
+
+def test_elapsed_past_the_largest_float_in_whole_numbers_then_a_float_is_inf():
+    """Whole-number delays summing past the largest float stay an exact int, and the float
+    after them makes the total inf (int + float raised OverflowError: "int too large")."""
+    big = int(sys.float_info.max)
+    assert list(elapsed([big, big, 0.5, 1])) == [big, 2 * big, math.inf, math.inf]
+    assert list(elapsed([big, big, math.inf])) == [big, 2 * big, math.inf]
