@@ -733,6 +733,8 @@ class Call:
             if delay.__class__ is not float or not 0.0 <= delay <= ENDLESS_DELAY:
                 if delay is not _END:  # checked: _END if infinite, a long one warned of
                     delay = self._unusual(delay, number)
+                    if delay is _END and asked:  # a jittered draw too long to sleep, paid for
+                        self._drop()
             elif number > ENDLESS_RETRIES and policy.deadline is None and not policy.warned:
                 self._warn_endless(delay)
             if delay is not _END and (self.hint is not None or not plan.simple):

@@ -7,7 +7,7 @@ import random
 from random import Random
 
 import pytest
-from checks import rejects
+from checks import Draws, rejects
 from test_botocore import RETRY_BEHAVIOR_2_1
 from test_drivers import RUNNERS, FakeTime, Operation, each_driver
 
@@ -233,6 +233,36 @@ def test_a_quota_pays_nothing_for_a_jittered_retry_the_deadline_or_an_endless_de
             )
         assert (quota.available, time.slept) == (100.0, [])
         assert [(event.kind, event.reason) for event in events] == [("give_up", reason)]
+
+
+@each_driver
+def test_a_quota_gets_back_what_it_paid_for_a_jittered_draw_too_long_to_sleep(run):
+    """jitter=1.0 draws up to twice its delay: a delay of 0.9 * LONGEST (paid for, then
+    drawn) may come out too long to sleep, which ends the call as an infinite delay does -
+    the quota gets its 14 back (it kept them: 86 left for a retry that never came)."""
+    from backoff_iter import RetryQuota
+    from backoff_iter._checks import LONGEST
+
+    time, quota, events = FakeTime(), RetryQuota(capacity=100), []
+    schedules = per_failure(default=[LONGEST * 0.9], jitter=1.0, rng=Draws(0.9))
+    with pytest.raises(OSError, match="slow"):
+        run(schedules, Operation([OSError("slow")]), time, budget=quota, observe=events.append)
+    assert (quota.available, time.slept) == (100.0, [])
+    assert [(event.kind, event.reason) for event in events] == [("give_up", "exhausted")]
+
+
+@each_driver
+def test_a_quota_keeps_what_it_paid_for_a_retry_that_ran_before_an_infinite_delay(run):
+    """A retry that ran stays paid for when the delay after it ends the call: 86 left of 100,
+    whether the schedule is plain or per_failure's (the 14 must not come back as for a
+    retry that never came)."""
+    from backoff_iter import RetryQuota
+
+    for schedules in ([1.0, 10**400], per_failure(default=[1.0, 10**400], jitter=1.0)):
+        time, quota = FakeTime(), RetryQuota(capacity=100)
+        with pytest.raises(OSError, match="slow"):
+            run(schedules, Operation([OSError("slow")] * 2), time, budget=quota, on=OSError)
+        assert (quota.available, len(time.slept)) == (86.0, 1)
 
 
 @each_driver
