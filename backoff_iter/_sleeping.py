@@ -24,13 +24,22 @@ recorders: list[list[float]] = []
 def sleep(function: Callable[[float], Any] | None, delay: float) -> None:
     """Sleep *delay* with *function* (``time.sleep`` when None, looked up now,
     so a test that patches it is obeyed), or record it under ``no_sleep``."""
-    if recorders:
-        recorders[-1].append(delay)
+    if recorders and _recorded(delay):
         return
     # (None, not any falsy function: a callable that is falsy is still the sleep)
     result = (time.sleep if function is None else function)(delay)
     if result is not None:
         refuse_awaitable(result, function, "sleep")
+
+
+def _recorded(delay: float) -> bool:
+    """Record *delay* in the newest open block's list; False if none is open any
+    more (another thread closed the last one since the caller looked)."""
+    try:
+        recorders[-1].append(delay)
+    except IndexError:
+        return False
+    return True
 
 
 def refuse_awaitable(result: object, function: object, name: str = "sleep") -> None:
@@ -86,8 +95,7 @@ async def asleep(function: Callable[[float], Any] | None, delay: float) -> None:
     """:func:`sleep` for async loops: the running event loop's sleep by default
     (asyncio's or trio's), and a plain function's result is awaited only when
     it is awaitable."""
-    if recorders:
-        recorders[-1].append(delay)
+    if recorders and _recorded(delay):
         return
     result = (default_async_sleep() if function is None else function)(delay)
     if result is not None and hasattr(result, "__await__"):

@@ -431,6 +431,37 @@ def test_no_sleep_blocks_closed_at_once_in_threads_each_remove_their_own():
         _sleeping.recorders[:] = open_before
 
 
+class ClosedMeanwhile(list):
+    """The open blocks' lists, the last closed by another thread between a loop's check
+    that one is open and its read of the newest."""
+
+    def __getitem__(self, index):
+        self.clear()
+        return super().__getitem__(index)
+
+
+def test_a_block_closed_in_another_thread_as_a_loop_sleeps_lets_it_sleep(monkeypatch):
+    """A loop that found a block open, which another thread closed before the loop read it,
+    sleeps as if none was open - sync and async (it raised IndexError out of the call)."""
+    from backoff_iter import _sleeping
+
+    slept = []
+
+    async def asleep(seconds):
+        slept.append(seconds)
+
+    sync_failing = failing(1)
+
+    async def async_failing():
+        return sync_failing()
+
+    monkeypatch.setattr(_sleeping, "recorders", ClosedMeanwhile([[]]))
+    assert retry([0.5], sleep=slept.append)(failing(1))() == "ok"
+    monkeypatch.setattr(_sleeping, "recorders", ClosedMeanwhile([[]]))
+    assert asyncio.run(retry([0.25], sleep=asleep)(async_failing)()) == "ok"
+    assert slept == [0.5, 0.25]
+
+
 def test_without_no_sleep_the_real_sleep_runs(monkeypatch):
     """Once the block is closed, sleeping is back."""
     slept = []
