@@ -38,6 +38,7 @@ from typing import Any, TypeVar, Union
 
 from . import _checks, _jitter
 from ._filters import exception_filter
+from .adaptors import _seconds
 
 __all__ = ["PerFailure", "per_failure"]
 
@@ -135,7 +136,8 @@ class _InStep:
             chosen = delay
         if chosen is _END or self._kernel is None:
             return chosen
-        return Deferred(_checks.wait("delays", chosen), self._kernel, self._draw)  # type: ignore[arg-type]
+        # Read as the jittered adaptor reads it: one too long to sleep is spread all the same
+        return Deferred(_seconds(chosen), self._kernel, self._draw)  # type: ignore[arg-type]
 
 
 def _is_kind(on: Any, outcome: Any) -> bool:

@@ -266,6 +266,22 @@ def test_a_quota_keeps_what_it_paid_for_a_retry_that_ran_before_an_infinite_dela
 
 
 @each_driver
+def test_the_jitter_spreads_a_delay_too_long_to_sleep_as_the_jittered_adaptor_does(run):
+    """jitter="full" of 1e10 s (beyond LONGEST, 4.6e9 s on Linux) is uniform(0, 1e10), as
+    jittered([1e10]) is: a draw of 0.25 sleeps 2.5e9 s (the delay was made inf before the
+    draw, and the call gave up at once); a draw too long to sleep ends the call."""
+    from backoff_iter import jittered
+
+    assert list(jittered([1e10], rng=Draws(0.25))) == [2.5e9]
+    assert list(per_failure(default=[1e10], jitter="full", rng=Draws(0.25))) == [2.5e9]
+    time = FakeTime()
+    schedules = per_failure(default=[1e10, 1e10], jitter="full", rng=Draws(0.25, 0.5))
+    with pytest.raises(OSError, match="slow"):
+        run(schedules, Operation([OSError("slow")] * 2), time, deadline=1e11, on=OSError)
+    assert time.slept == [2.5e9]
+
+
+@each_driver
 def test_with_attempt_timeouts_a_jittered_draw_that_leaves_no_time_asks_no_budget(run):
     """per_failure(jitter="full") with deadline=1 and attempt_timeout: the draw comes first
     there, and a draw (of up to 5 s) that would leave the next attempt no time ends the call
