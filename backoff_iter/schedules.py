@@ -95,7 +95,7 @@ class _InStep:
 
     def __init__(self, schedules: PerFailure) -> None:
         self._rules = [
-            (on, only, _checks.fresh_delays("delays", factory))
+            (on, only, _checks.fresh_delays("kinds", factory))
             for on, only, factory in schedules._kinds
         ]
         self._throttle = (

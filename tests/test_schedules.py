@@ -192,6 +192,17 @@ def test_bad_arguments_are_named():
         rejects(lambda p=pairs: per_failure(p, default=[1.0]), TypeError, "kinds", "mapping")
 
 
+def test_a_schedule_function_returning_no_iterable_is_named_by_its_parameter():
+    """A kind's, the throttle's or the default's function that returns no iterable: the
+    error names kinds, throttle or default, as the parameter given (a kind's said delays)."""
+    for name, schedules in (
+        ("kinds", per_failure({TimeoutError: lambda: 5}, default=[1.0])),
+        ("throttle", per_failure(throttle=lambda: 5, default=[1.0])),
+        ("default", per_failure(default=lambda: 5)),
+    ):
+        rejects(lambda s=schedules: next(iter(s)), TypeError, name, "returned 5")
+
+
 def test_the_jitter_is_drawn_only_once_the_budget_allowed_the_retry():
     """A quota that cannot pay refuses before the draw: no random number is spent, as botocore's order."""
     from backoff_iter import RetryQuota
