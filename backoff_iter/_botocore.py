@@ -14,6 +14,7 @@ mode's.
 from __future__ import annotations
 
 import contextvars
+import math
 import sys
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -168,8 +169,10 @@ class _Handler:
                 context.operation_model.name in self.long_polling
             ):  # botocore still waits out the backoff before the poll's answer goes back
                 pending = call.refused
-                if pending is not None:
-                    _sleeping.sleep(self.policy.sleep, pending.draw())
+                if pending is not None:  # checked as every loop's: too long to sleep, not slept
+                    delay = _checks.wait("delays", pending.draw())
+                    if delay < math.inf:
+                        _sleeping.sleep(self.policy.sleep, delay)
                 self.adapter.adapt_retry_response_from_context(context)
                 return False  # (not None: later handlers must not retry)
         self.adapter.adapt_retry_response_from_context(context)

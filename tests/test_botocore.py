@@ -391,3 +391,27 @@ def test_a_long_poll_refused_by_the_quota_still_waits_its_backoff_as_botocores_d
     assert reached_ours is reached_theirs is True
     assert slept_ours == slept_theirs
     assert len(slept_ours) == retries + waited
+
+
+@pytest.mark.usefixtures("no_process_hooks")
+def test_a_refused_long_poll_sleeps_no_backoff_too_long_to_sleep(server):
+    """A long poll refused by the quota waits its drawn backoff (half of 1.0 s here) but not
+    one too long to sleep: half of 1e300 s is skipped, as every loop skips it (it went to
+    the sleep, and time.sleep raised OverflowError)."""
+    from checks import Draws
+
+    expected = {1.0: [0.5], 1e300: []} if RETRY_BEHAVIOR_2_1 else {1.0: [], 1e300: []}
+    for ceiling, waited in expected.items():
+        slept, quota = [], RetryQuota(capacity=20)
+        assert quota.try_retry(ConnectionError())  # 6 left: less than a retry costs
+        client = botocore_retries(
+            sqs(server.url),
+            per_failure(default=[ceiling], jitter="full", rng=Draws(0.5)),
+            budget=quota,
+            sleep=slept.append,
+        )
+        server.script = ["500"]
+        with pytest.raises(botocore.exceptions.ClientError) as polled:
+            client.receive_message(QueueUrl=f"{server.url}/q")
+        assert polled.value.response["ResponseMetadata"]["RetryQuotaReached"] is True
+        assert slept == waited
