@@ -214,9 +214,11 @@ class CubicRateLimiter:
             return 0.0 if tokens >= 1 else (1 - tokens) / self._fill
 
     def _give_back(self) -> None:
-        """A reserved token whose wait was cut short goes back to the bucket."""
+        """A reserved token whose wait was cut short, or whose attempt never
+        ran, goes back to the bucket (off, it took none: nothing goes back)."""
         with self._lock:
-            self._tokens = min(self._capacity, self._tokens + 1)
+            if self._enabled:
+                self._tokens = min(self._capacity, self._tokens + 1)
 
     def try_acquire(self) -> bool:
         """Take a token if one is there now; never wait.  True when off."""

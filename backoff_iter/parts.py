@@ -18,7 +18,7 @@ a fourth, should an attempt the parts let go never run):
 4. **when an attempt they let go will not run** after all (a part after
    them refused it, or the deadline came first): ``attempt_dropped(taken)``
    gives back what each held for it - a budget the retry it paid for, a
-   breaker its half-open probe.
+   breaker its half-open probe, a rate limiter its token.
 
 The order: the budget, the breaker, the throttle, the rate limiter, your
 own ``parts=``, then the attempt timeout - before an attempt in that order,
@@ -143,7 +143,8 @@ class Part:
         did both hears of each).  Asked newest first, never for an attempt
         that ran; the library's budget option gives a budget with
         ``give_back`` (``RetryQuota``) the retry back, its
-        breaker option lets the next call be the half-open probe.
+        breaker option lets the next call be the half-open probe, its rate
+        limiter option gives a ``CubicRateLimiter`` the token back.
 
         >>> from backoff_iter import retry
         >>> class Seats(Part):  # a seat held for each attempt it lets go, until it ends
@@ -291,11 +292,14 @@ def _cubic(limiter: object) -> TypeGuard[CubicRateLimiter]:
 def _gives_back(part: Part) -> bool:
     """Whether *part*, whose class overrides ``attempt_dropped``, gives anything
     back: the library's budget only a budget with ``give_back``, its breaker
-    only a ``CircuitBreaker``'s probe (the protocols have no way to)."""
+    only a ``CircuitBreaker``'s probe, its rate limiter only a
+    ``CubicRateLimiter``'s token (the protocols have no way to)."""
     if type(part) is BudgetPart:
         return part.gives_back is not None
     if type(part) is BreakerPart:
         return part.unsent is not None
+    if type(part) is RateLimiterPart:
+        return part.gives_back is not None
     return True
 
 
@@ -464,16 +468,19 @@ class RateLimiterPart(Part):
     it, and it hears whether each response was a throttle (every failure
     retried, without a ``throttled`` predicate)."""
 
-    __slots__ = ("limiter", "every_failure", "record")
+    __slots__ = ("limiter", "every_failure", "record", "gives_back")
 
     limiter: RateLimiter
     every_failure: bool
     record: Callable[[bool], None]
+    gives_back: Callable[[], None] | None
 
     def __init__(self, limiter: RateLimiter, every_failure: bool) -> None:
         self.limiter = limiter
         self.every_failure = every_failure
         self.record = limiter.record
+        # The library's limiter takes back the token of an attempt that never ran.
+        self.gives_back = limiter._give_back if _cubic(limiter) else None
 
     def before_attempt(self, call: Call) -> float:
         return self.limiter.acquire(_within_deadline(call, _sleeping.sleep)) or 0.0
@@ -483,6 +490,14 @@ class RateLimiterPart(Part):
 
     def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
         self.record(kind is THROTTLE or (kind is FAILURE and self.every_failure))
+
+    def attempt_dropped(self, taken: float) -> None:
+        """A part after it refused the attempt: the token it waited for goes
+        back.  (Off, the limiter took none and takes none back; one that
+        another thread's throttle turned on in between takes back one it never
+        gave, within its capacity.)"""
+        if self.gives_back is not None:
+            self.gives_back()
 
 
 class NoTimeLeft(TimeoutError):

@@ -2393,6 +2393,63 @@ def test_a_rate_limiters_wait_past_the_deadline_ends_the_call_before_the_retry(r
             assert operation.calls == 2 and clock.slept[-2:] == [0.1, pytest.approx(1.9)]
 
 
+@each_driver
+@pytest.mark.parametrize("refused_attempt", [1, 2])
+def test_an_attempt_a_part_after_the_rate_limiter_refuses_gives_its_token_back(
+    run, refused_attempt
+):
+    """A part after the limiter (parts=) refuses the attempt, the first or a retry: the
+    token the limiter took for it comes back, as a wait past the deadline gives it back,
+    so the request never sent costs the calls after it nothing.  (It was kept: 0.0 tokens
+    left for the first attempt refused, not 1.0.)"""
+    from backoff_iter import CubicRateLimiter
+    from backoff_iter.parts import Part
+
+    class Full(Part):  # a bulkhead of the user's: no room for this attempt
+        def before_attempt(self, call):
+            if call.number == refused_attempt:
+                raise PermissionError("full")
+            return 0.0
+
+    clock = Clock()
+    limiter = CubicRateLimiter(clock=clock)
+    for _ in range(3):
+        limiter.record(True)  # on, at its lowest rate: 1 token at most, 0.5 a second
+    clock.now += 10.0  # the bucket full: one token
+    operation = Operation([OSError("down")])
+    with pytest.raises(PermissionError):
+        run_with(run, clock, operation, [4.0], rate_limiter=limiter, on=OSError, parts=[Full()])
+    assert operation.calls == refused_attempt - 1
+    assert limiter.tokens == 1.0  # the refused attempt's token back (the 4 s sleep refilled)
+
+
+@each_driver
+@pytest.mark.parametrize("refuser", ["part", "breaker"])
+def test_an_attempt_refused_after_a_rate_limiter_that_is_off_gives_it_nothing(run, refuser):
+    """Off, the limiter took no token for the attempt a part after it refuses (a part of
+    the user's, or a breaker's check, which @retry's bare first try asks): none comes
+    back, and its bucket stays as it was."""
+    from backoff_iter import BrokenCircuitError, CircuitBreaker, CubicRateLimiter
+    from backoff_iter.parts import BreakerPart, Part
+
+    class Full(Part):
+        def before_attempt(self, call):
+            raise PermissionError("full")
+
+    clock = Clock()
+    if refuser == "part":
+        part, refused = Full(), PermissionError
+    else:
+        breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1, clock=clock)
+        breaker.record(False)  # open
+        part, refused = BreakerPart(breaker), BrokenCircuitError
+    limiter = CubicRateLimiter(clock=clock)
+    before = limiter.tokens
+    with pytest.raises(refused):
+        run_with(run, clock, Operation([]), [0.0], rate_limiter=limiter, parts=[part])
+    assert not limiter.enabled and limiter.tokens == before == 0.0
+
+
 @pytest.mark.parametrize("asynchronous", [False, True])
 def test_a_cubic_rate_limiter_that_is_off_is_not_asked_before_retrys_first_try(asynchronous):
     """Off, a CubicRateLimiter lets every request go at once and takes nothing: @retry's
