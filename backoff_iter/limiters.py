@@ -5,8 +5,8 @@ every request it sends.  :class:`CubicRateLimiter` is botocore's "adaptive"
 retry mode: off until the first throttled response, it then lets requests
 go at a send rate that drops to 0.7 x the measured rate on each throttle
 and grows back along a cubic curve on each success.  Unlike botocore's
-bucket it also waits without blocking an event loop (``await aacquire()``)
-and can fail fast (``try_acquire()``).
+bucket it also waits without blocking an event loop (``await aacquire()``);
+``try_acquire()`` fails fast, as botocore's ``acquire(block=False)``.
 
 >>> from backoff_iter import CubicRateLimiter
 >>> now = [0.0]
@@ -48,7 +48,8 @@ class RateLimiter(Protocol):
       *sleep* (``time.sleep`` when None); return the seconds slept.
     - ``await aacquire(sleep=None) -> float``: the same in async code, never
       blocking the event loop: *sleep* is awaited when it returns an
-      awaitable (``asyncio.sleep`` when None; pass ``trio.sleep`` under trio).
+      awaitable (when None, the running event loop's: ``asyncio.sleep``, or
+      ``trio.sleep`` under trio).
     - ``record(throttled)``: after every response, *throttled* telling
       whether the server said to slow down.
     """
@@ -92,8 +93,10 @@ class CubicRateLimiter:
 
     A *clock* reading that is NaN, infinite or earlier than the last one
     counts as no time passed.  Waiting callers reserve their token at once
-    and sleep exactly until it is theirs, first come first served; a wait
-    that is cancelled gives its token back.  Thread-safe and task-safe: one
+    and sleep until it is theirs at the rate of that moment, in the order
+    they came: a rate that changes while they sleep does not move their
+    turn (one that rises may let a newcomer go first, as the debt they left
+    refills faster).  A wait that is cancelled gives its token back.  Thread-safe and task-safe: one
     lock guards the state, held for a few arithmetic steps and never across
     a sleep or an ``await``.
     """
@@ -249,7 +252,8 @@ class CubicRateLimiter:
     async def aacquire(self, sleep: Callable[[float], Any] | None = None) -> float:
         """:meth:`acquire` for async code: waits with ``await``, never blocking the loop.
 
-        *sleep* defaults to ``asyncio.sleep``; under trio pass ``trio.sleep``.
+        *sleep* defaults to the running event loop's: ``asyncio.sleep``, or
+        ``trio.sleep`` under trio.
         A plain function is called and its result awaited only if awaitable.
         """
         wait = self._reserve()

@@ -413,8 +413,10 @@ def simulated(coroutine):
     return module.simulate(coroutine)
 
 
-def test_aacquire_with_trio_sleep_runs_on_trio_without_blocking():
-    """Under trio's virtual clock: aacquire(sleep=trio.sleep) waits its time while a ticker ticks every 5 ms."""
+@pytest.mark.parametrize("given", ["trio.sleep", None])
+def test_aacquire_with_trio_sleep_runs_on_trio_without_blocking(given):
+    """Under trio's virtual clock: aacquire(sleep=trio.sleep), or with no sleep given (the
+    running loop's), waits its time while a ticker ticks every 5 ms."""
     import trio
     from trio.testing import MockClock
 
@@ -443,7 +445,8 @@ def test_aacquire_with_trio_sleep_runs_on_trio_without_blocking():
             nursery.start_soon(ticker)
             await trio.sleep(0)
             began = trio.current_time()
-            result["waited"] = await limiter.aacquire(sleep=trio.sleep)
+            sleep = trio.sleep if given else None
+            result["waited"] = await limiter.aacquire(sleep=sleep)
             result["took"] = trio.current_time() - began
             result["expected"] = expected
             result["ticks"] = [t for t in ticks if began <= t <= began + result["took"]]
