@@ -501,9 +501,10 @@ class RateLimiterPart(Part):
 
 
 class NoTimeLeft(TimeoutError):
-    """The rate limiter's wait before a retry would end past the deadline:
-    the retry never starts, and the call ends with this error, its cause the
-    call's last failure, as a part's refusal ends it (a breaker's).
+    """The rate limiter's wait before an attempt, the first included, would
+    end past the deadline: the attempt never starts, and the call ends with
+    this error, its cause the call's last failure (none before the first
+    attempt), as a part's refusal ends it (a breaker's).
 
     No attempt starts past the deadline, and no wait before one ends past it:
     the schedule's delay is shortened to end on it, a rate limiter's wait (a
@@ -511,13 +512,14 @@ class NoTimeLeft(TimeoutError):
 
 
 def _within_deadline(call: Call, sleeping: Callable[[Any, float], Any]) -> Any:
-    """The sleep a rate limiter waits with before a retry: the policy's, but
-    refusing (:class:`NoTimeLeft`) a wait that would end past the deadline.
-    The policy's own for a first attempt or without a deadline.  (Under
-    :func:`~backoff_iter.testing.no_sleep` a wait is recorded, not slept nor
-    bounded.)"""
+    """The sleep a rate limiter waits with before an attempt: the policy's,
+    but refusing (:class:`NoTimeLeft`) a wait that would end past the
+    deadline - before the first attempt too, which would otherwise start past
+    it (with an ``attempt_timeout`` of 0).  The policy's own without a
+    deadline.  (Under :func:`~backoff_iter.testing.no_sleep` a wait is
+    recorded, not slept nor bounded.)"""
     sleep, deadline = call.policy.sleep, call.policy.deadline
-    if deadline is None or call.number == 1:
+    if deadline is None:
         return sleep
     left = deadline - call.elapsed()
 

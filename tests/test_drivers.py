@@ -2394,6 +2394,35 @@ def test_a_rate_limiters_wait_past_the_deadline_ends_the_call_before_the_retry(r
 
 
 @each_driver
+def test_a_rate_limiters_wait_past_the_deadline_ends_the_call_before_the_first_attempt(run):
+    """deadline=2: four callers queued ahead, the first attempt would wait 10 s, past
+    the deadline: it never starts, the call ends at once with NoTimeLeft (no failure to
+    be its cause), nothing slept, and the limiter keeps its token.  (It waited the 10 s
+    and ran 8 s past the deadline, with an attempt timeout of 0.)  A wait that fits is
+    waited, as before."""
+    from backoff_iter import CubicRateLimiter
+    from backoff_iter.parts import NoTimeLeft
+
+    for deadline, ends in ((2.0, True), (20.0, False)):
+        clock = Clock()
+        limiter = CubicRateLimiter(clock=clock)
+        for _ in range(3):
+            limiter.record(True)  # on, at its lowest rate: 0.5 tokens a second
+        for _ in range(4):
+            limiter.acquire(sleep=lambda s: None)  # queued ahead: -4 tokens
+        operation = Operation([])
+        options = {"rate_limiter": limiter, "deadline": deadline, "attempt_timeout": 5.0}
+        if ends:
+            with pytest.raises(NoTimeLeft, match="no attempt 1") as raised:
+                run_with(run, clock, operation, [0.1], **options)
+            assert raised.value.__cause__ is None and operation.calls == 0
+            assert clock.slept == [] and limiter.tokens == -4.0
+        else:
+            assert run_with(run, clock, operation, [0.1], **options) == "ok"
+            assert operation.calls == 1 and clock.slept == [10.0]
+
+
+@each_driver
 @pytest.mark.parametrize("refused_attempt", [1, 2])
 def test_an_attempt_a_part_after_the_rate_limiter_refuses_gives_its_token_back(
     run, refused_attempt
