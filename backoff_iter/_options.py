@@ -136,7 +136,8 @@ class RetryOptions(HedgeOptions, total=False):
     (*attempt_timeout*, cut to the deadline too), which would leave the
     attempt after it no time: the call then ends where the sleep would begin.
     A rate limiter's wait before an attempt (the first included) that would
-    end past it ends the call with :class:`~backoff_iter.parts.NoTimeLeft`."""
+    end past it - or on it, with attempt timeouts - ends the call with
+    :class:`~backoff_iter.parts.NoTimeLeft`."""
     clock: Clock
     """The clock of *deadline* and of the events' ``elapsed`` (default
     ``time.monotonic``).  It returns seconds as any real number (an int, a

@@ -502,9 +502,10 @@ class RateLimiterPart(Part):
 
 class NoTimeLeft(TimeoutError):
     """The rate limiter's wait before an attempt, the first included, would
-    end past the deadline: the attempt never starts, and the call ends with
-    this error, its cause the call's last failure (none before the first
-    attempt), as a part's refusal ends it (a breaker's).
+    end past the deadline (or on it, when attempts have timeouts): the
+    attempt never starts, and the call ends with this error, its cause the
+    call's last failure (none before the first attempt), as a part's refusal
+    ends it (a breaker's).
 
     No attempt starts past the deadline, and no wait before one ends past it:
     the schedule's delay is shortened to end on it, a rate limiter's wait (a
@@ -515,18 +516,21 @@ def _within_deadline(call: Call, sleeping: Callable[[Any, float], Any]) -> Any:
     """The sleep a rate limiter waits with before an attempt: the policy's,
     but refusing (:class:`NoTimeLeft`) a wait that would end past the
     deadline - before the first attempt too, which would otherwise start past
-    it (with an ``attempt_timeout`` of 0).  The policy's own without a
-    deadline.  (Under :func:`~backoff_iter.testing.no_sleep` a wait is
-    recorded, not slept nor bounded.)"""
+    it - or on it when attempts have timeouts (the attempt would have one of
+    0, as after a sleep ending on it).  The policy's own without a deadline.
+    (Under :func:`~backoff_iter.testing.no_sleep` a wait is recorded, not
+    slept nor bounded.)"""
     sleep, deadline = call.policy.sleep, call.policy.deadline
     if deadline is None:
         return sleep
     left = deadline - call.elapsed()
+    timed = call.policy.timeout_part is not None
 
     def within(seconds: float) -> Any:
-        if seconds > left:
+        if seconds > left or (seconds == left and timed):
+            where = "past" if seconds > left else "on"
             raise NoTimeLeft(
-                f"the rate limiter's wait of {seconds:g} s would end past the deadline"
+                f"the rate limiter's wait of {seconds:g} s would end {where} the deadline"
                 f" ({max(left, 0.0):g} s left): no attempt {call.number}"
             )
         return sleeping(sleep, seconds)

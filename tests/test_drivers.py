@@ -2413,13 +2413,43 @@ def test_a_rate_limiters_wait_past_the_deadline_ends_the_call_before_the_first_a
         operation = Operation([])
         options = {"rate_limiter": limiter, "deadline": deadline, "attempt_timeout": 5.0}
         if ends:
-            with pytest.raises(NoTimeLeft, match="no attempt 1") as raised:
+            with pytest.raises(
+                NoTimeLeft, match=r"end past the deadline .*: no attempt 1"
+            ) as raised:
                 run_with(run, clock, operation, [0.1], **options)
             assert raised.value.__cause__ is None and operation.calls == 0
             assert clock.slept == [] and limiter.tokens == -4.0
         else:
             assert run_with(run, clock, operation, [0.1], **options) == "ok"
             assert operation.calls == 1 and clock.slept == [10.0]
+
+
+@each_driver
+@pytest.mark.parametrize("timed", [True, False])
+def test_a_rate_limiters_wait_ending_on_the_deadline_is_refused_only_with_attempt_timeouts(
+    run, timed
+):
+    """A wait that ends exactly on the deadline would leave the attempt after it a timeout
+    of 0 (a socket's "do not wait at all"): with attempt_timeout the call ends with
+    NoTimeLeft instead, as a sleep ending on it ends the call; without, the attempt runs
+    on the deadline, as after a sleep shortened to end on it.  (It ran with a timeout of 0.)"""
+    from backoff_iter import CubicRateLimiter
+    from backoff_iter.parts import NoTimeLeft
+
+    clock = Clock()
+    limiter = CubicRateLimiter(clock=clock)
+    for _ in range(3):
+        limiter.record(True)  # on, at its lowest rate, the bucket empty: a wait of 2 s
+    operation = Operation([])
+    options = {"rate_limiter": limiter, "deadline": 2.0}
+    if timed:
+        options["attempt_timeout"] = 5.0
+        with pytest.raises(NoTimeLeft, match="wait of 2 s would end on the deadline"):
+            run_with(run, clock, operation, [0.1], **options)
+        assert operation.calls == 0 and clock.slept == [] and limiter.tokens == 0.0
+    else:
+        assert run_with(run, clock, operation, [0.1], **options) == "ok"
+        assert operation.calls == 1 and clock.slept == [2.0]
 
 
 @each_driver
