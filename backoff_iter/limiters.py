@@ -208,9 +208,9 @@ class CubicRateLimiter:
 
     def _reserve(self) -> float:
         """Take a token, in advance if need be: the seconds until it is ours."""
+        if not self._enabled:  # off: no token, no lock (once on, it stays on)
+            return 0.0
         with self._lock:
-            if not self._enabled:
-                return 0.0
             self._refill(self._now())
             tokens = self._tokens
             self._tokens = tokens - 1
