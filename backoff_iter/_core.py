@@ -210,6 +210,7 @@ class Call:
         "__weakref__",
     )
     took: tuple[float, ...] = ()  # what each allow_retry took for the call's last retry
+    _earlier: tuple[float, ...] = ()  # ... and for the one before, should that one be dropped
     timeouts: Iterator[Any] | None = None  # the attempt timeouts' schedule, for its part
     timeout_last: float = _INF  # ... and its latest value
     reason: str | None = None  # why the call gave up, once it did ("exhausted", "budget"...)
@@ -381,6 +382,8 @@ class Call:
         then what each ``allow_retry`` took - newest first."""
         dropped(drops, passed)
         took, self._took = self._took, ()
+        if took and took is self.took:  # the call's last retry never runs: the one before was
+            self.took = self._earlier
         for drop, taken in zip(reversed(self.plan.allow_drops[: len(took)]), reversed(took)):
             if drop is not None:
                 drop(taken)
@@ -881,7 +884,7 @@ class Call:
             self._took = tuple(each)
             if not allowed:  # refused, or a part broke: those before it give back
                 self._drop()
-        self.took = self._took
+        self._earlier, self.took = self.took, self._took
         return True
 
     def tell_parts(self, outcome: Any, kind: str, number: int) -> None:

@@ -415,3 +415,60 @@ def test_a_refused_long_poll_sleeps_no_backoff_too_long_to_sleep(server):
             client.receive_message(QueueUrl=f"{server.url}/q")
         assert polled.value.response["ResponseMetadata"]["RetryQuotaReached"] is True
         assert slept == waited
+
+
+@pytest.mark.usefixtures("no_process_hooks")
+def test_a_retry_paid_for_then_dropped_is_not_given_back_again_by_the_answer_that_came_back(
+    server,
+):
+    """A throttle retried (5), then a corrupted 200 whose retry the quota paid (14) but whose
+    drawn backoff is too long to sleep: the 14 goes back as the retry never runs, and the 200
+    that comes back gives back what the last retry that ran took - the throttle's 5, not the
+    14 a second time (the quota gained 9 it never lent)."""
+    from checks import Draws
+
+    quota = RetryQuota()
+    for _ in range(10):
+        assert quota.try_retry(ConnectionError()) == 14.0  # 360 left: room below the capacity
+    client = botocore_retries(
+        dynamodb(server.url),
+        per_failure(throttle=[0.0] * 2, default=[1e300] * 2, jitter="full", rng=Draws(0.5, 0.5)),
+        budget=quota,
+        max_attempts=3,
+        sleep=lambda seconds: None,
+    )
+    server.script = ["throttle", "crc"]
+    assert client.list_tables()["ResponseMetadata"]["RetryAttempts"] == 1
+    assert quota.available == 360.0
+
+
+@pytest.mark.usefixtures("no_process_hooks")
+def test_a_retry_a_part_refuses_after_the_quota_paid_leaves_the_last_retrys_share_to_give_back(
+    server,
+):
+    """A throttle retried (5), a 500 retried (14), then a corrupted 200 whose retry the quota
+    pays (14) and a part of the user's refuses: the 14 goes back, and the 200 that comes back
+    gives back what the last retry that ran took from the quota - the 500's 14, not the
+    throttle's 5 from the retry before it."""
+    from backoff_iter.parts import Part
+
+    class ThirdRefused(Part):
+        def __init__(self):
+            self.asked = 0
+
+        def allow_retry(self, outcome, kind):
+            self.asked += 1
+            return self.asked < 3
+
+    quota = RetryQuota(capacity=100)
+    client = botocore_retries(
+        dynamodb(server.url),
+        [0.0] * 3,
+        budget=quota,
+        parts=[ThirdRefused()],
+        max_attempts=4,
+        sleep=lambda seconds: None,
+    )
+    server.script = ["throttle", "500", "crc"]
+    assert client.list_tables()["ResponseMetadata"]["RetryAttempts"] == 2
+    assert quota.available == 100 - 5 - 14 + 14
