@@ -27,6 +27,7 @@ from ._attempt import _NO_RESULT
 from ._core import Call
 from ._options import Policy
 from .budgets import Budget, RetryQuota
+from .parts import Part
 from .schedules import END, PerFailure, per_failure
 from .strategies import exponential
 
@@ -237,7 +238,9 @@ def botocore_retries(
     - *budget*: a budget shared as you like -
       ``RetryQuota(store=RedisStore(...))`` gives a whole fleet one AWS
       quota; None: a :class:`~backoff_iter.RetryQuota` of this client's
-      own, as botocore's.
+      own, as botocore's.  A :class:`~backoff_iter.Budget`, not a Part:
+      a retried 2xx that botocore hands back all the same gives it back
+      the call's last retry through ``record_success``.
     - *max_attempts*: attempts per API call, the first included (botocore's
       ``total_max_attempts``; botocore gives DynamoDB 4 by default).
     - *options*: those of every driver (:class:`~backoff_iter.RetryOptions`),
@@ -283,6 +286,13 @@ def botocore_retries(
                 f"botocore_retries takes no {name}: it would be asked before each attempt,"
                 " which botocore sends on its own",
             )
+    if isinstance(budget, Part):  # (any driver takes one; botocore's after-call cannot)
+        raise _checks.ArgumentTypeError(
+            "budget",
+            "botocore_retries' budget must be a Budget, not a Part: botocore's after-call"
+            " gives it back a recovered call's last retry through record_success, got"
+            f" {_checks.shown(budget)}",
+        )
     given: dict[str, Any] = dict(options)
     given.setdefault("name", service)
     given.setdefault("retry_after", _retry_after)

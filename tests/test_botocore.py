@@ -326,6 +326,21 @@ def test_what_botocore_decides_is_not_an_option():
     rejects(lambda: botocore_retries(client, max_attempts=0), ValueError, "max_attempts")
 
 
+def test_a_part_as_the_budget_is_refused_as_botocore_needs_record_success():
+    """budget= a Part (which any driver takes) is refused when the client is put on retries,
+    naming budget and the Part: botocore's after-call gives the budget back a recovered
+    call's last retry through record_success, which a Part has not.  (It was taken, and a
+    corrupted 200 out of retries raised AttributeError out of the API call.)"""
+    from backoff_iter.parts import Part
+
+    class Seats(Part):
+        def allow_retry(self, outcome, kind):
+            return 1.0
+
+    client = dynamodb("http://127.0.0.1:9")
+    rejects(lambda: botocore_retries(client, budget=Seats()), TypeError, "budget", "Seats")
+
+
 @pytest.mark.usefixtures("no_process_hooks")
 @pytest.mark.parametrize("delays", [None, [0.5] * 3], ids=["botocore's", "a list"])
 def test_max_attempts_beyond_any_count_retries_as_unbounded(server, delays):
