@@ -126,7 +126,9 @@ class Part:
         its *number* (from 1) and what this part's own :meth:`allow_retry`
         took for the call's last retry, *spent* (``0.0`` before any retry,
         and for a part that takes nothing): a part pays back only what it
-        took, never what another part took."""
+        took, never what another part took.  (A hedged call's winner hears
+        what its own hedge took and the hedges it made unneeded; its
+        failures hear ``0.0``.)"""
 
     def allow_retry(self, outcome: Any, kind: str) -> float:
         """May the call retry *outcome* (of *kind*) now?  Asked last, once the
