@@ -246,14 +246,15 @@ def stages(parts: list[Part]) -> Stages:
     afters.reverse()
     shares.reverse()
     drops = _drops(parts) if giving else ((), (), ())
-    if checks:  # each with what the befores before it give back
-        checks = [(check, drops[0][:n]) for check, n in checks]  # type: ignore[misc]
+    guards: tuple[tuple[Breaker | Throttle, Drops], ...] | None = None
+    if checks is not None:  # each with what the befores before it give back
+        guards = tuple([(check, drops[0][:n]) for check, n in checks]) if checks else ()
     fields = (
         tuple(befores),
         tuple(abefores),
         tuple(afters),
         tuple(allows),
-        None if checks is None else tuple(checks),
+        guards,
         limiter,
         *drops,
         tuple(shares) if shared else None,
