@@ -204,7 +204,8 @@ class _Hedging:
                     # Given back: what the winner took, if a hedge, and every hedge not needed:
                     # those cancelled, and those that ended beside it, unheard.
                     unneeded = cancelled + [later for later, _, _ in ended[index + 1 :]]
-                    events.took = _added([took[k] for k in (attempt, *unneeded) if k in took])
+                    # (the winner's share added last to the sum of theirs, as before the shares)
+                    events.took = _added([took[k] for k in (*unneeded, attempt) if k in took])
                     events.tell_parts(result, SUCCESS, attempt)
                     if events._hooks:
                         events.emit("success", result, attempt)

@@ -514,6 +514,20 @@ def test_hedges_not_needed_give_back_what_they_took_from_a_retry_quota():
     assert quota.available == 500.0
 
 
+def test_what_a_winning_hedge_gives_back_is_its_cost_plus_the_sum_of_the_unneeded_ones():
+    """Hedges costing 0.1, 0.2 and 0.3, the first of them winning, the other two cancelled:
+    record_success is told 0.1 + (0.2 + 0.3), the winner's plus the sum of those it made
+    unneeded, to the last bit as before each part heard its own share (it was told
+    (0.1 + 0.2) + 0.3, 0.6000000000000001)."""
+    budget = Recorder()
+    costs = iter([0.1, 0.2, 0.3])
+    budget.try_retry = lambda outcome: next(costs)
+    script = Script(forever, answer("second", after=0.05), forever, forever)
+    assert run(hedged(script, [0, 0, 0], budget=budget)) == "second"
+    assert sorted(script.cancelled) == [1, 3, 4]
+    assert budget.calls[-1] == ("success", False, 0.1 + (0.2 + 0.3))
+
+
 def test_a_first_attempt_that_wins_is_recorded_as_such_without_spending():
     """No hedge sent: one success for the first attempt, nothing asked of try_retry."""
     budget = Recorder()
