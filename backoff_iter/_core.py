@@ -878,7 +878,10 @@ class Call:
                 taken = allow(outcome, kind)
                 if not taken:
                     return False
-                each.append(0.0 + taken)  # (True counts as 1.0)
+                try:
+                    each.append(0.0 + taken)  # (True counts as 1.0)
+                except OverflowError:  # an int beyond floats: as far as floats go
+                    each.append(_INF)
             allowed = True
         finally:
             self._took = tuple(each)

@@ -4079,6 +4079,28 @@ def test_each_part_hears_what_it_took_itself(run):
     assert three.told == [("failure", 0.0), ("failure", 3.0), ("success", 3.0)]
 
 
+@each_driver
+def test_a_part_taking_a_whole_number_beyond_floats_is_heard_to_have_taken_inf(run):
+    """A part whose allow_retry says it took 10**400 (truthy: the retry goes): the call
+    retries and succeeds, the part hearing inf - as far as floats go - for the attempt
+    after the retry (the int was added to 0.0: OverflowError out of the call)."""
+    from backoff_iter.parts import Part
+
+    class Huge(Part):
+        def __init__(self):
+            self.told = []
+
+        def allow_retry(self, outcome, kind):
+            return 10**400
+
+        def after_attempt(self, outcome, kind, number, spent):
+            self.told.append((kind, spent))
+
+    huge = Huge()
+    assert run([0.0], Operation([OSError()]), FakeTime(), on=OSError, parts=[huge]) == "ok"
+    assert huge.told == [("failure", 0.0), ("success", math.inf)]
+
+
 def test_a_before_sleep_hook_ending_exactly_at_the_deadline_leaves_no_retry():
     """before_sleep takes the clock to the deadline itself: no time is left, the call gives up
     after attempt 1 (no attempt starts at the deadline) and sleeps nothing."""
