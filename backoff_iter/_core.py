@@ -736,14 +736,12 @@ class Call:
             if delay.__class__ is not float or not 0.0 <= delay <= ENDLESS_DELAY:
                 if delay is not _END:  # checked: _END if infinite, a long one warned of
                     delay = self._unusual(delay, number)
-                    if delay is _END and asked:  # a jittered draw too long to sleep, paid for
-                        self._drop()
             elif number > ENDLESS_RETRIES and policy.deadline is None and not policy.warned:
                 self._warn_endless(delay)
             if delay is not _END and (self.hint is not None or not plan.simple):
                 delay, reason = self._limit(delay, outcome, kind, asked)
-                if delay is _END and asked:  # the parts were asked first, and paid for nothing
-                    self._drop()
+            if delay is _END and asked:  # paid for, but no retry: a jittered draw too long
+                self._drop()  # to sleep, or the hint or the deadline leaves none
         except BaseException as error:  # the schedule, a delay, a callback or a part broke
             if asked:  # after the parts paid for the retry (a draw, a hook): it will not come
                 self._drop()
