@@ -527,10 +527,9 @@ def _within_deadline(call: Call, sleeping: Callable[[Any, float], Any]) -> Any:
     if deadline is None:
         return sleep
     left = deadline - call.elapsed()
-    timed = call.policy.timeout_part is not None
 
     def within(seconds: float) -> Any:
-        if seconds > left or (seconds == left and timed):
+        if seconds > left or call._leaves_no_time(seconds, left):  # (the core's rule for sleeps)
             where = "past" if seconds > left else "on"
             raise NoTimeLeft(
                 f"the rate limiter's wait of {seconds:g} s would end {where} the deadline"
