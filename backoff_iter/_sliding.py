@@ -64,11 +64,13 @@ def _reading(value: object) -> float:
 
 
 class Readings:
-    """*clock*, made monotonic and finite by :func:`steady`; 0.0 until its
-    first good reading.  An owner may read it without its lock: two threads
-    racing may leave ``last`` a reading behind, so that a later reading may
-    come a moment before one already returned - a count that lands in the
-    newest bucket all the same."""
+    """*clock*, made monotonic and finite by :func:`steady`.  A clock whose
+    first reading is bad stands at 0.0, and its first good reading counts as
+    no time passed too: from then on the readings are the clock's less that
+    one (else a NaN, then 1000.0, would be 1000 s gone in no time).  An owner
+    may read it without its lock: two threads racing may leave ``last`` a
+    reading behind, so that a later reading may come a moment before one
+    already returned - a count that lands in the newest bucket all the same."""
 
     __slots__ = ("clock", "last")
 
@@ -83,7 +85,30 @@ class Readings:
             self.last = value  # steady()'s common case, without a call
             return value
         self.last = now = steady(value, last)
-        return now if now > NOT_YET else 0.0
+        if now > NOT_YET:
+            return now
+        # A bad first reading: time stands at 0.0 until the first good one, and on from it.
+        self.clock = _from_first_good(self.clock)
+        self.last = 0.0
+        return 0.0
+
+
+def _from_first_good(clock: Callable[[], float]) -> Callable[[], float]:
+    """*clock*'s readings as floats less its first good one (NaN until then)."""
+    first = math.nan  # no good reading yet
+
+    def read() -> float:
+        nonlocal first
+        value = clock()
+        if value.__class__ is not float:
+            value = _reading(value)
+        if first != first:  # (NaN)
+            if not -_HUGE <= value <= _HUGE:
+                return math.nan
+            first = value
+        return value - first
+
+    return read
 
 
 def reader(clock: Clock) -> Callable[[], float]:
@@ -98,6 +123,10 @@ def reader(clock: Clock) -> Callable[[], float]:
     >>> read = reader(lambda: next(readings))
     >>> [read(), read(), read(), read()]
     [5.0, 5.0, 5.0, 7.5]
+    >>> readings = iter([float("nan"), 1000, 1002.5])  # from the first good reading on
+    >>> read = reader(lambda: next(readings))
+    >>> [read(), read(), read()]
+    [0.0, 0.0, 2.5]
     """
     return time.monotonic if clock is time.monotonic else Readings(clock).__call__
 

@@ -520,6 +520,40 @@ def test_a_clock_with_no_good_reading_yet_counts_from_zero():
     assert breaker.state == "open"
 
 
+@pytest.mark.parametrize(
+    "bad", [math.nan, math.inf, -math.inf, 10**400], ids=["nan", "inf", "-inf", "10**400"]
+)
+@pytest.mark.parametrize("good", [1000.0, -1000.0, Decimal(1000)], ids=str)
+def test_a_clock_whose_first_reading_is_bad_serves_the_whole_break(bad, good):
+    """Opened at a bad first reading (time 0.0): the clock's first good reading is no time
+    passed either, so the 5 s break ends 5 s after it, neither at once nor 1005 s on."""
+    clock = Clock(bad)
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1, break_duration=5, clock=clock)
+    breaker.record(False)
+    assert refused(breaker).retry_after == 5.0  # bad still
+    clock.now = good
+    assert refused(breaker).retry_after == 5.0
+    clock.now = good + 4
+    assert refused(breaker).retry_after == 1.0
+    clock.now = good + 5
+    breaker.check()
+    assert breaker.state == "half_open"
+
+
+def test_a_clock_whose_first_reading_is_bad_keeps_the_window_it_began():
+    """A failure counted at a NaN first reading still counts at the first good one, 1000,
+    and at a reading beyond floats after it (no time passed, no OverflowError): the third
+    failure opens the circuit (minimum throughput 3)."""
+    clock = Clock(math.nan)
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=3, clock=clock)
+    breaker.record(False)
+    clock.now = 1000.0
+    breaker.record(False)
+    clock.now = 10**400
+    breaker.record(False)
+    assert breaker.state == "open"
+
+
 def test_every_use_of_the_counts_and_state_holds_the_lock():
     """record() and an open breaker's check() read and change the counts only with the lock
     held: two threads recording at once cannot both open the circuit, or lose a count."""

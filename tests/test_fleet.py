@@ -413,10 +413,10 @@ def test_a_member_cut_off_far_past_the_keys_lifetime_still_rebuilds_lost_counts_
 
 
 def test_a_shared_state_reads_its_clock_through_the_one_clock_guard():
-    """NaN first, then backwards, inf, then absurdly late: _sliding.steady's rule - no time passes but forward, finite, within 2**1000."""
-    readings = iter([math.nan, 5.0, 4.0, math.inf, 1e300, 6.0])
+    """NaN first, then backwards, inf, then absurdly late: _sliding.steady's rule - no time passes but forward, finite, within 2**1000 - and from 0.0 at the first good reading, 5 s (no time passed since the NaN)."""
+    readings = iter([math.nan, 5.0, 4.0, math.inf, 8.0, 1e300, 6.0])
     fleet = _SharedState(0, clock=lambda: next(readings))
-    assert [fleet._time() for _ in range(6)] == [0.0, 5.0, 5.0, 5.0, 1e300, 1e300]
+    assert [fleet._time() for _ in range(7)] == [0.0, 0.0, 0.0, 0.0, 3.0, 1e300, 1e300]
 
 
 def test_a_fleet_class_given_directly_is_itself():

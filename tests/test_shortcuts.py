@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from backoff_iter import CircuitBreaker, RetryBudget, RetryQuota, TokenBucket
-from backoff_iter._sliding import NOT_YET, Readings, SlidingCounts, first_past, steady
+from backoff_iter._sliding import NOT_YET, Readings, SlidingCounts, _reading, first_past, steady
 
 
 class PlainBucket(TokenBucket):
@@ -397,11 +397,20 @@ def test_a_window_whose_bucket_edge_falls_on_zero_moves_at_once():
 def test_readings_answer_as_the_one_clock_guard_does(readings):
     """Readings' short way (a reading ahead of the last, within range) gives what
     steady() gives, for any clock: NaN, infinities, huge ints, Decimals and Fractions,
-    backwards, 2**1000 edges."""
+    backwards, 2**1000 edges - of the readings less the first good one, when a bad one
+    came first (from 0.0)."""
     values = iter(readings)
     clock = Readings(lambda: next(values))
     last = NOT_YET
+    late = bool(readings) and steady(readings[0], NOT_YET) == NOT_YET  # a bad first reading
+    first = None  # then, the first good one
     for value in readings:
+        if late:
+            last = max(last, 0.0)
+            if first is None and steady(value, NOT_YET) > NOT_YET:
+                first = steady(value, NOT_YET)
+            as_float = value if type(value) is float else _reading(value)
+            value = math.nan if first is None else as_float - first
         last = steady(value, last)
         now = clock()
         assert now == (last if last > NOT_YET else 0.0) and type(now) is float
