@@ -683,6 +683,24 @@ def test_a_member_whose_probe_is_out_sends_no_second_one():
     assert not refuses(breakers[0])
 
 
+def test_a_fleet_probe_that_never_reports_lets_another_go_once_it_lapses():
+    """The only member's probe goes and never reports (its caller cancelled): refused while it
+    is out, then - a break duration on, when the fleet lets it lapse - the member sends the
+    fleet's next probe, whose success closes the circuit; not half open for good."""
+    clock = Clock()
+    breakers, store = fleet_of(CircuitBreaker, 1, clock, **BREAKER)
+    opened(breakers, clock)
+    clock.now += 5.0  # the break is over
+    assert refuses(breakers[0])  # it asks for the probe
+    clock.now += 0.11
+    assert not refuses(breakers[0])  # the probe goes, never to report
+    clock.now += 4.8
+    assert refuses(breakers[0])  # still out
+    clock.now += 0.2  # it lapsed
+    assert sent_in_rounds(breakers, clock, 3) == [[], [0], [0]]
+    assert store._ledger.ledger["state"] == "closed"
+
+
 def test_idle_members_of_an_open_fleet_keep_exchanging_so_a_long_break_sends_one_probe(server):
     """Two processes idle through a break longer than their silence and the keys' ttl (1 s each): their keys stay, a process joining mid-break refuses, and after the break the fleet sends one probe."""
     name = next(names)

@@ -15,7 +15,9 @@ What the fleet shares
     ratio over the sampling duration, its state (closed, open until a time,
     half open) and its probe: the script opens the circuit for every
     process, and after the break hands the one half-open probe to the first
-    process that asks.
+    process that asks.  A probe whose outcome never comes (its caller was
+    cancelled) lapses a break duration after it went, and the next goes,
+    from whichever process asks first - the one whose probe lapsed too.
 
 No decision waits on the network
     Each process counts locally; the store's daemon thread exchanges its

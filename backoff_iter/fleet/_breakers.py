@@ -288,6 +288,9 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
                 return
             now = self._now()
             if now >= self._until:  # the break is over: ask the fleet for the probe
+                # (A probe of this process's out so long never reported: it lapsed, as the
+                # fleet holds; the probe the fleet hands out next is a new one, to send.)
+                self._probing = False
                 self._asks = True
                 if self._signal is not None:
                     self._signal.set()
