@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import _thread
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, Union
@@ -169,6 +170,7 @@ class CircuitBreaker:
         "_restart",
         "_counts",
         "_opened_by",
+        "_prober",
     )
 
     failure_ratio: float
@@ -249,6 +251,7 @@ class CircuitBreaker:
         self._until = 0.0  # open: when the break ends; half open: when another probe may go
         self._counts = SlidingCounts(self.sampling_duration, _BUCKETS)  # successes, failures
         self._opened_by: BaseException | None = None  # the failure that last opened it
+        self._prober: object = None  # who let the half-open probe go (see _runner)
 
     @property
     def state(self) -> str:
@@ -271,6 +274,7 @@ class CircuitBreaker:
             if now >= self._until:  # the break is over, or the probe never reported
                 self._state = _HALF_OPEN
                 self._until = now + self._break
+                self._prober = _runner()
                 return
             retry_after = self._until - now
             opened_by = self._opened_by
@@ -309,11 +313,13 @@ class CircuitBreaker:
     def _probe_unsent(self) -> None:
         """The call :meth:`check` let go was never made (a part asked after the
         breaker refused it): were it the half-open probe, the next check
-        sends one.  (A call let go while closed, refused while a later probe
-        is out, would free that probe too: the break must pass between its
-        check and the refusal that follows it at once.)"""
+        sends one.  Only the task or thread that let the probe go frees it: a
+        call let go while closed, dropped after a wait (a rate limiter's, a
+        part's) in which the circuit opened and another call's probe went,
+        frees nothing."""
+        runner = _runner()
         with self._lock:
-            if self._state is _HALF_OPEN:
+            if self._state is _HALF_OPEN and self._prober == runner:
                 self._until = -math.inf
 
     def _open(self, now: float, failure: object) -> None:
@@ -361,3 +367,25 @@ class CircuitBreaker:
             f" sampling_duration={self.sampling_duration!r},"
             f" break_duration={_checks.shown(self.break_duration)}) {self._state}"
         )
+
+
+def _runner() -> tuple[str, int]:
+    """Who runs now: the asyncio or trio task, else the thread - the same
+    from a call's check to the drop of its attempt (one task or thread runs
+    both), and, for the calls running at once, each its own.  Asked only as
+    the probe goes and when an attempt is dropped: never on a success."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no event loop runs in this thread
+            task = None
+        if task is not None:
+            return "task", id(task)
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            return "task", id(trio.lowlevel.current_task())
+        except RuntimeError:  # not in trio
+            pass
+    return "thread", _thread.get_ident()

@@ -201,6 +201,88 @@ def test_a_probe_that_never_reports_lets_another_go_after_a_break_duration():
     assert refused(breaker).retry_after == 7.0  # the next duration of the schedule
 
 
+def test_a_call_let_go_while_closed_and_dropped_later_frees_no_other_threads_probe():
+    """A call the closed breaker let go waits in a later part; meanwhile, in other threads, the
+    circuit opens and the break ends, and a call goes as the probe; then the part refuses the
+    waiting call: the probe out is not its to free, so the next check is still refused."""
+    from backoff_iter import retry
+    from backoff_iter.parts import Part
+
+    breaker, clock = opened()
+    breaker.record(True)  # (a success while open changes nothing)
+    clock.now = 5.0
+    breaker.check()
+    breaker.record(True)  # closed again
+
+    def elsewhere(work):
+        thread = threading.Thread(target=work)
+        thread.start()
+        thread.join()
+
+    class Slow(Part):  # a rate limiter's wait, a part of the user's
+        def before_attempt(self, call):
+            elsewhere(lambda: calls(breaker, [False, False]))  # opened again
+            clock.now = 10.0
+            elsewhere(breaker.check)  # the probe of a call in another thread: out
+            raise PermissionError("not now")
+
+    with pytest.raises(PermissionError):
+        retry([], on=ConnectionError, breaker=breaker, parts=[Slow()])(lambda: "ok")()
+    assert refused(breaker).retry_after == 5.0  # the probe out still holds the others back
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_task_let_go_while_closed_and_dropped_later_frees_no_other_tasks_probe(backend):
+    """The same in one event loop: a task let go while closed awaits a later part while another
+    task opens the circuit and sends the probe; the part refuses it: the probe stays out - and
+    a probe whose own task's part refuses it is freed for the next call."""
+    import anyio
+
+    from backoff_iter import retry
+    from backoff_iter.parts import Part
+
+    clock = Clock()
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=2, clock=clock)
+    seen = []
+
+    async def main():
+        gate = anyio.Event()
+
+        class Waits(Part):
+            async def abefore_attempt(self, call):
+                await gate.wait()
+                raise PermissionError("not now")
+
+        fetch = retry([], on=ConnectionError, breaker=breaker, parts=[Waits()])(_answer)
+
+        async def waiting():
+            with pytest.raises(PermissionError):
+                await fetch()
+            seen.append(refused(breaker).retry_after)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(waiting)
+            await anyio.sleep(0)  # let go while closed, it waits at the gate
+            calls(breaker, [False, False])
+            clock.now = 5.0
+            breaker.check()  # this task's probe: out
+            gate.set()
+        with pytest.raises(BrokenCircuitError):
+            await fetch()  # refused by the breaker: the probe is still out
+        clock.now = 10.0
+        with pytest.raises(PermissionError):
+            await fetch()  # the probe lapsed: this call's own probe, refused by the part
+
+    anyio.run(main, backend=backend)
+    assert seen == [5.0]
+    breaker.check()  # the probe the part refused was freed: this call goes as the next
+    assert breaker.state == "half_open"
+
+
+async def _answer():
+    return "ok"
+
+
 def test_the_first_outcome_recorded_while_half_open_decides():
     """As in Polly, any success recorded while half open closes it (a call let go before it opened, say)."""
     breaker, clock = opened()

@@ -154,6 +154,35 @@ def test_a_fleet_probe_a_part_refused_after_the_breaker_goes_with_the_next_call(
     assert refuses(breakers[1])
 
 
+def test_a_call_let_go_while_closed_and_dropped_later_frees_no_probe_of_another_thread():
+    """A member's call let go while the fleet was closed waits in a later part; meanwhile the
+    fleet opens, the break ends and another thread's call takes the member's probe; then the
+    part refuses the waiting call: the probe out is not its to free, and the member's next
+    call is refused, not sent as a second probe."""
+    from backoff_iter import retry
+    from backoff_iter.parts import Part
+
+    clock = Clock()
+    breakers, _ = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+
+    class Slow(Part):  # a rate limiter's wait, a part of the user's
+        def before_attempt(self, call):
+            opened(breakers, clock)
+            clock.now += 5.0  # the break is over
+            assert refuses(breakers[0])  # it asks for the probe
+            clock.now += 0.11
+            went = []
+            thread = threading.Thread(target=lambda: went.append(not refuses(breakers[0])))
+            thread.start()
+            thread.join()
+            assert went == [True]  # the probe of a call in another thread: out
+            raise PermissionError("not now")
+
+    with pytest.raises(PermissionError):
+        retry([], on=ConnectionError, breaker=breakers[0], parts=[Slow()])(lambda: "ok")()
+    assert refuses(breakers[0]) and refuses(breakers[1])
+
+
 def test_a_member_joining_long_after_the_keys_ttl_but_within_the_break_finds_it_open():
     """A break of 300 s (keys live 90 s after the last exchange): a member joining 200 s on, none having exchanged since, refuses; after the break one member sends the one probe."""
     clock = Clock()

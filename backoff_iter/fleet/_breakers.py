@@ -28,6 +28,7 @@ from backoff_iter.breakers import (
     BreakDurations,
     BrokenCircuitError,
     CircuitBreaker,
+    _runner,
 )
 from backoff_iter.throttles import _BUCKETS as _THROTTLE_BUCKETS
 from backoff_iter.throttles import AdaptiveThrottle
@@ -285,6 +286,7 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             if self._holds:  # the fleet's probe: this call sends it
                 self._holds = False
                 self._probing = True
+                self._prober = _runner()
                 return
             now = self._now()
             if now >= self._until:  # the break is over: ask the fleet for the probe
@@ -333,12 +335,14 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
                     self._signal.set()
 
     def _probe_unsent(self) -> None:
-        """The fleet's probe, let go here, was never sent: the next call here sends it."""
+        """The fleet's probe, let go here, was never sent: the next call here sends
+        it (only when the task or thread that let it go drops it, as in-process)."""
         if self._alone:
             CircuitBreaker._probe_unsent(self)
             return
+        runner = _runner()
         with self._lock:
-            if self._probing:
+            if self._probing and self._prober == runner:
                 self._probing = False
                 self._holds = True
 
