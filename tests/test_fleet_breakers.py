@@ -712,6 +712,35 @@ def test_a_member_whose_probe_is_out_sends_no_second_one():
     assert not refuses(breakers[0])
 
 
+def test_a_probe_failing_while_an_exchange_travels_sends_no_second_probe():
+    """The member's probe fails while an exchange sent before it travels (the store's thread):
+    the answer, the fleet still waiting for the probe, hands it the probe again - but its
+    outcome, sent next, stands: the member stays open, no second call goes to the dependency."""
+    clock = Clock()
+    breakers, store = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    opened(breakers, clock)
+    clock.now += 5.0  # the break is over
+    assert refuses(breakers[0])  # it asks for the probe
+    clock.now += 0.11
+    assert not refuses(breakers[0])  # the probe goes
+    ledger = type(store._ledger)
+    script = ledger.breaker
+
+    def travelling(self, *arguments):  # the probe fails while the exchange travels
+        ledger.breaker = script
+        breakers[0].record(False, ConnectionError("still down"))
+        return script(self, *arguments)
+
+    ledger.breaker = travelling
+    try:
+        clock.now += 0.11
+        assert refuses(breakers[0]) and breakers[0].state == "open"
+    finally:
+        ledger.breaker = script
+    clock.now += 0.11  # the outcome reaches the fleet: open for all
+    assert all(refuses(b) for b in breakers) and store._ledger.ledger["state"] == "open"
+
+
 def test_a_fleet_probe_that_never_reports_lets_another_go_once_it_lapses():
     """The only member's probe goes and never reports (its caller cancelled): refused while it
     is out, then - a break duration on, when the fleet lets it lapse - the member sends the

@@ -369,6 +369,9 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
             if self._state is not _CLOSED:
                 self._close()
             return
+        if code == 2 and self._outcome:  # sent before this process's probe came back: the
+            self._holds = False  # fleet waits for its outcome, which the next exchange sends,
+            return  # and the state that outcome set here stands (no second probe meanwhile)
         if code == 1 and heard != 1:  # the fleet opened: its schedule moves on here too
             self._break = self._next_break()
             if heard in (-1, 0):
