@@ -741,6 +741,27 @@ def test_a_probe_failing_while_an_exchange_travels_sends_no_second_probe():
     assert all(refuses(b) for b in breakers) and store._ledger.ledger["state"] == "open"
 
 
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "open again"])
+def test_a_lapsed_probe_coming_back_late_only_counts(closed):
+    """A member's probe outlives its lapse; another member's probe closes the fleet's circuit
+    (or fails: open again), and the first hears it; then its late probe fails (or succeeds):
+    it counts and decides nothing - the member stays closed (or open) as the fleet is."""
+    breakers, clock = asking_for_the_probe()
+    assert not refuses(breakers[0])  # its probe goes, and is slow
+    clock.now += 5.0  # it lapses
+    assert refuses(breakers[1])  # the other member asks for the next probe
+    clock.now += 0.11
+    assert not refuses(breakers[1])  # and sends it
+    breakers[1].record(closed, ConnectionError("down"))
+    clock.now += 0.11
+    assert refuses(breakers[1]) is not closed  # its outcome reaches the fleet
+    clock.now += 0.11
+    assert refuses(breakers[0]) is not closed  # the first member hears it
+    breakers[0].record(not closed, ConnectionError("late"))  # its lapsed probe comes back
+    state = "closed" if closed else "open"
+    assert breakers[0].state == state and refuses(breakers[0]) is not closed
+
+
 def test_a_fleet_probe_that_never_reports_lets_another_go_once_it_lapses():
     """The only member's probe goes and never reports (its caller cancelled): refused while it
     is out, then - a break duration on, when the fleet lets it lapse - the member sends the

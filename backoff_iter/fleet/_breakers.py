@@ -362,6 +362,8 @@ class FleetCircuitBreaker(BreakerMember, CircuitBreaker):
         if sent[4] == self._outcome:
             self._outcome = ""  # the fleet has it
         self._asks = False
+        if not holds:  # the fleet waits for no probe of this process's: one still out is
+            self._probing = False  # late, and its outcome only counts (it decides nothing)
         heard, self._heard = self._heard, code
         cause, self._cause = self._cause, None
         if code == 0:
