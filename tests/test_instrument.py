@@ -531,6 +531,35 @@ def test_a_hook_both_enabled_and_given_to_observe_hears_each_event_once(no_proce
     assert late == ["retry"]
 
 
+def test_hooks_disabled_or_set_aside_may_be_enabled_again():
+    """What enable() knows as enabled follows disable(), reset() and a logger of yours
+    setting the default one aside: each hook may be enabled again, once, and so may
+    the default logger once given back."""
+    import logging
+
+    seen = []
+    try:
+        instrument.reset()
+        (default,) = instrument.enabled()  # the default logger, hearing failures only
+        instrument.enable(seen.append)
+        instrument.disable()
+        instrument.enable(seen.append, seen.append)
+        assert instrument.enabled() == (seen.append,)
+        instrument.reset()
+        (default,) = instrument.enabled()
+        instrument.enable(seen.append, default)
+        assert instrument.enabled() == (seen.append, default)
+        instrument.enable(instrument.log_retries(logging.getLogger("mine")))  # it steps aside
+        assert default not in instrument.enabled()
+        instrument.enable(default, default)  # ... and comes back, once, when given back
+        assert instrument.enabled().count(default) == 1
+        instrument.disable()
+        instrument.enable(seen.append, seen.insert)  # two methods of one object: two hooks
+        assert instrument.enabled() == (seen.append, seen.insert)
+    finally:
+        instrument.reset()
+
+
 def test_enable_takes_unhashable_hooks_and_tells_equal_ones_apart():
     """Hooks compared by identity (a method read twice is one hook): an unhashable one
     (a dataclass with __call__) is enabled, as before, and two that compare equal but

@@ -232,33 +232,50 @@ def enable(*new: Hook) -> None:
         _enable(checked)
 
 
+#: The :func:`_identity` of each hook enabled, with the ``every`` and
+#: ``failures`` it was taken of: a hook is enabled with one look-up, however
+#: many are (a disable() or a reset() since, it is taken afresh).
+_identities: tuple[tuple[Hook, ...], tuple[Hook, ...], set[object]] = ((), (), set())
+
+
 def _enable(new: tuple[Hook, ...]) -> None:
     """:func:`enable` of *new*, checked (the lock held)."""
-    global every, failures
+    global every, failures, _identities
+    known_every, known_failures, known = _identities
+    if known_every is not every or known_failures is not failures:
+        known = {_identity(hook) for hook in (*every, *failures)}
     # A hook enabled already is not enabled again (start-up code run twice).
     added: list[Hook] = []
     for hook in new:
-        if not any(_same(hook, other) for other in (*every, *failures, *added)):
+        identity = _identity(hook)
+        if identity not in known:
+            known.add(identity)
             added.append(hook)
-    if any(isinstance(hook, RetryLogger) for hook in added):  # yours logs: not the default
+    logs_own = any(isinstance(hook, RetryLogger) for hook in added)
+    if logs_own:  # yours logs: not the default
         every = tuple(hook for hook in every if hook is not _default_logger)
         failures = tuple(hook for hook in failures if hook is not _default_logger)
     every += tuple(hook for hook in added if _wants_successes(hook))
     failures += tuple(hook for hook in added if not _wants_successes(hook))
     listening[:] = every
+    if logs_own:  # the default logger may have left: taken afresh (once a logger is enabled)
+        known = {_identity(hook) for hook in (*every, *failures)}
+    _identities = (every, failures, known)
+
+
+def _identity(hook: Hook) -> object:
+    """What makes a hook one hook: its object, or for a method, the method's
+    object and name (``seen.append``, read twice, is two objects); hooks
+    that merely compare equal are two."""
+    owner = getattr(hook, "__self__", None)
+    if owner is None:
+        return id(hook)
+    return id(owner), getattr(hook, "__name__", None)
 
 
 def _same(hook: Hook, other: Hook) -> bool:
-    """One hook: one object, or one method of one object (``seen.append``,
-    read twice, is two objects); hooks that merely compare equal are two."""
-    if hook is other:
-        return True
-    owner = getattr(hook, "__self__", None)
-    return (
-        owner is not None
-        and owner is getattr(other, "__self__", None)
-        and getattr(hook, "__name__", None) == getattr(other, "__name__", None)
-    )
+    """One hook (see :func:`_identity`)."""
+    return hook is other or _identity(hook) == _identity(other)
 
 
 #: beside()'s answers, by id of the observe= tuple: (observe, every, failures,
