@@ -238,7 +238,7 @@ class Call:
     _delays: Iterator[float] | None  # made at the first failure ...
     _pick: Callable[[Any, str], Any] | None  # ... with its next_for, if per kind of failure
     _hooks: tuple[instrument.Hook, ...]  # told of every event
-    _failure_hooks: tuple[instrument.Hook, ...]  # told of retries and give-ups
+    _failure_hooks: tuple[instrument.Hook, ...]  # told of retries, give-ups, an error after a retry
     _retries_heard: bool  # False: no hook hears retries (none, or none wanted the first)
     _wanted: Any  # instrument.gate of the failure hooks, made at the first retry
     start: float  # the first steady reading of the clock (NOT_YET: none so far)
@@ -396,8 +396,7 @@ class Call:
         if self.last is not None and isinstance(refused, Exception):
             refused.__cause__ = self.last  # the call's own failure before the one the part tells
         self.last = None  # the call is over: it keeps no failure (nor its frames)
-        if self._hooks:
-            self.emit("error", refused, self.number)
+        self.tell_error(refused, self.number)
 
     def misuse(self, attempt: Attempt, statement: str, exc: BaseException | None = None) -> bool:
         """Raise the error that says how an Attempt was misused.  Raised inside
@@ -549,8 +548,7 @@ class Call:
         self.last = None  # the call is over: it keeps no failure (nor its frames)
         if isinstance(failure, Exception):
             self.tell_parts(failure, ERROR, self.number)
-        if self._hooks:
-            self.emit("error", failure, self.number)
+        self.tell_error(failure, self.number)
 
     def abandon(self) -> None:
         """The consumer ended a stream after items (closed it, or threw in
@@ -610,7 +608,8 @@ class Call:
         reason: str | None = None,
     ) -> None:
         """Tell the call's hooks what happened to attempt *number*: every hook
-        of a success or an error, those of retries too of a retry or give-up."""
+        of a success or an error, those of retries too of a retry or give-up,
+        and of an error that ends a call after a retry."""
         if kind == "retry" or kind == "give_up":
             hooks = self._failure_hooks
             wanted = self._wanted
@@ -624,6 +623,14 @@ class Call:
                 return  # no hook wants it (a quiet logger): no event made
         else:
             hooks = self._hooks
+            if kind == "error" and number > 1 and len(self._failure_hooks) > len(hooks):
+                # A call that retried ends with an error: the hooks of retries and
+                # give-ups hear it too (the retry log's last line), if one wants it.
+                wanted = instrument.gate(self._failure_hooks[len(hooks) :])
+                if wanted is None or wanted(kind):
+                    hooks = self._failure_hooks
+            if not hooks:
+                return
         if not self._id:
             self._id = instrument.new_call_id()
         event = instrument.event(
@@ -639,6 +646,12 @@ class Call:
         )
         for hook in hooks:
             hook(event)
+
+    def tell_error(self, error: BaseException, number: int) -> None:
+        """The call ends with *error* at attempt *number*: its hooks hear an
+        ``"error"``, and after a retry those of retries and give-ups too."""
+        if self._hooks or (number > 1 and self._failure_hooks):
+            self.emit("error", error, number)
 
     def _give_up(self, attempt: Attempt | None, outcome: Any, reason: str) -> None:
         """The call stops retrying *outcome*: tell the give_up hook and the hooks."""
@@ -761,8 +774,7 @@ class Call:
         callback, a part raised): the call ends with it, and its hooks hear
         of it as an ``"error"`` (a span begun at the first retry ends)."""
         self.last = None
-        if self._hooks:
-            self.emit("error", error, self.number)
+        self.tell_error(error, self.number)
 
     def _deferred(self, delay: Deferred, outcome: Any, kind: str) -> tuple[Any, str, bool]:
         """(delay, reason, asked) for a jittered delay of ``per_failure``: the

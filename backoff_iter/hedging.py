@@ -195,8 +195,7 @@ class _Hedging:
                         for after in policy.plan.afters:
                             after(exc, "error", attempt, 0.0)
                         await self._cancel_rest(group, events)
-                        if events._hooks:
-                            events.emit("error", exc, attempt)
+                        events.tell_error(exc, attempt)
                         return exc, True  # fatal: the others are cancelled
                     last, failed = exc, True
                 elif policy.on_result is None or not policy.on_result(result):
@@ -244,8 +243,7 @@ class _Hedging:
         try:
             await self._cancel_rest(group, events)
         finally:  # (interrupted again while the attempts stop: the call ends all the same)
-            if events._hooks:
-                events.emit("error", error, group.latest)
+            events.tell_error(error, group.latest)
 
     async def _cancel_rest(self, group: _Attempts, events: Call) -> list[int]:
         """Cancel the attempts still running, tell the hooks of each; their numbers."""

@@ -10,7 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from backoff_iter import RetryLogger, aretrying, attempts, instrument, log_retries, retry, retrying
+from backoff_iter import (
+    Part,
+    RetryLogger,
+    aretrying,
+    attempts,
+    hedged,
+    instrument,
+    log_retries,
+    retry,
+    retrying,
+)
 from backoff_iter.testing import no_sleep
 
 
@@ -199,8 +209,9 @@ def test_the_default_log_stays_quiet_in_tests_when_another_hook_makes_the_event(
 
 
 def test_the_retry_logger_wants_what_it_would_log(caplog):
-    """RetryLogger.wants(kind): a retry or give-up at a level its logger
-    keeps, outside no_sleep() when quiet in tests; never other kinds."""
+    """RetryLogger.wants(kind): a retry, a give-up or an error (at the give-up's
+    level: one ending a call after a retry) at a level its logger keeps, outside
+    no_sleep() when quiet in tests; never other kinds."""
     logger = logging.getLogger("choosy")
     hook = RetryLogger(logger, level=logging.INFO, give_up_level=logging.ERROR)
     caplog.set_level(logging.WARNING, logger="choosy")
@@ -208,11 +219,14 @@ def test_the_retry_logger_wants_what_it_would_log(caplog):
         False,
         True,
         False,
-        False,
+        True,
     ]
     caplog.set_level(logging.INFO, logger="choosy")
     assert hook.wants("retry")
-    assert not hook.wants("success") and not hook.wants("error")  # at any level
+    assert not hook.wants("success") and not hook.wants("hedge")  # at any level
+    caplog.set_level(logging.CRITICAL, logger="choosy")
+    assert not hook.wants("give_up") and not hook.wants("error")
+    caplog.set_level(logging.INFO, logger="choosy")
     quiet = RetryLogger(logger, level=logging.INFO, quiet_in_tests=True)
     assert quiet.wants("retry")
     with no_sleep():
@@ -502,3 +516,195 @@ def test_a_failure_whose_message_raises_is_logged_and_retried_all_the_same(caplo
         f" raised AttributeError>); retrying in 0.00 s"
         for n in (1, 2)
     ]
+
+
+class RefusingAfterTheFirst(Part):
+    """A part that refuses every attempt after the first (as an open breaker would)."""
+
+    def before_attempt(self, call):
+        if call.number > 1:
+            raise PermissionError("the circuit is open")
+        return 0.0
+
+
+def run_every_form(form, outcomes, **options):
+    """Run one call named "fetch" of *form* over *outcomes* (one per attempt:
+    an exception to raise, or a result), sleeping nothing (the default log
+    stays on: no no_sleep()); what it raised."""
+    outcomes = iter(outcomes)
+
+    def answer():
+        outcome = next(outcomes)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    async def asleep(seconds):
+        pass
+
+    options = {"name": "fetch", "on": ConnectionError, **options}
+    sync = {**options, "sleep": lambda seconds: None}
+    asynchronous = {**options, "sleep": asleep}
+
+    async def loop():
+        async for attempt in aretrying([0.5, 0.5], **asynchronous):
+            async with attempt:
+                answer()
+
+    async def decorated():
+        return answer()
+
+    def stream():
+        yield answer()
+
+    async def astream():
+        yield answer()
+
+    async def consume(items):
+        return [item async for item in items]
+
+    async def hedging():
+        await asyncio.sleep(0)
+        return answer()
+
+    try:
+        if form == "retry":
+            retry([0.5, 0.5], **sync)(answer)()
+        elif form == "async retry":
+            asyncio.run(retry([0.5, 0.5], **asynchronous)(decorated)())
+        elif form == "retrying":
+            for attempt in retrying([0.5, 0.5], **sync):
+                with attempt:
+                    answer()
+        elif form == "aretrying":
+            asyncio.run(loop())
+        elif form == "stream":
+            list(retry([0.5, 0.5], **sync)(stream)())
+        elif form == "async stream":
+            asyncio.run(consume(retry([0.5, 0.5], **asynchronous)(astream)()))
+        else:
+            asyncio.run(hedged(hedging, [60, 60], **options))
+    except BaseException as error:
+        return error
+    raise AssertionError("the call did not fail")
+
+
+FORMS = ["retry", "async retry", "retrying", "aretrying", "stream", "async stream"]
+
+
+@pytest.mark.parametrize("form", [*FORMS, "hedged"])
+@pytest.mark.parametrize("observed", [False, True], ids=["default log", "log_retries"])
+def test_a_call_that_retried_and_ends_on_an_error_logs_its_last_line(caplog, form, observed):
+    """A retry, then a failure on= does not match: the log said "retrying in" and
+    then nothing, for every form, on the default log and on log_retries(); now a
+    last line at the give-up's level says it was not retried."""
+    caplog.set_level(logging.DEBUG, logger="backoff_iter")
+    hook = {"observe": log_retries()} if observed else {}
+    failure = KeyError("missing")
+    raised = run_every_form(form, [ConnectionError("reset"), failure], **hook)
+    assert raised is failure
+    give_up = "ERROR" if observed else "WARNING"
+    retried = "retrying in 0.00 s" if form == "hedged" else "retrying in 0.50 s"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", f"fetch: attempt 1 failed (ConnectionError: reset); {retried}"),
+        (give_up, "fetch: attempt 2 failed (KeyError: 'missing'); not retried"),
+    ]
+    last = caplog.records[-1]
+    assert (last.retry_attempt, last.retry_delay, last.retry_error, last.retry_reason) == (
+        2,
+        None,
+        "KeyError",
+        None,
+    )
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("observed", [False, True], ids=["default log", "log_retries"])
+def test_a_part_refusing_the_attempt_after_a_retry_is_logged(caplog, form, observed):
+    """A breaker (here a part) refuses attempt 2 after the retry was logged: the
+    call ended with its refusal and the log said nothing more; now it says so."""
+    caplog.set_level(logging.DEBUG, logger="backoff_iter")
+    hook = {"observe": log_retries()} if observed else {}
+    raised = run_every_form(
+        form, [ConnectionError("reset")], parts=[RefusingAfterTheFirst()], **hook
+    )
+    assert isinstance(raised, PermissionError)
+    assert [r.getMessage() for r in caplog.records] == [
+        "fetch: attempt 1 failed (ConnectionError: reset); retrying in 0.50 s",
+        "fetch: attempt 2 failed (PermissionError: the circuit is open); not retried",
+    ]
+    assert caplog.records[-1].levelname == ("ERROR" if observed else "WARNING")
+
+
+def test_an_error_of_the_first_attempt_or_an_interruption_after_a_retry_logs_nothing_more(
+    caplog,
+):
+    """The last line is for a call that retried and ends on an error: none for an error
+    of its first attempt (no retry to close), none for a Ctrl-C or a cancellation in the
+    sleep (the caller's, no give-up); and the failure hooks hear no error of a first attempt."""
+    caplog.set_level(logging.DEBUG, logger="backoff_iter")
+    assert isinstance(run_every_form("retry", [KeyError("k")]), KeyError)
+    assert caplog.records == []
+
+    def interrupted(seconds):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        retry([0.5], on=ConnectionError, name="fetch", sleep=interrupted)(failing(5))()
+    assert [r.getMessage() for r in caplog.records] == [
+        "fetch: attempt 1 failed (ConnectionError: reset by peer); retrying in 0.50 s"
+    ]
+
+    class FailuresOnly:
+        events = frozenset({"retry", "give_up"})
+
+        def __init__(self):
+            self.heard = []
+
+        def __call__(self, event):
+            self.heard.append((event.kind, event.number))
+
+    hook, seen = FailuresOnly(), []
+    instrument.enable(hook)
+    try:
+        assert isinstance(run_every_form("retry", [KeyError("k")]), KeyError)
+        # (a hook of the call's own makes the event: still not for the failure hooks)
+        assert isinstance(run_every_form("retrying", [KeyError()], observe=seen.append), KeyError)
+        assert isinstance(run_every_form("retrying", [ConnectionError(), KeyError()]), KeyError)
+    finally:
+        instrument.reset()
+    assert [event.kind for event in seen] == ["error"]
+    assert hook.heard == [("retry", 1), ("error", 2)]
+
+
+def test_an_error_after_a_retry_that_no_failure_hook_wants_is_not_made(caplog):
+    """The hooks of retries and give-ups are asked wants("error") for a call that retried:
+    a logger that drops the level makes no event, nor is a hook that says no told of one
+    made for a hook of the call's own, which still hears it."""
+    caplog.set_level(logging.CRITICAL, logger="backoff_iter")
+    made = []
+    made_before = instrument.new_call_id
+    seen, unwanted = [], []
+
+    class Unwanting:
+        events = frozenset({"retry", "give_up"})
+
+        def wants(self, kind):
+            return kind == "retry"
+
+        def __call__(self, event):
+            if event.kind != "retry":
+                unwanted.append(event.kind)
+
+    try:
+        instrument.new_call_id = lambda: made.append(1) or 7  # each call's first event
+        run_every_form("retrying", [ConnectionError(), KeyError()])
+        assert made == []  # the default log wanted neither the retry nor the error
+        instrument.enable(Unwanting())
+        run_every_form("retrying", [ConnectionError(), KeyError()], observe=seen.append)
+    finally:
+        instrument.new_call_id = made_before
+        instrument.reset()
+    assert [(e.kind, e.number) for e in seen] == [("retry", 1), ("error", 2)]
+    assert unwanted == []
+    assert caplog.records == []

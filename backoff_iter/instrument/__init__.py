@@ -31,12 +31,14 @@ thread or task; keep it fast and let it not raise (its error would end the
 call).  With no hook at all, the drivers make no event: the success path
 costs nothing more.  A hook may say which kinds of events it wants with an
 ``events`` attribute (a set of kinds): enabled for the process, one that
-lists neither ``"success"`` nor ``"error"`` hears only retries and
-give-ups, and costs a call that succeeds at once nothing.  It is a promise
+lists neither ``"success"`` nor ``"error"`` hears only retries, give-ups
+and the error that ends a call after a retry, and costs a call that
+succeeds at once nothing.  It is a promise
 of what the hook ignores, not a filter: a hook still reads
 ``event.kind``, and one given to ``observe=`` hears every kind.
 A hook may also have a ``wants(kind)`` method, asked before a retry or
-give-up event is made (for retries once, at a call's first): when every
+give-up event is made (for retries once, at a call's first; of the hooks
+that hear only those, before an error after a retry too): when every
 hook of the call says no (the default logger does while its logger drops
 the level), no event is made at all.
 
@@ -44,7 +46,8 @@ the level), no event is made at all.
 enabled for the whole process: :func:`~backoff_iter.log_retries`'s
 logger, which logs each retry and each give-up at ``WARNING`` on the
 ``backoff_iter`` logger (the call's name, the attempt, the delay, the
-error's type and message), as stamina does.  Silence it with ordinary
+error's type and message), as stamina does, and the error that ends a call
+after a retry ("not retried": a breaker's refusal, say).  Silence it with ordinary
 logging, ``logging.getLogger("backoff_iter").setLevel(logging.ERROR)``, or
 turn every process-wide hook off with :func:`disable`.  Inside
 :func:`backoff_iter.testing.no_sleep` it stays quiet.
@@ -191,8 +194,8 @@ def _wants_successes(hook: Hook) -> bool:
 
 #: The process-wide hooks that hear every event ...
 every: tuple[Hook, ...] = ()
-#: ... and those that hear only retries and give-ups (the default logger),
-#: which a call that succeeds at once never pays for.  The drivers read both
+#: ... and those that hear only retries and give-ups (the default logger), and
+#: the error that ends a call after a retry: a call that succeeds at once never pays for them.  The drivers read both
 #: at each call; only :func:`enable` and :func:`disable` change them.
 failures: tuple[Hook, ...] = ()
 #: ``every`` as a list, changed in place with it: a decorated function keeps it

@@ -38,12 +38,15 @@ def error_type(outcome: Any) -> str:
 class RetryLogger:
     """Logs one line per retry and one when the driver gives up: an ``observe=`` hook.
 
-    See :func:`log_retries`.  Each record carries the same fields in
+    See :func:`log_retries`.  A call that retried and then ends with an
+    error it does not retry (a breaker's or a throttle's refusal of the next
+    attempt, a failure ``on`` does not match) gets its last line too, at the
+    give-up's level: "...; not retried".  Each record carries the same fields in
     ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
     ``retry_delay`` (None when giving up), ``retry_error`` (the exception's
     type name, or ``"result"``), ``retry_message`` (whole; the line shows
     its line breaks escaped, ``\\n``: one record, one line) and ``retry_reason``
-    (None for a retry; for a give-up ``"exhausted"``, ``"deadline"``,
+    (None for a retry or an error; for a give-up ``"exhausted"``, ``"deadline"``,
     ``"budget"``, ``"retry_after"`` or ``"committed"``, as
     :attr:`~backoff_iter.instrument.RetryEvent.reason` says); through a
     ``LoggerAdapter`` too, beside the adapter's own ``extra``.
@@ -51,13 +54,15 @@ class RetryLogger:
 
     __slots__ = ("_logger", "level", "give_up_level", "quiet_in_tests")
 
-    #: The kinds of events it logs: a call that succeeds at once costs it nothing.
+    #: The kinds of events it logs: a call that succeeds at once costs it nothing
+    #: (the drivers tell it, as such a hook, of an error that ends a call after a retry).
     events: frozenset[str] = frozenset({"retry", "give_up"})
 
     level: int
     """The level of the record before each retry."""
     give_up_level: int
-    """The level of the record when the driver gives up."""
+    """The level of the record when the driver gives up, or a call that
+    retried ends with an error."""
     quiet_in_tests: bool
     """Log nothing while :func:`~backoff_iter.testing.no_sleep` is open (the default hook)."""
 
@@ -95,8 +100,9 @@ class RetryLogger:
         return self._logger
 
     def wants(self, kind: str) -> bool:
-        """Would an event of *kind* make a record now?  Only a retry or a
-        give-up, at a level the logger keeps, outside tests when quiet in them:
+        """Would an event of *kind* make a record now?  Only a retry, a
+        give-up or an error (one that ends a call after a retry: the event
+        tells), at a level the logger keeps, outside tests when quiet in them:
         the drivers make no event that nobody wants (a subclass that logs
         other events, or elsewhere, says so here too)."""
         return self._level(kind) is not None
@@ -105,7 +111,7 @@ class RetryLogger:
         """The level of the record an event of *kind* makes now; None: none."""
         if kind == "retry":
             level = self.level
-        elif kind == "give_up":
+        elif kind == "give_up" or kind == "error":
             level = self.give_up_level
         else:
             return None
@@ -114,24 +120,31 @@ class RetryLogger:
         return level if (self._logger or self.logger).isEnabledFor(level) else None
 
     def __call__(self, event: RetryEvent) -> None:
-        """Log a retry ("fetch: attempt 2 failed (OSError: reset); retrying in 0.40 s")
-        or a give-up ("...; giving up (exhausted)"); other events are not logged."""
-        level = self._level(event.kind)
+        """Log a retry ("fetch: attempt 2 failed (OSError: reset); retrying in 0.40 s"),
+        a give-up ("...; giving up (exhausted)"), or an error that ends a call
+        after a retry ("...; not retried"); other events are not logged, nor
+        an interruption (a cancellation, ``KeyboardInterrupt``)."""
+        kind = event.kind
+        level = self._level(kind)
         if level is None:  # not logged, or a quiet logger: no message made for nobody
             return
-        if event.kind == "retry":
-            action = f"retrying in {event.delay:.2f} s"
-        else:
-            action = f"giving up ({event.reason})"
-        logger = self.logger
         outcome = event.outcome
-        kind = error_type(outcome)
+        if kind == "retry":
+            action = f"retrying in {event.delay:.2f} s"
+        elif kind == "give_up":
+            action = f"giving up ({event.reason})"
+        elif event.number > 1 and isinstance(outcome, Exception):  # it retried, then this
+            action = "not retried"
+        else:  # an error of a call's first attempt, or an interruption: not logged
+            return
+        logger = self.logger
+        failure = error_type(outcome)
         message = _described(outcome)
         fields = {
             "retry_name": event.name,
             "retry_attempt": event.number,
             "retry_delay": event.delay,
-            "retry_error": kind,
+            "retry_error": failure,
             "retry_message": message,
             "retry_reason": event.reason,
         }
@@ -148,7 +161,7 @@ class RetryLogger:
             keywords["extra"] = {**(keywords.get("extra") or {}), **fields}
             logger = logger.logger
         line = message.translate(_LINE_BREAKS)
-        logger.log(level, text, event.name, event.number, kind, line, action, **keywords)
+        logger.log(level, text, event.name, event.number, failure, line, action, **keywords)
 
 
 def _described(outcome: object) -> str:
@@ -180,7 +193,9 @@ def log_retries(
 
     *logger* defaults to ``logging.getLogger("backoff_iter")``; the records
     name the call by the policy's ``name``.  Retries log at *level*, giving
-    up at *give_up_level*, with the reason.
+    up at *give_up_level*, with the reason; so does the error that ends a
+    call after a retry, one the policy does not retry (``"not retried"``):
+    a breaker's refusal of the next attempt, say.
 
     >>> import logging, sys
     >>> from backoff_iter import retry
