@@ -344,6 +344,37 @@ def test_log_retries_checks_its_arguments():
         log_retries(level="WARNING")
 
 
+def test_a_level_set_after_the_logger_is_made_is_checked_as_it_is_set():
+    """The levels are attributes: one set to a name ("DEBUG", as Logger.setLevel takes),
+    a bool or a level too large to name was taken, and the next retry ended the call with
+    logging's TypeError; now the assignment is refused, naming the attribute, and the
+    hook keeps its level.  A good level set takes effect."""
+    from checks import rejects
+
+    hook = log_retries(logging.getLogger("svc"))
+    for name in ("level", "give_up_level"):
+        for wrong, error in (("DEBUG", TypeError), (True, TypeError), (2**63, ValueError)):
+            rejects(lambda n=name, w=wrong: setattr(hook, n, w), error, name)
+    assert (hook.level, hook.give_up_level) == (logging.WARNING, logging.ERROR)
+    hook.level, hook.give_up_level = logging.INFO, logging.CRITICAL
+    assert (hook.level, hook.give_up_level) == (logging.INFO, logging.CRITICAL)
+    records: list[logging.LogRecord] = []
+    logger = logging.getLogger("backoff_iter.tests.levels_set")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    hook = RetryLogger(logger)
+    hook.level, hook.give_up_level = logging.INFO, logging.CRITICAL
+    try:
+        with pytest.raises(ConnectionError):
+            retry([0.0], name="fetch", observe=hook, sleep=lambda s: None)(failing(5))()
+    finally:
+        logger.removeHandler(handler)
+    assert [record.levelno for record in records] == [logging.INFO, logging.CRITICAL]
+
+
 def test_a_level_too_large_to_name_is_refused_when_made():
     """logging names a level it does not know by its digits: a level of more
     than str() converts was taken, and the first retry's record ended the call

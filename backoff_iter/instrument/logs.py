@@ -52,17 +52,12 @@ class RetryLogger:
     ``LoggerAdapter`` too, beside the adapter's own ``extra``.
     """
 
-    __slots__ = ("_logger", "level", "give_up_level", "quiet_in_tests")
+    __slots__ = ("_logger", "_retry_level", "_give_up_level", "quiet_in_tests")
 
     #: The kinds of events it logs: a call that succeeds at once costs it nothing
     #: (the drivers tell it, as such a hook, of an error that ends a call after a retry).
     events: frozenset[str] = frozenset({"retry", "give_up"})
 
-    level: int
-    """The level of the record before each retry."""
-    give_up_level: int
-    """The level of the record when the driver gives up, or a call that
-    retried ends with an error."""
     quiet_in_tests: bool
     """Log nothing while :func:`~backoff_iter.testing.no_sleep` is open (the default hook)."""
 
@@ -82,13 +77,32 @@ class RetryLogger:
             raise _checks.ArgumentTypeError(
                 "logger", f"logger must be a logging.Logger, got {_checks.shown(logger)}"
             )
-        # (else a level too large to name fails as a record is made, in the call)
-        _checks.count("level", level, most=_MOST_LEVEL)
-        _checks.count("give_up_level", give_up_level, most=_MOST_LEVEL)
         self._logger = logger  # None: backoff_iter's, looked up at the first record
         self.level = level
         self.give_up_level = give_up_level
         self.quiet_in_tests = quiet_in_tests
+
+    # The levels are checked as they are set, when made and after: a level that is
+    # no whole number (a name, "DEBUG", as Logger.setLevel takes) or too large to
+    # name would fail as a record is made, ending the retried call with its error.
+    @property
+    def level(self) -> int:
+        """The level of the record before each retry."""
+        return self._retry_level
+
+    @level.setter
+    def level(self, level: int) -> None:
+        self._retry_level = _checks.count("level", level, most=_MOST_LEVEL)
+
+    @property
+    def give_up_level(self) -> int:
+        """The level of the record when the driver gives up, or a call that
+        retried ends with an error."""
+        return self._give_up_level
+
+    @give_up_level.setter
+    def give_up_level(self, level: int) -> None:
+        self._give_up_level = _checks.count("give_up_level", level, most=_MOST_LEVEL)
 
     @property
     def logger(self) -> logging.Logger | logging.LoggerAdapter[Any]:
@@ -110,9 +124,9 @@ class RetryLogger:
     def _level(self, kind: str) -> int | None:
         """The level of the record an event of *kind* makes now; None: none."""
         if kind == "retry":
-            level = self.level
+            level = self._retry_level
         elif kind == "give_up" or kind == "error":
-            level = self.give_up_level
+            level = self._give_up_level
         else:
             return None
         if self.quiet_in_tests and _sleeping.recorders:
