@@ -160,6 +160,7 @@ class _Hedging:
         trigger: Any = None  # the outcome that brought the next hedge forward
         took: dict[int, tuple[float, ...]] = {}  # what each allow_retry took for each hedge
         last: Any = None  # the latest outcome, an exception or a rejected result
+        ended_last = 0  # ... and the number of the attempt it ended (not the latest begun)
         failed = True  # ... whether it is an exception
         reason = "exhausted"  # why no hedge is left, once none is
         while True:
@@ -197,7 +198,7 @@ class _Hedging:
                         await self._cancel_rest(group, events)
                         events.tell_error(exc, attempt)
                         return exc, True  # fatal: the others are cancelled
-                    last, failed = exc, True
+                    last, failed, ended_last = exc, True, attempt
                 elif policy.on_result is None or not policy.on_result(result):
                     cancelled = await self._cancel_rest(group, events)
                     # Given back: what the winner took, if a hedge, and every hedge not needed:
@@ -210,7 +211,7 @@ class _Hedging:
                         events.emit("success", result, attempt)
                     return result, False
                 else:
-                    last, failed = result, False
+                    last, failed, ended_last = result, False, attempt
                 for after in policy.plan.afters:
                     after(last, FAILURE, attempt, 0.0)
                 if due is not None:  # the next hedge goes at once, or when the server says
@@ -231,7 +232,7 @@ class _Hedging:
                     wait = 0.0 if due is None else max(0.0, due - group.now())
                     events.emit("retry", last, attempt, wait)
         if events._failure_hooks:
-            events.emit("give_up", last, number, reason=reason)
+            events.emit("give_up", last, ended_last, reason=reason)
         return last, failed
 
     async def _cut_short(self, group: _Attempts, events: Call, error: BaseException) -> None:

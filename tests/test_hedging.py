@@ -388,6 +388,45 @@ def test_attempts_failing_in_the_same_loop_turn_are_each_heard_with_nothing_left
     assert heard == [("hedge", 2, "None"), ("retry", 1, "one"), ("give_up", 2, "two")]
 
 
+@pytest.mark.parametrize("rejected", [False, True], ids=["failures", "rejected results"])
+def test_a_give_up_names_the_attempt_whose_failure_it_carries(rejected):
+    """The hedge fails first, the first attempt last: the give-up carries attempt 1's
+    failure (or rejected result), which the call raises (returns), and says attempt 1 -
+    it said attempt 2 (the latest begun): the log read "attempt 2 failed (...: one)"."""
+    events = []
+
+    def failure(text):
+        if rejected:
+            return text
+        raise ConnectionError(text)
+
+    async def main():
+        second_failed = asyncio.Event()
+
+        async def first():
+            await second_failed.wait()
+            for _ in range(3):  # a few turns of the loop after the hedge's failure
+                await asyncio.sleep(0)
+            return failure("one")
+
+        async def second():
+            second_failed.set()
+            return failure("two")
+
+        options = {"on_result": lambda result: True} if rejected else {}
+        if rejected:
+            assert (
+                await hedged(Script(first, second), [0], observe=events.append, **options) == "one"
+            )
+        else:
+            with pytest.raises(ConnectionError, match="one"):
+                await hedged(Script(first, second), [0], observe=events.append)
+
+    run(main())
+    heard = [(event.kind, event.number, str(event.outcome)) for event in events]
+    assert heard == [("hedge", 2, "None"), ("retry", 2, "two"), ("give_up", 1, "one")]
+
+
 def test_a_hint_too_long_to_sleep_sends_no_more_hedges():
     """With no maximum, a hint of inf is too long to wait: no further hedge, the failure
     stands at once (rather than a hedge due at the end of time)."""
