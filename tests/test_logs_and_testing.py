@@ -287,6 +287,25 @@ def test_a_message_of_several_lines_is_logged_on_one_line(caplog):
     assert [r.retry_message for r in caplog.records] == [said, forged]
 
 
+def test_a_message_with_terminal_controls_is_logged_with_them_escaped(caplog):
+    """A server's text with ESC sequences (cursor up, erase line), a backspace, a NUL, DEL
+    or a C1 control went into the line as it was: on a terminal it could hide the lines
+    before it and show a forged one.  The line shows every control but the tab escaped;
+    the structured field keeps the message as it is."""
+    caplog.set_level(logging.WARNING, logger="svc")
+    forged = "bad\x1b[1A\x1b[2Kfetch: all good\x08\x00\x7f\x9b\tend"
+    hook = log_retries(logging.getLogger("svc"))
+    with no_sleep(), pytest.raises(ConnectionError):
+        for attempt in retrying([], on=ConnectionError, name="fetch", observe=hook):
+            with attempt:
+                raise ConnectionError(forged)
+    assert [r.getMessage() for r in caplog.records] == [
+        "fetch: attempt 1 failed (ConnectionError: bad\\x1b[1A\\x1b[2Kfetch: all good"
+        "\\x08\\x00\\x7f\\x9b\tend); giving up (exhausted)"
+    ]
+    assert caplog.records[0].retry_message == forged
+
+
 def test_log_retries_names_a_retried_result(caplog):
     """A result retried by on_result is logged as such."""
     caplog.set_level(logging.WARNING, logger="backoff_iter")

@@ -21,11 +21,16 @@ _MOST_LEVEL = 2**63 - 1
 
 __all__ = ["RetryLogger", "log_retries"]
 
-#: Every character that ends a line (str.splitlines'), as its escape: a
+#: Every control character but the tab (C0, DEL, C1, U+2028 and U+2029), as its
+#: escape: those that end a line (str.splitlines') and those a terminal obeys
+#: (ESC begins the sequences that move the cursor up and erase a line).  A
 #: record is one line whatever the message (httpx's raise_for_status() has
-#: two; a server's text in one could forge a line of its own).
-_LINE_BREAKS = {
-    ord(c): c.encode("unicode_escape").decode() for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+#: two), and a server's text in one can neither forge a line of its own nor,
+#: on a terminal, hide the lines before it.
+_CONTROLS = {
+    ord(c): c.encode("unicode_escape").decode()
+    for c in map(chr, (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029))
+    if c != "\t"
 }
 
 
@@ -45,7 +50,8 @@ class RetryLogger:
     ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
     ``retry_delay`` (None when giving up), ``retry_error`` (the exception's
     type name, or ``"result"``), ``retry_message`` (whole; the line shows
-    its line breaks escaped, ``\\n``: one record, one line) and ``retry_reason``
+    its line breaks and other control characters escaped, ``\\n``, ``\\x1b``:
+    one record, one line) and ``retry_reason``
     (None for a retry or an error; for a give-up ``"exhausted"``, ``"deadline"``,
     ``"budget"``, ``"retry_after"`` or ``"committed"``, as
     :attr:`~backoff_iter.instrument.RetryEvent.reason` says); through a
@@ -174,7 +180,7 @@ class RetryLogger:
             text, keywords = logger.process(text, keywords)
             keywords["extra"] = {**(keywords.get("extra") or {}), **fields}
             logger = logger.logger
-        line = message.translate(_LINE_BREAKS)
+        line = message if message.isprintable() else message.translate(_CONTROLS)
         logger.log(level, text, event.name, event.number, failure, line, action, **keywords)
 
 
