@@ -238,7 +238,7 @@ class Call:
     _delays: Iterator[float] | None  # made at the first failure ...
     _pick: Callable[[Any, str], Any] | None  # ... with its next_for, if per kind of failure
     _hooks: tuple[instrument.Hook, ...]  # told of every event
-    _failure_hooks: tuple[instrument.Hook, ...]  # told of retries, give-ups, an error after a retry
+    _failure_hooks: tuple[instrument.Hook, ...]  # told of retries and give-ups
     _retries_heard: bool  # False: no hook hears retries (none, or none wanted the first)
     _wanted: Any  # instrument.gate of the failure hooks, made at the first retry
     start: float  # the first steady reading of the clock (NOT_YET: none so far)
@@ -608,8 +608,8 @@ class Call:
         reason: str | None = None,
     ) -> None:
         """Tell the call's hooks what happened to attempt *number*: every hook
-        of a success or an error, those of retries too of a retry or give-up,
-        and of an error that ends a call after a retry."""
+        of a success or an error, those of retries too of a retry or give-up
+        (and, if they want it, of an error that ends a call after a retry)."""
         if kind == "retry" or kind == "give_up":
             hooks = self._failure_hooks
             wanted = self._wanted
@@ -624,11 +624,9 @@ class Call:
         else:
             hooks = self._hooks
             if kind == "error" and number > 1 and len(self._failure_hooks) > len(hooks):
-                # A call that retried ends with an error: the hooks of retries and
-                # give-ups hear it too (the retry log's last line), if one wants it.
-                wanted = instrument.gate(self._failure_hooks[len(hooks) :])
-                if wanted is None or wanted(kind):
-                    hooks = self._failure_hooks
+                # A call that retried ends with an error: those of the hooks of retries
+                # and give-ups that say they want it hear it too (the retry log's last line).
+                hooks += instrument.wanting(self._failure_hooks[len(hooks) :], kind)
             if not hooks:
                 return
         if not self._id:
@@ -649,7 +647,8 @@ class Call:
 
     def tell_error(self, error: BaseException, number: int) -> None:
         """The call ends with *error* at attempt *number*: its hooks hear an
-        ``"error"``, and after a retry those of retries and give-ups too."""
+        ``"error"``, and after a retry those of retries and give-ups whose
+        ``wants("error")`` says so (the retry log)."""
         if self._hooks or (number > 1 and self._failure_hooks):
             self.emit("error", error, number)
 

@@ -691,7 +691,9 @@ def test_an_error_of_the_first_attempt_or_an_interruption_after_a_retry_logs_not
 ):
     """The last line is for a call that retried and ends on an error: none for an error
     of its first attempt (no retry to close), none for a Ctrl-C or a cancellation in the
-    sleep (the caller's, no give-up); and the failure hooks hear no error of a first attempt."""
+    sleep (the caller's, no give-up).  A hook of retries and give-ups hears such an error
+    only if its wants("error") says so (not one without wants(), which it used to ignore),
+    and none of a first attempt."""
     caplog.set_level(logging.DEBUG, logger="backoff_iter")
     assert isinstance(run_every_form("retry", [KeyError("k")]), KeyError)
     assert caplog.records == []
@@ -714,17 +716,25 @@ def test_an_error_of_the_first_attempt_or_an_interruption_after_a_retry_logs_not
         def __call__(self, event):
             self.heard.append((event.kind, event.number))
 
-    hook, seen = FailuresOnly(), []
-    instrument.enable(hook)
+    class WantingErrors(FailuresOnly):
+        def wants(self, kind):
+            return True
+
+    plain, hook, seen = FailuresOnly(), WantingErrors(), []
+    instrument.enable(plain, hook)
     try:
         assert isinstance(run_every_form("retry", [KeyError("k")]), KeyError)
         # (a hook of the call's own makes the event: still not for the failure hooks)
         assert isinstance(run_every_form("retrying", [KeyError()], observe=seen.append), KeyError)
         assert isinstance(run_every_form("retrying", [ConnectionError(), KeyError()]), KeyError)
+        own = WantingErrors()  # a hook of the call's own that wants errors: told once
+        run_every_form("retrying", [ConnectionError(), KeyError()], observe=own)
     finally:
         instrument.reset()
     assert [event.kind for event in seen] == ["error"]
-    assert hook.heard == [("retry", 1), ("error", 2)]
+    assert hook.heard == [("retry", 1), ("error", 2)] * 2
+    assert plain.heard == [("retry", 1)] * 2
+    assert own.heard == [("retry", 1), ("error", 2)]
 
 
 def test_an_error_after_a_retry_that_no_failure_hook_wants_is_not_made(caplog):

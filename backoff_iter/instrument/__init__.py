@@ -31,14 +31,13 @@ thread or task; keep it fast and let it not raise (its error would end the
 call).  With no hook at all, the drivers make no event: the success path
 costs nothing more.  A hook may say which kinds of events it wants with an
 ``events`` attribute (a set of kinds): enabled for the process, one that
-lists neither ``"success"`` nor ``"error"`` hears only retries, give-ups
-and the error that ends a call after a retry, and costs a call that
-succeeds at once nothing.  It is a promise
+lists neither ``"success"`` nor ``"error"`` hears only retries and
+give-ups (and the error that ends a call after a retry, if its ``wants``
+says so), and costs a call that succeeds at once nothing.  It is a promise
 of what the hook ignores, not a filter: a hook still reads
 ``event.kind``, and one given to ``observe=`` hears every kind.
 A hook may also have a ``wants(kind)`` method, asked before a retry or
-give-up event is made (for retries once, at a call's first; of the hooks
-that hear only those, before an error after a retry too): when every
+give-up event is made (for retries once, at a call's first): when every
 hook of the call says no (the default logger does while its logger drops
 the level), no event is made at all.
 
@@ -186,6 +185,17 @@ def gate(hooks: tuple[Hook, ...]) -> Callable[[str], bool] | None:
 _last_gate: tuple[tuple[Hook, ...], Callable[[str], bool] | None] = ((), None)
 
 
+def wanting(hooks: tuple[Hook, ...], kind: str) -> tuple[Hook, ...]:
+    """Those of *hooks* whose ``wants(kind)`` says yes now (a hook without
+    ``wants`` is not among them): of the hooks that hear only retries and
+    give-ups, those told of an error that ends a call after a retry."""
+    return tuple(
+        hook
+        for hook in hooks
+        if callable(getattr(hook, "wants", None)) and hook.wants(kind)  # type: ignore[attr-defined]
+    )
+
+
 def _wants_successes(hook: Hook) -> bool:
     """Does *hook* want to hear of calls that end well (``"success"`` or ``"error"``)?"""
     events = getattr(hook, "events", None)
@@ -194,8 +204,8 @@ def _wants_successes(hook: Hook) -> bool:
 
 #: The process-wide hooks that hear every event ...
 every: tuple[Hook, ...] = ()
-#: ... and those that hear only retries and give-ups (the default logger), and
-#: the error that ends a call after a retry: a call that succeeds at once never pays for them.  The drivers read both
+#: ... and those that hear only retries and give-ups (the default logger; and
+#: an error after a retry if they want it): a call that succeeds at once never pays for them.  The drivers read both
 #: at each call; only :func:`enable` and :func:`disable` change them.
 failures: tuple[Hook, ...] = ()
 #: ``every`` as a list, changed in place with it: a decorated function keeps it

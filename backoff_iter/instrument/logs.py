@@ -61,7 +61,7 @@ class RetryLogger:
     __slots__ = ("_logger", "_retry_level", "_give_up_level", "quiet_in_tests")
 
     #: The kinds of events it logs: a call that succeeds at once costs it nothing
-    #: (the drivers tell it, as such a hook, of an error that ends a call after a retry).
+    #: (its wants("error") asks the drivers for the error that ends a call after a retry).
     events: frozenset[str] = frozenset({"retry", "give_up"})
 
     quiet_in_tests: bool
