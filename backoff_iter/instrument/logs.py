@@ -48,7 +48,7 @@ class RetryLogger:
     attempt, a failure ``on`` does not match) gets its last line too, at the
     give-up's level: "...; not retried".  Each record carries the same fields in
     ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
-    ``retry_delay`` (None when giving up), ``retry_error`` (the exception's
+    ``retry_delay`` (None when giving up or not retrying), ``retry_error`` (the exception's
     type name, or ``"result"``), ``retry_message`` (whole; the line shows
     its line breaks and other control characters escaped, ``\\n``, ``\\x1b``:
     one record, one line) and ``retry_reason``
