@@ -1,8 +1,10 @@
-"""The one check behind every "bad arguments" table of the suite, and a fresh
-interpreter's answer for the import checks."""
+"""The one check behind every "bad arguments" table of the suite, a fresh
+interpreter's answer for the import checks, and the environment of a
+subprocess left out of coverage."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -45,6 +47,15 @@ def fresh_python(code):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+def unmeasured():
+    """This process's environment, less what starts coverage in a subprocess
+    (CI runs the suite under ``coverage run``, ``patch = subprocess``): for a
+    subprocess whose code is not ours (the type checkers) or is measured by
+    other tests (every picture, the quick benchmark run: under coverage
+    they took two to three times as long, the longest tests of CI's run)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
 
 
 class Draws:

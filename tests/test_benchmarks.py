@@ -9,6 +9,7 @@ from importlib import util
 from pathlib import Path
 
 import pytest
+from checks import unmeasured
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +44,7 @@ def test_quick_benchmark_prints_every_row(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        env=unmeasured(),
     )
     assert result.returncode == 0, result.stderr
     out = result.stdout

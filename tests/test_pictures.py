@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checks import unmeasured
 
 from backoff_iter.cli import _pictures
 from backoff_iter.overload import simulate_overload
@@ -29,6 +30,7 @@ def test_the_picture_script_writes_every_picture(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        env=unmeasured(),
     )
     assert result.returncode == 0, result.stderr
     made = sorted(path.name for path in tmp_path.iterdir())
