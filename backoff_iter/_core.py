@@ -388,15 +388,16 @@ class Call:
             if drop is not None:
                 drop(taken)
 
-    def _refused(self, refused: BaseException) -> None:
+    def _refused(self, refused: BaseException, reason: str = "refused") -> None:
         """A part refused the next attempt (or its wait was interrupted): the
         call ends with its error, which keeps the failure that led to it (the
-        call's last, if it retried one; an interruption keeps its own)."""
+        call's last, if it retried one; an interruption keeps its own).  The
+        hooks hear an ``"error"`` whose *reason* says the attempt never ran."""
         self.state = _DONE
         if self.last is not None and isinstance(refused, Exception):
             refused.__cause__ = self.last  # the call's own failure before the one the part tells
         self.last = None  # the call is over: it keeps no failure (nor its frames)
-        self.tell_error(refused, self.number)
+        self.tell_error(refused, self.number, reason)
 
     def misuse(self, attempt: Attempt, statement: str, exc: BaseException | None = None) -> bool:
         """Raise the error that says how an Attempt was misused.  Raised inside
@@ -446,6 +447,7 @@ class Call:
         delay = self.decide(attempt, exc, result, judged)
         if delay is None:
             return False
+        told = False  # the hooks heard of the retry (then an error ends the attempt after it)
         try:  # from here to the end of the sleep, what ends the call gives the retry back
             hook = self.policy.before_sleep if observed else None
             if hook is not None:
@@ -458,9 +460,10 @@ class Call:
                     return False
             if self._retries_heard:
                 self.emit("retry", result if exc is None else exc, self.number - 1, delay)
+            told = True
             _sleeping.sleep(self.policy.sleep, delay)
         except BaseException as error:
-            self._cut_short(error)
+            self._cut_short(error, told)
             raise
         self.slept += delay
         return True
@@ -475,6 +478,7 @@ class Call:
         delay = self.decide(attempt, exc, result, judged)
         if delay is None:
             return False
+        told = False  # the hooks heard of the retry (then an error ends the attempt after it)
         try:  # from here to the end of the sleep, what ends the call gives the retry back
             if "trio" in sys.modules:  # (asyncio's requests: counted in decide)
                 await no_retry_if_cancelled_under_trio()
@@ -489,22 +493,29 @@ class Call:
                     return False
             if self._retries_heard:
                 self.emit("retry", result if exc is None else exc, self.number - 1, delay)
+            told = True
             await _sleeping.asleep(self.policy.sleep, delay)
         except BaseException as error:
-            self._cut_short(error)
+            self._cut_short(error, told)
             raise
         self.slept += delay
         return True
 
-    def _cut_short(self, error: BaseException) -> None:
+    def _cut_short(self, error: BaseException, told: bool) -> None:
         """Between the decision to retry and the end of the sleep, *error* (the
         task was cancelled, Ctrl-C, a hook or the sleep raised): the call ends
         with it.  What the parts allowed for the retry is given back, and the
-        hooks hear an ``"error"`` of the attempt that will not run, as of one
-        a part refused (a span begun at the first retry ends)."""
+        hooks hear an ``"error"`` (a span begun at the first retry ends): once
+        they were *told* of the retry, of the attempt that will not run
+        (reason ``"interrupted"``); before, of the attempt that failed, as
+        though it ended the call (``before_sleep`` raised)."""
         self.last = None  # *error* is not given the retried failure as its cause
         self._drop()
-        self._refused(error)
+        if told:
+            self._refused(error, "interrupted")
+        else:  # the attempt that failed has had no event: this one is its
+            self.state = _DONE
+            self.tell_error(error, self.number - 1)
 
     # -- what the stream driver (_streams.py) asks: an attempt that spans yields ----
 
@@ -645,12 +656,13 @@ class Call:
         for hook in hooks:
             hook(event)
 
-    def tell_error(self, error: BaseException, number: int) -> None:
+    def tell_error(self, error: BaseException, number: int, reason: str | None = None) -> None:
         """The call ends with *error* at attempt *number*: its hooks hear an
         ``"error"``, and after a retry those of retries and give-ups whose
-        ``wants("error")`` says so (the retry log)."""
+        ``wants("error")`` says so (the retry log).  *reason*: None when the
+        attempt ran; ``"refused"`` or ``"interrupted"`` when it never did."""
         if self._hooks or (number > 1 and self._failure_hooks):
-            self.emit("error", error, number)
+            self.emit("error", error, number, reason=reason)
 
     def _give_up(self, attempt: Attempt | None, outcome: Any, reason: str) -> None:
         """The call stops retrying *outcome*: tell the give_up hook and the hooks."""

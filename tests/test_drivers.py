@@ -1924,7 +1924,7 @@ def test_a_breaker_refusing_the_first_attempt_is_one_error_event_in_every_form(
 ):
     """An open circuit refuses the first attempt (@retry's bare one too): the call never runs,
     and the hooks - the policy's and the process's - hear one error event, the refusal, as from
-    any loop."""
+    any loop, whose reason says the attempt never ran."""
     from backoff_iter import BrokenCircuitError, CircuitBreaker, instrument
 
     everyones = []
@@ -1933,7 +1933,7 @@ def test_a_breaker_refusing_the_first_attempt_is_one_error_event_in_every_form(
     breaker.record(False)
     summary, events, result = events_of(run, [1.0], [], breaker=breaker)
     assert isinstance(result, BrokenCircuitError)
-    assert summary == [("error", 1, None, 0.0, None)] and events[0].outcome is result
+    assert summary == [("error", 1, None, 0.0, "refused")] and events[0].outcome is result
     assert everyones == events
 
 

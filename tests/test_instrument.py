@@ -153,14 +153,15 @@ each_driver = pytest.mark.parametrize(
 
 
 def outcome_of(run, backend, outcomes, delays, time=None, **options):
-    """Run one call named "fetch" through *run*, observed by *backend*; its result or exception."""
+    """Run one call named "fetch" through *run*, observed by *backend* (or by
+    ``observe=`` if given); its result or exception."""
     time = time or FakeTime()
+    options.setdefault("observe", backend.hook)
     try:
         return run(
             Operation(outcomes, time, 1.0),
             delays=delays,
             name="fetch",
-            observe=backend.hook,
             sleep=time.sleep,
             clock=time.clock,
             **options,
@@ -1176,3 +1177,101 @@ def test_opentelemetry_records_a_give_up_whose_message_raises_by_its_type():
         {"exception.type": "Unprintable"},
     )
     assert span.status.description == "gave up (exhausted): Unprintable"
+
+
+# -- an attempt that never ran ---------------------------------------------------------------------
+
+
+@each_backend
+@each_driver
+def test_an_attempt_a_part_refused_is_no_attempt(backend, run):
+    """A part (an open breaker) refuses attempt 2 after a retry: it never ran, yet the
+    backends counted it as an attempt, so attempts_total kept rising while a circuit was
+    open; the error event now says so (reason "refused") and counts none."""
+    from test_logs_and_testing import RefusingAfterTheFirst
+
+    backend = backend()
+    seen = []
+    error = outcome_of(
+        run,
+        backend,
+        [ConnectionError("reset")],
+        [0.5, 0.5],
+        on=ConnectionError,
+        parts=[RefusingAfterTheFirst()],
+        observe=[backend.hook, seen.append],
+    )
+    assert isinstance(error, PermissionError)
+    assert [(e.kind, e.number, e.reason) for e in seen] == [
+        ("retry", 1, None),
+        ("error", 2, "refused"),
+    ]
+    assert backend.series("attempts") == {labels(name="fetch"): 1}
+    assert backend.series("retries") == {labels(name="fetch", error_type="ConnectionError"): 1}
+    if backend.name == "opentelemetry":
+        (span,) = backend.spans()
+        assert span.attributes["retry.attempts"] == 1
+        assert span.status.status_code == StatusCode.ERROR
+
+
+@each_backend
+@pytest.mark.parametrize("run", [run_decorator, run_loop], ids=["retry", "retrying"])
+def test_a_first_attempt_refused_counts_no_attempt(backend, run):
+    """A breaker open from the start refuses the first attempt (the decorator's bare
+    first try, or the loop's): no attempt is counted, and its span says none was made."""
+    from test_logs_and_testing import RefusingAfterTheFirst
+
+    class Open(RefusingAfterTheFirst):
+        def before_attempt(self, call):
+            raise PermissionError("the circuit is open")
+
+    backend = backend()
+    seen = []
+    error = outcome_of(run, backend, [], [0.5], parts=[Open()], observe=[backend.hook, seen.append])
+    assert isinstance(error, PermissionError)
+    assert [(e.kind, e.number, e.reason) for e in seen] == [("error", 1, "refused")]
+    assert backend.series("attempts") == {}
+    if backend.name == "opentelemetry":
+        (span,) = backend.spans()
+        assert span.attributes["retry.attempts"] == 0
+
+
+@each_backend
+@pytest.mark.parametrize("where", ["before_sleep", "sleep"])
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_retry_cut_short_counts_the_attempt_that_ran_once(backend, where, form):
+    """A before_sleep hook raising ends the call before its retry is told: the error
+    event is of attempt 1, which failed; a sleep raising ends it after: attempt 2 never
+    ran ("interrupted").  Either way one attempt is counted - it was attempt 2, never
+    run, that the error event named and counted."""
+    backend = backend()
+    seen = []
+
+    def broken(*args):
+        raise RuntimeError("broke")
+
+    async def asleep(seconds):
+        pass
+
+    options = {"before_sleep": broken, "sleep": (lambda s: None) if form == "sync" else asleep}
+    if where == "sleep":
+        options = {"sleep": broken}
+    options.update(name="fetch", on=ConnectionError, observe=[backend.hook, seen.append])
+
+    async def aloop():
+        async for attempt in aretrying([0.5], **options):
+            async with attempt:
+                raise ConnectionError("reset")
+
+    with pytest.raises(RuntimeError):
+        if form == "async":
+            asyncio.run(aloop())
+        for attempt in retrying([0.5], **options):
+            with attempt:
+                raise ConnectionError("reset")
+    expected = {
+        "before_sleep": [("error", 1, None)],
+        "sleep": [("retry", 1, None), ("error", 2, "interrupted")],
+    }[where]
+    assert [(e.kind, e.number, e.reason) for e in seen] == expected
+    assert backend.series("attempts") == {labels(name="fetch"): 1}

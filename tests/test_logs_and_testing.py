@@ -672,7 +672,8 @@ def test_a_call_that_retried_and_ends_on_an_error_logs_its_last_line(caplog, for
 @pytest.mark.parametrize("observed", [False, True], ids=["default log", "log_retries"])
 def test_a_part_refusing_the_attempt_after_a_retry_is_logged(caplog, form, observed):
     """A breaker (here a part) refuses attempt 2 after the retry was logged: the
-    call ended with its refusal and the log said nothing more; now it says so."""
+    call ended with its refusal and the log said nothing more; now it says so - and
+    that attempt 2 never ran (it said "attempt 2 failed ...; not retried")."""
     caplog.set_level(logging.DEBUG, logger="backoff_iter")
     hook = {"observe": log_retries()} if observed else {}
     raised = run_every_form(
@@ -681,9 +682,30 @@ def test_a_part_refusing_the_attempt_after_a_retry_is_logged(caplog, form, obser
     assert isinstance(raised, PermissionError)
     assert [r.getMessage() for r in caplog.records] == [
         "fetch: attempt 1 failed (ConnectionError: reset); retrying in 0.50 s",
-        "fetch: attempt 2 failed (PermissionError: the circuit is open); not retried",
+        "fetch: attempt 2 never ran (PermissionError: the circuit is open); refused",
     ]
     assert caplog.records[-1].levelname == ("ERROR" if observed else "WARNING")
+    assert caplog.records[-1].retry_reason == "refused"
+
+
+def test_a_sleep_that_breaks_before_the_next_attempt_is_logged_as_never_run(caplog):
+    """The sleep before attempt 2 raised: the log said "attempt 2 failed (...); not
+    retried" of an attempt that never ran."""
+    caplog.set_level(logging.DEBUG, logger="backoff_iter")
+
+    def broken(seconds):
+        raise RuntimeError("no sleep")
+
+    @retry([0.5], name="fetch", on=ConnectionError, sleep=broken)
+    def fetch():
+        raise ConnectionError("reset")
+
+    with pytest.raises(RuntimeError):
+        fetch()
+    assert [r.getMessage() for r in caplog.records] == [
+        "fetch: attempt 1 failed (ConnectionError: reset); retrying in 0.50 s",
+        "fetch: attempt 2 never ran (RuntimeError: no sleep); interrupted",
+    ]
 
 
 def test_an_error_of_the_first_attempt_or_an_interruption_after_a_retry_logs_nothing_more(

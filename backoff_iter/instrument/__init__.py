@@ -112,7 +112,12 @@ class RetryEvent(NamedTuple):
     """For a give-up, why: ``"exhausted"`` (the delays ran out),
     ``"deadline"``, ``"budget"`` (a part refused the retry),
     ``"retry_after"`` (the server's hint was longer than can be slept) or
-    ``"committed"`` (a stream failed after delivering items)."""
+    ``"committed"`` (a stream failed after delivering items).  For an
+    error, None when the attempt ran and ended with it; when the attempt
+    never ran (it is no attempt to count), ``"refused"`` (a part - a
+    breaker, a throttle, a limiter - refused it, or its wait there broke)
+    or ``"interrupted"`` (the sleep before it was: a cancellation,
+    ``KeyboardInterrupt``, a sleep that raised).  None otherwise."""
     call_id: int
     """The same for every event of one call, and different between calls of the process."""
 

@@ -37,7 +37,8 @@ def opentelemetry(
     Metrics, from a meter ``backoff_iter`` of *meter_provider* (the global
     one if None):
 
-    - counters ``backoff_iter.attempts`` (every attempt),
+    - counters ``backoff_iter.attempts`` (every attempt that ran: not
+      one a breaker or a throttle refused),
       ``backoff_iter.retries`` (attribute ``error_type``: the exception's
       class name, or ``"result"``) and ``backoff_iter.give_ups`` (attribute
       ``reason``: ``"exhausted"``, ``"deadline"``, ``"budget"``,
@@ -51,7 +52,7 @@ def opentelemetry(
     after ``name``, from the start of its first attempt to the end of its
     last, with an event ``"retry"`` per retry carrying ``retry.attempt``,
     ``retry.delay`` and ``exception.type``, and the attribute
-    ``retry.attempts`` (the attempts made) at the end.  A call that gives up or fails on an
+    ``retry.attempts`` (the attempts made, not one refused) at the end.  A call that gives up or fails on an
     error the policy does not retry records the exception and ends with
     status ERROR (``"gave up (exhausted): TimeoutError"``).  The span's
     parent is the span current when the first attempt ends.
@@ -207,7 +208,9 @@ class _OpenTelemetry:
             if kind == "cancelled":
                 self.attempts.add(1, by_name)
             return
-        self.attempts.add(1, by_name)
+        ran = kind != "error" or event.reason is None  # not one a part refused
+        if ran:
+            self.attempts.add(1, by_name)
         if kind == "retry":
             delay = cast(float, event.delay)  # a retry's is a number
             error_type = type_of(event.outcome)
@@ -227,7 +230,7 @@ class _OpenTelemetry:
                 oldest.set_attribute("retry.abandoned", True)
                 oldest.end()
             return
-        number = event.number
+        number = event.number if ran else event.number - 1
         with self._lock:
             opened = self._open.pop(event.call_id, None)
             if self._started:  # a hedged call: the winner may be an attempt before the last

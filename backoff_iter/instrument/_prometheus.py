@@ -32,7 +32,8 @@ def prometheus(registry: CollectorRegistry | None = None) -> Hook:
     It counts into four collectors of *registry* (prometheus-client's
     default ``REGISTRY``, which ``start_http_server`` serves, if None):
 
-    - ``backoff_iter_attempts_total{name}``: every attempt;
+    - ``backoff_iter_attempts_total{name}``: every attempt that ran (not
+      one a breaker or a throttle refused);
     - ``backoff_iter_retries_total{name, error_type}``: the attempts that
       are retried; ``error_type`` is the exception's class name, or
       ``"result"`` for a result ``on_result`` retried;
@@ -145,6 +146,8 @@ def _counter(attempts: Any, retries: Any, give_ups: Any, sleep: Any) -> Hook:
     def prometheus_hook(event: RetryEvent) -> None:
         kind = event.kind
         if kind == "hedge":  # an attempt starting: counted when it ends
+            return
+        if kind == "error" and event.reason is not None:  # an attempt that never ran
             return
         name = event.name
         series = named.get(name)

@@ -46,14 +46,17 @@ class RetryLogger:
     See :func:`log_retries`.  A call that retried and then ends with an
     error it does not retry (a breaker's or a throttle's refusal of the next
     attempt, a failure ``on`` does not match) gets its last line too, at the
-    give-up's level: "...; not retried".  Each record carries the same fields in
+    give-up's level: "...; not retried" - or, for an attempt a part refused,
+    "attempt 2 never ran (CircuitOpen: ...); refused" (``"interrupted"``
+    when the sleep before it broke).  Each record carries the same fields in
     ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
     ``retry_delay`` (None when giving up or not retrying), ``retry_error`` (the exception's
     type name, or ``"result"``), ``retry_message`` (whole; the line shows
     its line breaks and other control characters escaped, ``\\n``, ``\\x1b``:
     one record, one line) and ``retry_reason``
-    (None for a retry or an error; for a give-up ``"exhausted"``, ``"deadline"``,
-    ``"budget"``, ``"retry_after"`` or ``"committed"``, as
+    (None for a retry or an error of an attempt that ran; for a give-up
+    ``"exhausted"``, ``"deadline"``, ``"budget"``, ``"retry_after"`` or
+    ``"committed"``; ``"refused"`` or ``"interrupted"`` for an attempt that never ran, as
     :attr:`~backoff_iter.instrument.RetryEvent.reason` says); through a
     ``LoggerAdapter`` too, beside the adapter's own ``extra``.
     """
@@ -149,12 +152,16 @@ class RetryLogger:
         if level is None:  # not logged, or a quiet logger: no message made for nobody
             return
         outcome = event.outcome
+        ended = "failed"
         if kind == "retry":
             action = f"retrying in {event.delay:.2f} s"
         elif kind == "give_up":
             action = f"giving up ({event.reason})"
         elif event.number > 1 and isinstance(outcome, Exception):  # it retried, then this
-            action = "not retried"
+            if event.reason is None:
+                action = "not retried"
+            else:  # the attempt never ran: a part refused it, or the sleep before it broke
+                ended, action = "never ran", str(event.reason)
         else:  # an error of a call's first attempt, or an interruption: not logged
             return
         logger = self.logger
@@ -169,7 +176,9 @@ class RetryLogger:
             "retry_reason": event.reason,
         }
         text = (
-            "%s: attempt %d failed (%s: %s); %s" if message else "%s: attempt %d failed (%s%s); %s"
+            f"%s: attempt %d {ended} (%s: %s); %s"
+            if message
+            else f"%s: attempt %d {ended} (%s%s); %s"
         )
         keywords: MutableMapping[str, Any] = {"extra": fields}
         import logging  # (loaded already: a logger takes the record)
