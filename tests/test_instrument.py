@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 import threading
 import time
@@ -1275,3 +1276,70 @@ def test_a_retry_cut_short_counts_the_attempt_that_ran_once(backend, where, form
     }[where]
     assert [(e.kind, e.number, e.reason) for e in seen] == expected
     assert backend.series("attempts") == {labels(name="fetch"): 1}
+
+
+class Unbound:
+    """A result like an unbound werkzeug LocalProxy: its __class__ raises (isinstance asks it)."""
+
+    @property
+    def __class__(self):
+        raise RuntimeError("working outside of request context")
+
+    def __repr__(self):
+        return "<LocalProxy unbound>"
+
+
+class Nameless(type):
+    """A metaclass whose classes' __name__ raises."""
+
+    @property
+    def __name__(cls):
+        raise RuntimeError("no name")
+
+
+class NamelessError(ConnectionError, metaclass=Nameless):
+    """An error whose class' name cannot be read through the class, nor its message."""
+
+    def __str__(self):
+        raise ValueError("no message")
+
+
+@pytest.mark.parametrize("hook", ["prometheus", "opentelemetry", "log"])
+def test_a_result_or_error_whose_type_cannot_be_asked_does_not_crash_a_hook(caplog, hook):
+    """A retried result whose __class__ raises (an unbound LocalProxy), and an error whose
+    class' __name__ (and __str__) raises: error_type() ran outside the guard against a failing __str__,
+    so the hook's RuntimeError ended the call.  The result is a "result"; the error is
+    named by its type's own name."""
+    caplog.set_level(logging.DEBUG, logger="backoff_iter")
+    backend = {"prometheus": Prometheus, "opentelemetry": OpenTelemetry}.get(hook)
+    observe = instrument.log_retries() if backend is None else (backend := backend()).hook
+    replies = iter([Unbound(), NamelessError("reset"), Unbound()])
+
+    @retry(
+        [0.0, 0.0],
+        on=ConnectionError,
+        on_result=lambda result: result is not None,
+        name="fetch",
+        observe=observe,
+        sleep=lambda s: None,
+    )
+    def fetch():
+        reply = next(replies)
+        if type(reply) is NamelessError:
+            raise reply
+        return reply
+
+    assert fetch().__repr__() == "<LocalProxy unbound>"  # given up: the last result stands
+    if backend is None:
+        assert [r.getMessage() for r in caplog.records] == [
+            "fetch: attempt 1 failed (result: <LocalProxy unbound>); retrying in 0.00 s",
+            "fetch: attempt 2 failed (NamelessError: <unprintable NamelessError: its message"
+            " raised ValueError>); retrying in 0.00 s",
+            "fetch: attempt 3 failed (result: <LocalProxy unbound>); giving up (exhausted)",
+        ]
+    else:
+        assert backend.series("retries") == {
+            labels(name="fetch", error_type="result"): 1,
+            labels(name="fetch", error_type="NamelessError"): 1,
+        }
+        assert backend.series("give_ups") == {labels(name="fetch", reason="exhausted"): 1}

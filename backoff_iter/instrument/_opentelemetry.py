@@ -246,7 +246,7 @@ class _OpenTelemetry:
             if gave_up is None:
                 gave_up = named.gave_up[reason] = {"name": name, "reason": reason}
             self.give_ups.add(1, gave_up)
-            if isinstance(outcome, BaseException):
+            if issubclass(type(outcome), BaseException):  # (a result's __class__ may raise)
                 _record_exception(span, outcome)
             span.set_status(self.status(self.error, f"gave up ({event.reason}): {error_type}"))
         elif kind == "error":

@@ -9,7 +9,7 @@ from backoff_iter import _checks, _sleeping
 
 if TYPE_CHECKING:
     import logging
-    from collections.abc import MutableMapping
+    from collections.abc import Callable, MutableMapping
 
     from . import RetryEvent
 
@@ -34,10 +34,18 @@ _CONTROLS = {
 }
 
 
+#: A class's own name, read past its metaclass (whose ``__name__`` may raise).
+_name_of: Callable[[type], str] = type.__dict__["__name__"].__get__
+
+
 def error_type(outcome: Any) -> str:
     """The error type of an outcome, as logs and metrics name it: its
-    exception's class name, or ``"result"`` for a retried result."""
-    return type(outcome).__name__ if isinstance(outcome, BaseException) else "result"
+    exception's class name, or ``"result"`` for a retried result.  Both
+    read from its type, never asked of the object: a result whose
+    ``__class__`` raises (an unbound werkzeug ``LocalProxy``, which
+    ``isinstance`` asks) ends no call from a hook."""
+    kind = type(outcome)
+    return _name_of(kind) if issubclass(kind, BaseException) else "result"
 
 
 class RetryLogger:
@@ -200,7 +208,7 @@ def _described(outcome: object) -> str:
     whose ``__str__`` raises (it reads what its ``__init__`` never set) is
     logged, and retried, all the same."""
     try:
-        if isinstance(outcome, BaseException):
+        if issubclass(type(outcome), BaseException):
             return str(outcome)
         status = getattr(outcome, "status_code", None)  # httpx's and requests' responses
         if status is None and hasattr(outcome, "headers"):  # urllib3's, aiohttp's
@@ -209,7 +217,9 @@ def _described(outcome: object) -> str:
             return f"HTTP {status}"
         return repr(outcome)
     except Exception as error:
-        return f"<unprintable {type(outcome).__name__}: its message raised {type(error).__name__}>"
+        return (
+            f"<unprintable {_name_of(type(outcome))}: its message raised {_name_of(type(error))}>"
+        )
 
 
 def log_retries(
