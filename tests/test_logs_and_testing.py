@@ -306,6 +306,33 @@ def test_a_message_with_terminal_controls_is_logged_with_them_escaped(caplog):
     assert caplog.records[0].retry_message == forged
 
 
+def test_bidirectional_controls_and_a_made_name_or_type_are_escaped_in_the_line(caplog):
+    """Bidirectional-text controls (U+202A-202E, U+2066-2069) reorder what a viewer shows
+    and went into the line as they were, as did a control in the policy's name= (built
+    from a URL, say) or in the type name of an exception made at run time: each is
+    escaped as the message's controls are; the structured fields keep them whole."""
+    caplog.set_level(logging.WARNING, logger="svc")
+    bidi = "".join(map(chr, (*range(0x202A, 0x202F), *range(0x2066, 0x206A))))
+    made = type("Made\u202e\x1b[2K", (ConnectionError,), {})
+    name = "GET /\u2066x\r\nforged"
+    hook = log_retries(logging.getLogger("svc"))
+    with no_sleep(), pytest.raises(ConnectionError):
+        for attempt in retrying([], on=ConnectionError, name=name, observe=hook):
+            with attempt:
+                raise made(f"a{bidi}z")
+    assert [r.getMessage() for r in caplog.records] == [
+        "GET /\\u2066x\\r\\nforged: attempt 1 failed (Made\\u202e\\x1b[2K:"
+        " a\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067\\u2068\\u2069z);"
+        " giving up (exhausted)"
+    ]
+    (record,) = caplog.records
+    assert (record.retry_name, record.retry_error, record.retry_message) == (
+        name,
+        made.__name__,
+        f"a{bidi}z",
+    )
+
+
 def test_log_retries_names_a_retried_result(caplog):
     """A result retried by on_result is logged as such."""
     caplog.set_level(logging.WARNING, logger="backoff_iter")

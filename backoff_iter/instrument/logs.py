@@ -21,15 +21,26 @@ _MOST_LEVEL = 2**63 - 1
 
 __all__ = ["RetryLogger", "log_retries"]
 
-#: Every control character but the tab (C0, DEL, C1, U+2028 and U+2029), as its
-#: escape: those that end a line (str.splitlines') and those a terminal obeys
-#: (ESC begins the sequences that move the cursor up and erase a line).  A
-#: record is one line whatever the message (httpx's raise_for_status() has
-#: two), and a server's text in one can neither forge a line of its own nor,
-#: on a terminal, hide the lines before it.
+#: Every control character but the tab (C0, DEL, C1, U+2028 and U+2029), and
+#: the bidirectional-text controls (U+202A-202E, U+2066-2069), as its escape:
+#: those that end a line (str.splitlines'), those a terminal obeys (ESC begins
+#: the sequences that move the cursor up and erase a line), and those that
+#: reorder what a viewer shows.  A record is one line whatever the message
+#: (httpx's raise_for_status() has two), and a server's text in one can
+#: neither forge a line of its own nor, on a terminal, hide the lines before it.
 _CONTROLS = {
     ord(c): c.encode("unicode_escape").decode()
-    for c in map(chr, (*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029))
+    for c in map(
+        chr,
+        (
+            *range(0x20),
+            *range(0x7F, 0xA0),
+            0x2028,
+            0x2029,
+            *range(0x202A, 0x202F),
+            *range(0x2066, 0x206A),
+        ),
+    )
     if c != "\t"
 }
 
@@ -60,8 +71,10 @@ class RetryLogger:
     ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
     ``retry_delay`` (None when giving up or not retrying), ``retry_error`` (the exception's
     type name, or ``"result"``), ``retry_message`` (whole; the line shows
-    its line breaks and other control characters escaped, ``\\n``, ``\\x1b``:
-    one record, one line) and ``retry_reason``
+    its line breaks, other control characters and bidirectional-text
+    controls escaped, ``\\n``, ``\\x1b``, ``\\u202e`` - and those of the name
+    and the type name alike, which the fields keep whole: one record, one
+    line, shown as written) and ``retry_reason``
     (None for a retry or an error of an attempt that ran; for a give-up
     ``"exhausted"``, ``"deadline"``, ``"budget"``, ``"retry_after"`` or
     ``"committed"``; ``"refused"`` or ``"interrupted"`` for an attempt that never ran, as
@@ -197,8 +210,15 @@ class RetryLogger:
             text, keywords = logger.process(text, keywords)
             keywords["extra"] = {**(keywords.get("extra") or {}), **fields}
             logger = logger.logger
-        line = message if message.isprintable() else message.translate(_CONTROLS)
-        logger.log(level, text, event.name, event.number, failure, line, action, **keywords)
+        # The line's text from outside (the message, the name - built from a URL,
+        # say -, a type made at run time) with its controls escaped; none is
+        # translated when none has a character isprintable() refuses.
+        name = event.name
+        if not (message.isprintable() and name.isprintable() and failure.isprintable()):
+            name, failure, message = (
+                part.translate(_CONTROLS) for part in (name, failure, message)
+            )
+        logger.log(level, text, name, event.number, failure, message, action, **keywords)
 
 
 def _described(outcome: object) -> str:
