@@ -148,12 +148,15 @@ class Urllib3Retry(Retry):
         delay: float | None,
         reason: str | None,
     ) -> None:
-        """Give every hook the event of one retry or give-up of this request."""
+        """Give every hook the event of one retry or give-up of this request,
+        unless none of them wants it (as the drivers ask: the default log
+        while its logger drops the level makes no event)."""
         every, failures = instrument.every, instrument.failures
         if self.observe and (every or failures):  # a hook of its own heard once
             every, failures = instrument.beside(self.observe, every, failures)
         hooks = self.observe + every + failures
-        if hooks:
+        wanted = instrument.gate(hooks) if hooks else None
+        if hooks and (wanted is None or wanted(kind)):
             event = instrument.event(
                 kind,
                 self.name,

@@ -1085,6 +1085,31 @@ def test_urllib3_retry_tells_hooks_each_retry_and_the_give_up():
     assert seen[0].call_id == seen[1].call_id and seen[1].name == "call"
 
 
+def test_urllib3_retry_makes_no_event_that_no_hook_wants():
+    """A hook whose wants() says no (as the default log does while its logger drops the
+    level) is asked, as the drivers ask, before an event is made: Urllib3Retry made each
+    retry's and give-up's event and told it all the same."""
+
+    class Quiet:
+        def __init__(self):
+            self.heard, self.asked = [], []
+
+        def wants(self, kind):
+            self.asked.append(kind)
+            return False
+
+        def __call__(self, event):
+            self.heard.append(event.kind)
+
+    quiet = Quiet()
+    with Script([BUSY] * 5) as script, no_sleep():
+        with pytest.raises(requests.exceptions.RetryError):
+            session(delays=[0.1] * 5, total=1, status_forcelist=[503], observe=quiet).get(
+                script.url
+            )
+    assert (quiet.heard, quiet.asked) == ([], ["retry", "give_up"])
+
+
 def test_urllib3_retry_tells_a_hook_both_enabled_and_observing_once():
     """A hook given to observe= and enabled too hears each retry once."""
     seen = []
