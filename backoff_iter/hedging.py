@@ -32,7 +32,8 @@ It runs on the retry core's pieces: the options are the drivers'
 the server's hint is applied by the one rule of
 :func:`~backoff_iter.hints.sleep_for`, and the hooks hear a ``"hedge"``
 event for each hedge sent, a ``"retry"`` for each attempt that failed
-while the call went on, a ``"cancelled"`` for each loser, and the call's
+while the call went on (its ``delay`` None when no hedge was left to send
+for it: the call waits for an attempt still running), a ``"cancelled"`` for each loser, and the call's
 end (``"success"``, ``"error"`` or ``"give_up"``).
 """
 
@@ -229,7 +230,8 @@ class _Hedging:
                 # The call goes on: a hedge to send, an attempt running, or one that ended with it.
                 going_on = due is not None or group.running or index + 1 < len(ended)
                 if going_on and events._failure_hooks:
-                    wait = 0.0 if due is None else max(0.0, due - group.now())
+                    # No hedge left: nothing is sent for it, the call waits (delay None).
+                    wait = None if due is None else max(0.0, due - group.now())
                     events.emit("retry", last, attempt, wait)
         if events._failure_hooks:
             events.emit("give_up", last, ended_last, reason=reason)

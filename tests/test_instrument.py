@@ -1343,3 +1343,51 @@ def test_a_result_or_error_whose_type_cannot_be_asked_does_not_crash_a_hook(capl
             labels(name="fetch", error_type="NamelessError"): 1,
         }
         assert backend.series("give_ups") == {labels(name="fetch", reason="exhausted"): 1}
+
+
+def test_a_hedged_attempt_that_fails_with_no_hedge_left_is_no_retry(caplog):
+    """Hedge 2 is out and none is left when attempt 1 fails: nothing is sent for it (the
+    call waits for attempt 2), yet its event said a retry in 0.0 s - the log "retrying in
+    0.00 s", a retry and a sleep of 0 counted.  Its delay is now None: the log says it
+    waits, the backends count the attempt and no retry, no sleep."""
+    from backoff_iter import hedged
+
+    caplog.set_level(logging.DEBUG, logger="backoff_iter")
+    prometheus, otel, seen = Prometheus(), OpenTelemetry(), []
+
+    async def main():
+        hedge_out, first_failed = asyncio.Event(), asyncio.Event()
+        started = []
+
+        async def fetch():
+            started.append(len(started) + 1)
+            if len(started) == 1:
+                await hedge_out.wait()
+                first_failed.set()
+                raise ConnectionError("one")
+            hedge_out.set()
+            await first_failed.wait()  # fails after attempt 1 (in its pass or the next)
+            raise ConnectionError("two")
+
+        observe = [prometheus.hook, otel.hook, seen.append]
+        return await hedged(fetch, [0.0], on=ConnectionError, name="fetch", observe=observe)
+
+    with pytest.raises(ConnectionError):
+        asyncio.run(asyncio.wait_for(main(), 10))
+    assert [(e.kind, e.number, e.delay) for e in seen] == [
+        ("hedge", 2, seen[0].delay),
+        ("retry", 1, None),
+        ("give_up", 2, None),
+    ]
+    assert [r.getMessage() for r in caplog.records] == [
+        "fetch: attempt 1 failed (ConnectionError: one); waiting for an attempt still running",
+        "fetch: attempt 2 failed (ConnectionError: two); giving up (exhausted)",
+    ]
+    for backend in (prometheus, otel):
+        assert backend.series("attempts") == {labels(name="fetch"): 2}
+        assert backend.series("retries") == backend.series("sleep") == {}
+    (span,) = otel.spans()
+    assert [(e.name, dict(e.attributes)) for e in span.events][:2] == [
+        ("hedge", {"retry.attempt": 2}),
+        ("retry", {"retry.attempt": 1, "exception.type": "ConnectionError"}),
+    ]

@@ -100,8 +100,10 @@ class RetryEvent(NamedTuple):
     outcome: Any
     """The attempt's exception, or its result (retried or not)."""
     delay: float | None
-    """For a retry, the sleep about to begin; for a hedge, the seconds since the
-    attempt before it started; None otherwise."""
+    """For a retry, the sleep about to begin (None for a hedged call's
+    attempt that failed when no hedge was left to send: nothing is retried,
+    the call waits for an attempt still running); for a hedge, the seconds
+    since the attempt before it started; None otherwise."""
     slept: float
     """Seconds the call has slept so far, before this delay."""
     elapsed: float

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from backoff_iter import _checks
 from backoff_iter._extras import missing
@@ -212,20 +212,22 @@ class _OpenTelemetry:
         if ran:
             self.attempts.add(1, by_name)
         if kind == "retry":
-            delay = cast(float, event.delay)  # a retry's is a number
+            delay = event.delay  # None: a hedged call's, with no hedge left - nothing retried
             error_type = type_of(event.outcome)
-            retried = named.retried.get(error_type)
-            if retried is None:
-                retried = named.retried[error_type] = {"name": name, "error_type": error_type}
-            self.retries.add(1, retried)
-            self.sleep.record(delay, by_name)
+            if delay is not None:
+                retried = named.retried.get(error_type)
+                if retried is None:
+                    retried = named.retried[error_type] = {"name": name, "error_type": error_type}
+                self.retries.add(1, retried)
+                self.sleep.record(delay, by_name)
             if event.call_id < 0:  # an Urllib3Retry request, which tells no success: no span
                 return  # kept open for it (it stayed open until 4096 others pushed it out)
             retrying, oldest = self._opened(event)
-            retrying.add_event(
-                "retry",
-                {"retry.attempt": event.number, "retry.delay": delay, "exception.type": error_type},
-            )
+            said: dict[str, str | int | float] = {"retry.attempt": event.number}
+            if delay is not None:
+                said["retry.delay"] = delay
+            said["exception.type"] = error_type
+            retrying.add_event("retry", said)
             if oldest is not None:
                 oldest.set_attribute("retry.abandoned", True)
                 oldest.end()

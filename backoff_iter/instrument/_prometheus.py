@@ -156,6 +156,8 @@ def _counter(attempts: Any, retries: Any, give_ups: Any, sleep: Any) -> Hook:
         count_attempt, retried, gave_up = series
         count_attempt()
         if kind == "retry":
+            if event.delay is None:  # a hedged call's, with no hedge left: nothing retried
+                return
             error_type = type_of(event.outcome)
             children = retried.get(error_type)
             if children is None:

@@ -69,7 +69,7 @@ class RetryLogger:
     "attempt 2 never ran (CircuitOpen: ...); refused" (``"interrupted"``
     when the sleep before it broke).  Each record carries the same fields in
     ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
-    ``retry_delay`` (None when giving up or not retrying), ``retry_error`` (the exception's
+    ``retry_delay`` (None when giving up, not retrying, or waiting: a hedged call's attempt failed with no hedge left), ``retry_error`` (the exception's
     type name, or ``"result"``), ``retry_message`` (whole; the line shows
     its line breaks, other control characters and bidirectional-text
     controls escaped, ``\\n``, ``\\x1b``, ``\\u202e`` - and those of the name
@@ -175,7 +175,12 @@ class RetryLogger:
         outcome = event.outcome
         ended = "failed"
         if kind == "retry":
-            action = f"retrying in {event.delay:.2f} s"
+            delay = event.delay  # None: a hedged call's, with no hedge left to send
+            action = (
+                "waiting for an attempt still running"
+                if delay is None
+                else f"retrying in {delay:.2f} s"
+            )
         elif kind == "give_up":
             action = f"giving up ({event.reason})"
         elif event.number > 1 and isinstance(outcome, Exception):  # it retried, then this
