@@ -231,8 +231,8 @@ class _Hedging:
                 going_on = due is not None or group.running or index + 1 < len(ended)
                 if going_on and events._failure_hooks:
                     # No hedge left: nothing is sent for it, the call waits (delay None).
-                    wait = None if due is None else max(0.0, due - group.now())
-                    events.emit("retry", last, attempt, wait)
+                    until = None if due is None else max(0.0, due - group.now())
+                    events.emit("retry", last, attempt, until)
         if events._failure_hooks:
             events.emit("give_up", last, ended_last, reason=reason)
         return last, failed
