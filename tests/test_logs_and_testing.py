@@ -306,30 +306,39 @@ def test_a_message_with_terminal_controls_is_logged_with_them_escaped(caplog):
     assert caplog.records[0].retry_message == forged
 
 
-def test_bidirectional_controls_and_a_made_name_or_type_are_escaped_in_the_line(caplog):
+@pytest.mark.parametrize("where", ["message", "name", "type"])
+def test_bidirectional_controls_and_a_made_name_or_type_are_escaped_in_the_line(caplog, where):
     """Bidirectional-text controls (U+202A-202E, U+2066-2069) reorder what a viewer shows
     and went into the line as they were, as did a control in the policy's name= (built
     from a URL, say) or in the type name of an exception made at run time: each is
-    escaped as the message's controls are; the structured fields keep them whole."""
+    escaped as the message's controls are, wherever it is alone; the structured fields
+    keep them whole."""
     caplog.set_level(logging.WARNING, logger="svc")
     bidi = "".join(map(chr, (*range(0x202A, 0x202F), *range(0x2066, 0x206A))))
-    made = type("Made\u202e\x1b[2K", (ConnectionError,), {})
-    name = "GET /\u2066x\r\nforged"
+    texts = {"message": "reset", "name": "fetch", "type": "Made"}
+    texts[where] = {
+        "message": f"a{bidi}z",
+        "name": "GET /\u2066x\r\nforged",
+        "type": "Made\u202e\x1b[2K",
+    }[where]
+    made = type(texts["type"], (ConnectionError,), {})
     hook = log_retries(logging.getLogger("svc"))
     with no_sleep(), pytest.raises(ConnectionError):
-        for attempt in retrying([], on=ConnectionError, name=name, observe=hook):
+        for attempt in retrying([], on=ConnectionError, name=texts["name"], observe=hook):
             with attempt:
-                raise made(f"a{bidi}z")
-    assert [r.getMessage() for r in caplog.records] == [
-        "GET /\\u2066x\\r\\nforged: attempt 1 failed (Made\\u202e\\x1b[2K:"
-        " a\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067\\u2068\\u2069z);"
-        " giving up (exhausted)"
-    ]
+                raise made(texts["message"])
+    shown = {
+        "message": "fetch: attempt 1 failed (Made: a\\u202a\\u202b\\u202c\\u202d\\u202e"
+        "\\u2066\\u2067\\u2068\\u2069z); giving up (exhausted)",
+        "name": "GET /\\u2066x\\r\\nforged: attempt 1 failed (Made: reset); giving up (exhausted)",
+        "type": "fetch: attempt 1 failed (Made\\u202e\\x1b[2K: reset); giving up (exhausted)",
+    }[where]
+    assert [r.getMessage() for r in caplog.records] == [shown]
     (record,) = caplog.records
     assert (record.retry_name, record.retry_error, record.retry_message) == (
-        name,
-        made.__name__,
-        f"a{bidi}z",
+        texts["name"],
+        texts["type"],
+        texts["message"],
     )
 
 
