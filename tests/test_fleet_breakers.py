@@ -103,14 +103,14 @@ def opened(breakers, clock):
 
 def asking_for_the_probe():
     """Two members of an opened fleet, the break over, the first asking for the probe an
-    exchange ago: the fleet's probe is its next call's."""
+    exchange ago: the fleet's probe is its next call's.  (The members, the clock, their store.)"""
     clock = Clock()
-    breakers, _ = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    breakers, store = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
     opened(breakers, clock)
     clock.now += 5.0  # the break is over
     assert refuses(breakers[0])  # it asks for the probe
     clock.now += 0.11
-    return breakers, clock
+    return breakers, clock, store
 
 
 def sent_in_rounds(breakers, clock, rounds):
@@ -146,7 +146,7 @@ def test_a_fleet_probe_a_part_refused_after_the_breaker_goes_with_the_next_call(
         def before_attempt(self, call):
             raise PermissionError("not now")
 
-    breakers, clock = asking_for_the_probe()
+    breakers, clock, _ = asking_for_the_probe()
     with pytest.raises(PermissionError):
         retry([], on=ConnectionError, breaker=breakers[0], parts=[Refuses()])(lambda: "ok")()
     assert not refuses(breakers[0])  # the member's next call sends it, at once
@@ -704,7 +704,7 @@ def test_one_sick_process_among_ten_healthy_does_not_open_the_fleets_circuit(fle
 
 def test_a_member_whose_probe_is_out_sends_no_second_one():
     """An exchange while this member's probe is out (the fleet still says the probe is its): no second call goes as a probe, here or elsewhere."""
-    breakers, clock = asking_for_the_probe()
+    breakers, clock, _ = asking_for_the_probe()
     assert not refuses(breakers[0])  # the probe is its to send: out now
     clock.now += 0.11  # an exchange while the probe is out
     assert refuses(breakers[0]) and refuses(breakers[1])
@@ -716,12 +716,7 @@ def test_a_probe_failing_while_an_exchange_travels_sends_no_second_probe():
     """The member's probe fails while an exchange sent before it travels (the store's thread):
     the answer, the fleet still waiting for the probe, hands it the probe again - but its
     outcome, sent next, stands: the member stays open, no second call goes to the dependency."""
-    clock = Clock()
-    breakers, store = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
-    opened(breakers, clock)
-    clock.now += 5.0  # the break is over
-    assert refuses(breakers[0])  # it asks for the probe
-    clock.now += 0.11
+    breakers, clock, store = asking_for_the_probe()
     assert not refuses(breakers[0])  # the probe goes
     ledger = type(store._ledger)
     script = ledger.breaker
@@ -746,7 +741,7 @@ def test_a_lapsed_probe_coming_back_late_only_counts(closed):
     """A member's probe outlives its lapse; another member's probe closes the fleet's circuit
     (or fails: open again), and the first hears it; then its late probe fails (or succeeds):
     it counts and decides nothing - the member stays closed (or open) as the fleet is."""
-    breakers, clock = asking_for_the_probe()
+    breakers, clock, _ = asking_for_the_probe()
     assert not refuses(breakers[0])  # its probe goes, and is slow
     clock.now += 5.0  # it lapses
     assert refuses(breakers[1])  # the other member asks for the next probe
