@@ -313,6 +313,7 @@ class CallPlan:
         "abefore_drops",
         "allow_drops",
         "shares",
+        "successes",
     )
 
     befores: tuple[Callable[[Any], float], ...]  # parts asked before each attempt
@@ -333,12 +334,16 @@ class CallPlan:
     abefore_drops: Drops  # ... abefores ...
     allow_drops: Drops  # ... and allows (see Stages)
     shares: tuple[int | None, ...] | None  # each after's part's index in allows (see Stages)
+    successes: (
+        tuple[tuple[Callable[[bool], object], bool], ...] | None
+    )  # afters' calls on a success
 
     def __init__(self) -> None:
         """The bare plan; ``Policy._derive`` makes each policy's."""
         self.befores = self.abefores = self.afters = self.allows = self.checks = ()
         self.before_drops = self.abefore_drops = self.allow_drops = ()
         self.limiter = self.shares = None
+        self.successes = ()
         self.guarded = self.tells = self.observed = self.scoped = self.timed = False
         self.fast = self.quiet = self.simple = True
 
@@ -477,9 +482,19 @@ class Policy:
         parts.extend(self.parts)
         if self.timeout_part is not None:
             parts.append(self.timeout_part)
-        (befores, abefores, afters, allows, checks, limiter, drops, adrops, allow_drops, shares) = (
-            stages(parts)
-        )
+        (
+            befores,
+            abefores,
+            afters,
+            allows,
+            checks,
+            limiter,
+            drops,
+            adrops,
+            allow_drops,
+            shares,
+            successes,
+        ) = stages(parts)
         # The first try may run bare when what guards it is a check of no
         # argument (a breaker's, a throttle's) and a CUBIC rate limiter that is
         # off; its result, judged there, goes to the loop only when on_result
@@ -490,7 +505,7 @@ class Policy:
         plan = CallPlan.__new__(CallPlan)
         plan.befores, plan.abefores, plan.afters, plan.allows = befores, abefores, afters, allows
         plan.before_drops, plan.abefore_drops, plan.allow_drops = drops, adrops, allow_drops
-        plan.shares = shares
+        plan.shares, plan.successes = shares, successes
         plan.guarded = bool(abefores)
         plan.checks = checks or ()
         plan.limiter = limiter

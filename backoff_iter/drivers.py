@@ -432,7 +432,7 @@ def _sync_wrapper(
     policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
 ) -> Callable[P, R]:
     plan, clock, on_result = policy.plan, policy.clock, policy.on_result
-    fast, timed, afters = plan.fast, plan.timed, plan.afters
+    fast, timed, afters, successes = plan.fast, plan.timed, plan.afters, plan.successes
     checks, limiter = plan.checks, plan.limiter
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
@@ -466,8 +466,12 @@ def _sync_wrapper(
             else:
                 if on_result is None or not rejected(policy, result, start):
                     if afters:  # all a success at once needs told
-                        for after in afters:
-                            after(result, SUCCESS, 1, 0.0)
+                        if successes is not None:  # each part's one call (no frame of its own)
+                            for record, told in successes:
+                                record(told)
+                        else:
+                            for after in afters:
+                                after(result, SUCCESS, 1, 0.0)
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]
                     return result
@@ -499,7 +503,7 @@ def _async_wrapper(
     policy: Policy, func: Callable[P, Awaitable[R]], timeout_arg: str | None = None
 ) -> Callable[P, Awaitable[R]]:
     plan, clock, on_result = policy.plan, policy.clock, policy.on_result
-    fast, timed, afters = plan.fast, plan.timed, plan.afters
+    fast, timed, afters, successes = plan.fast, plan.timed, plan.afters, plan.successes
     checks, limiter = plan.checks, plan.limiter
     # A part may set an attempt's timeout (attempt_timeout's, or the user's own):
     # then each attempt runs in its `async with`, which cancels it at the timeout.
@@ -537,8 +541,12 @@ def _async_wrapper(
             else:
                 if on_result is None or not rejected(policy, result, start):
                     if afters:  # all a success at once needs told
-                        for after in afters:
-                            after(result, SUCCESS, 1, 0.0)
+                        if successes is not None:  # each part's one call (no frame of its own)
+                            for record, told in successes:
+                                record(told)
+                        else:
+                            for after in afters:
+                                after(result, SUCCESS, 1, 0.0)
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]
                     return result

@@ -201,10 +201,16 @@ class Stages(NamedTuple):
     #: ``allow_retry`` (None for a part that takes nothing): a part hears what
     #: it took itself.  None when no part both takes and hears.
     shares: tuple[int | None, ...] | None
+    #: For a first try's success, each of ``afters`` as the one call it makes
+    #: then, ``(method, argument)``: a breaker's or a throttle's
+    #: ``record(True)``, a rate limiter's ``record(False)``.  None when a part
+    #: hears more of a success (a budget, a part of the user's, a subclass's
+    #: own ``record`` that takes the outcome).
+    successes: tuple[tuple[Callable[[bool], object], bool], ...] | None
 
 
 #: The stages of no part at all.
-_NO_STAGES = tuple.__new__(Stages, ((), (), (), (), (), None, (), (), (), None))
+_NO_STAGES = tuple.__new__(Stages, ((), (), (), (), (), None, (), (), (), None, ()))
 
 
 def stages(parts: list[Part]) -> Stages:
@@ -220,6 +226,7 @@ def stages(parts: list[Part]) -> Stages:
     giving = False  # a part gives back what it let go (see _drops)
     shares: list[int | None] = []  # for each of afters: its part's index in allows
     shared = False  # a part both takes and hears
+    successes: list[tuple[Callable[[bool], object], bool]] | None = []  # (see _success)
     for part in parts:
         before, abefore, after, allow, drop = _overridden(type(part))
         if limiter is None and type(part) is RateLimiterPart and _cubic(part.limiter):
@@ -235,6 +242,8 @@ def stages(parts: list[Part]) -> Stages:
             abefores.append((part.before_attempt, False))
         if after:
             afters.append(part.after_attempt)
+            success = _success(part)
+            successes = None if success is None or successes is None else [*successes, success]
             if allow:
                 shares.append(len(allows))
                 shared = True
@@ -245,6 +254,8 @@ def stages(parts: list[Part]) -> Stages:
         giving = giving or (drop and _gives_back(part))
     afters.reverse()
     shares.reverse()
+    if successes is not None:
+        successes.reverse()
     drops = _drops(parts) if giving else ((), (), ())
     guards: tuple[tuple[Breaker | Throttle, Drops], ...] | None = None
     if checks is not None:  # each with what the befores before it give back
@@ -258,6 +269,7 @@ def stages(parts: list[Part]) -> Stages:
         limiter,
         *drops,
         tuple(shares) if shared else None,
+        None if successes is None else tuple(successes),
     )
     return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)
 
@@ -304,6 +316,15 @@ def _gives_back(part: Part) -> bool:
     if type(part) is RateLimiterPart:
         return part.gives_back is not None
     return True
+
+
+def _success(part: Part) -> tuple[Callable[[bool], object], bool] | None:
+    """What *part*'s ``after_attempt`` does with a first try's success, as one
+    call ``(method, argument)``: the library's breaker, throttle and rate
+    limiter options record it; None for any other part."""
+    if type(part) is BreakerPart or type(part) is ThrottlePart or type(part) is RateLimiterPart:
+        return part.succeeded
+    return None
 
 
 def _first_check(part: Part) -> Breaker | Throttle | None:
@@ -381,22 +402,25 @@ class BreakerPart(Part):
     """A :class:`~backoff_iter.Breaker` as a part: it may refuse each attempt,
     and counts each failure the policy retries against the dependency."""
 
-    __slots__ = ("breaker", "record", "unsent")
+    __slots__ = ("breaker", "record", "unsent", "succeeded")
 
     breaker: Breaker
     record: Callable[[bool, Any], None]
     unsent: Callable[[], None] | None
+    succeeded: tuple[Callable[[bool], object], bool] | None  # a success's call (see Stages)
 
     def __init__(self, breaker: Breaker) -> None:
         self.breaker = breaker
         # The library's breaker lets another call probe when its probe was never sent.
         self.unsent = breaker._probe_unsent if isinstance(breaker, CircuitBreaker) else None
         # The library's breaker hears the failure too: the cause of its refusals.
+        full = _library_signature(breaker, CircuitBreaker, "record")
         self.record = (
             cast("Callable[[bool, Any], None]", breaker.record)
-            if _library_signature(breaker, CircuitBreaker, "record")
+            if full
             else _success_only(breaker.record)
         )
+        self.succeeded = _success_call(breaker, CircuitBreaker, full)
 
     def before_attempt(self, call: Call) -> float:
         self.breaker.check()
@@ -416,21 +440,24 @@ class ThrottlePart(Part):
     attempt, and hears whether the server accepted it.  Without a
     ``throttled`` predicate every failure retried counts as a throttle."""
 
-    __slots__ = ("throttle", "every_failure", "record")
+    __slots__ = ("throttle", "every_failure", "record", "succeeded")
 
     throttle: Throttle
     every_failure: bool
     record: Callable[[bool, Any], None]
+    succeeded: tuple[Callable[[bool], object], bool] | None  # a success's call (see Stages)
 
     def __init__(self, throttle: Throttle, every_failure: bool) -> None:
         self.throttle = throttle
         self.every_failure = every_failure
         # The library's throttle hears the failure too: the cause of its refusals.
+        full = _library_signature(throttle, AdaptiveThrottle, "record")
         self.record = (
             cast("Callable[[bool, Any], None]", throttle.record)
-            if _library_signature(throttle, AdaptiveThrottle, "record")
+            if full
             else _success_only(throttle.record)
         )
+        self.succeeded = _success_call(throttle, AdaptiveThrottle, full)
 
     def before_attempt(self, call: Call) -> float:
         self.throttle.check()
@@ -457,6 +484,19 @@ def _library_signature(value: object, kind: type, method: str) -> bool:
 _VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect
 
 
+def _success_call(
+    value: Breaker | Throttle, kind: type[CircuitBreaker | AdaptiveThrottle], full: bool
+) -> tuple[Callable[[bool], object], bool] | None:
+    """The one call a success makes of a breaker's or a throttle's part:
+    ``record(True)``.  A record of the library's signature (*full*) is given
+    the result too, which the library's own ignores on a success: it is
+    called without it; a subclass's own may read it (None: told through
+    ``after_attempt``)."""
+    if full and type(value).record is not kind.record:
+        return None
+    return value.record, True
+
+
 def _success_only(record: Callable[[bool], None]) -> Callable[[bool, Any], None]:
     """A protocol's ``record(success)``, called with the outcome too (which it does not take)."""
 
@@ -471,17 +511,19 @@ class RateLimiterPart(Part):
     it, and it hears whether each response was a throttle (every failure
     retried, without a ``throttled`` predicate)."""
 
-    __slots__ = ("limiter", "every_failure", "record", "gives_back")
+    __slots__ = ("limiter", "every_failure", "record", "gives_back", "succeeded")
 
     limiter: RateLimiter
     every_failure: bool
     record: Callable[[bool], None]
     gives_back: Callable[[], None] | None
+    succeeded: tuple[Callable[[bool], object], bool]  # a success's call (see Stages)
 
     def __init__(self, limiter: RateLimiter, every_failure: bool) -> None:
         self.limiter = limiter
         self.every_failure = every_failure
         self.record = limiter.record
+        self.succeeded = limiter.record, False  # (not throttled)
         # The library's limiter takes back the token of an attempt that never ran.
         self.gives_back = limiter._give_back if _cubic(limiter) else None
 

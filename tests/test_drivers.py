@@ -3841,6 +3841,165 @@ def test_parts_hear_the_attempt_after_it_in_the_reverse_order():
     assert log == [("before", "outer"), ("before", "inner"), ("after", "inner"), ("after", "outer")]
 
 
+class _Told:
+    """A breaker, a throttle, a rate limiter or a budget of its protocol that
+    logs what each call tells it (under its own *name*)."""
+
+    def __init__(self, log, name):
+        self.log, self.name = log, name
+
+    def check(self):
+        pass
+
+    def acquire(self, sleep=None):
+        return 0.0
+
+    async def aacquire(self, sleep=None):
+        return 0.0
+
+    def record(self, *told):
+        self.log.append((self.name, told))
+
+    def record_success(self, first_attempt, spent=0.0):
+        self.log.append((self.name, (first_attempt, spent)))
+
+    def record_failure(self, first_attempt):
+        self.log.append((self.name, (first_attempt,)))
+
+    def try_retry(self, outcome):
+        return True
+
+
+class _TellsAll(CircuitBreaker):
+    """The library's breaker, its record() overridden with the library's signature."""
+
+    def record(self, success, failure=None):  # type: ignore[override]
+        self.log.append(("full", (success, failure)))
+        super().record(success, failure)
+
+
+def _succeed(form, **options):
+    """One call, through *form*, whose first attempt returns "ok"."""
+
+    async def ok():
+        return "ok"
+
+    async def loop():
+        async for attempt in aretrying([0.0], **options):
+            async with attempt:
+                attempt.set_result("ok")
+
+    if form == "@retry":
+        assert retry([0.0], **options)(lambda: "ok")() == "ok"
+    elif form == "async @retry":
+        assert asyncio.run(retry([0.0], **options)(ok)()) == "ok"
+    elif form == "retrying":
+        for attempt in retrying([0.0], **options):
+            with attempt:
+                attempt.set_result("ok")
+    else:
+        asyncio.run(loop())
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+def test_the_options_hear_a_first_attempts_success_as_their_protocols_say(form):
+    """A success is told to the rate limiter, the throttle, the breaker, then the
+    budget (as middleware unwinds), each with what its protocol takes; a
+    subclass of the library's breaker whose record() takes the library's
+    signature hears the result with it."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    options = {"on": OSError, "sleep": lambda s: None}
+    three = {name: _Told(log, name) for name in ("breaker", "throttle", "rate_limiter")}
+    _succeed(form, **options, **three)
+    assert log == [("rate_limiter", (False,)), ("throttle", (True,)), ("breaker", (True,))]
+    del log[:]
+    _succeed(form, **options, budget=_Told(log, "budget"), **three)
+    assert log == [
+        ("rate_limiter", (False,)),
+        ("throttle", (True,)),
+        ("breaker", (True,)),
+        ("budget", (True, 0.0)),
+    ]
+    del log[:]
+    breaker = _TellsAll()
+    breaker.log = log
+    _succeed(form, **options, breaker=breaker, throttle=_Told(log, "throttle"))
+    assert log == [("throttle", (True,)), ("full", (True, "ok"))]
+    assert breaker.state == "closed"
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry"])
+def test_retrys_first_try_tells_a_success_without_the_options_parts(form):
+    """@retry's bare first try tells the library's breaker, throttle and rate
+    limiter of a success itself, without their parts' after_attempt (a frame
+    each); a retried call's success is told through them, as a loop's is."""
+    from unittest import mock
+
+    from backoff_iter import AdaptiveThrottle, CubicRateLimiter
+    from backoff_iter.parts import BreakerPart, RateLimiterPart, ThrottlePart
+
+    breaker, throttle, limiter = CircuitBreaker(), AdaptiveThrottle(), CubicRateLimiter()
+    options = {"breaker": breaker, "throttle": throttle, "rate_limiter": limiter}
+    heard = []
+    with contextlib.ExitStack() as patches:
+        for kind in (BreakerPart, ThrottlePart, RateLimiterPart):
+            told = functools.partial(lambda kind, *args: heard.append((kind, args[1])), kind)
+            patches.enter_context(mock.patch.object(kind, "after_attempt", told))
+        _succeed(form, on=OSError, sleep=lambda s: None, **options)
+        assert heard == []
+        for attempt in retrying([0.0], on=OSError, **options):
+            with attempt:
+                pass
+    assert heard == [
+        (RateLimiterPart, "success"),
+        (ThrottlePart, "success"),
+        (BreakerPart, "success"),
+    ]
+
+
+def test_the_options_of_the_library_and_the_protocols_hear_a_success_in_one_call():
+    """@retry's first try tells a success to the library's breaker, throttle and
+    rate limiter, and to those of the protocols (a subclass's record() of the
+    protocol's signature too), one call each: record(True), or the limiter's
+    record(False), the parts' own frames skipped.  A budget, a part of the
+    user's, or a subclass's record() of the library's signature (it may read
+    the result) are told through after_attempt."""
+    from backoff_iter import AdaptiveThrottle, CubicRateLimiter
+    from backoff_iter._options import Policy
+    from backoff_iter.parts import Part
+
+    class OneArgumentBreaker(CircuitBreaker):
+        def record(self, success):  # type: ignore[override]
+            super().record(success)
+
+    breaker, throttle, limiter = CircuitBreaker(), AdaptiveThrottle(), CubicRateLimiter()
+    plan = Policy(breaker=breaker, throttle=throttle, rate_limiter=limiter).plan
+    assert plan.successes == (
+        (limiter.record, False),
+        (throttle.record, True),
+        (breaker.record, True),
+    )
+    log: list[object] = []
+    duck, own = _Told(log, "duck"), OneArgumentBreaker()
+    plan = Policy(breaker=own, throttle=duck, rate_limiter=duck).plan
+    assert plan.successes == ((duck.record, False), (duck.record, True), (own.record, True))
+    assert Policy(throttle=throttle).plan.successes == ((throttle.record, True),)
+    assert Policy(breaker=breaker).plan.successes == ((breaker.record, True),)
+    assert Policy(parts=[Part()]).plan.successes == ()  # (a part that hears nothing)
+
+    class Hears(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            pass
+
+    for heard in (
+        {"budget": TokenBucket(), "breaker": breaker},
+        {"breaker": _TellsAll(), "throttle": throttle},
+        {"throttle": throttle, "parts": [Hears()]},
+        {"rate_limiter": limiter, "parts": [Hears()]},
+    ):
+        assert Policy(**heard).plan.successes is None, heard
+
+
 def test_one_part_given_alone_is_consulted_as_a_list_of_it_is():
     """parts=Part(), not in a list: taken as the one part (RetryOptions says so)."""
     from backoff_iter.parts import Part
