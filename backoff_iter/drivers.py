@@ -448,15 +448,16 @@ def _sync_wrapper(
                 start = clock()
             else:
                 heard, start = (), clock() if timed else None
-            given: Any = ()
-            try:  # (given: what the parts before a check give back if it refuses)
-                for guard, given in checks:  # noqa: B007 (read below) - a refusal ends the call
-                    guard.check()
-            except BaseException as refused:  # a refusal (or Ctrl-C in a check)
-                dropped(given, len(given))
-                if heard:
-                    tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
-                raise
+            if checks:  # (a loop over none still makes its iterator: a tenth of a bare call)
+                given: Any = ()
+                try:  # (given: what the parts before a check give back if it refuses)
+                    for guard, given in checks:  # noqa: B007 (read below) - a refusal ends it
+                        guard.check()
+                except BaseException as refused:  # a refusal (or Ctrl-C in a check)
+                    dropped(given, len(given))
+                    if heard:
+                        tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
+                    raise
             try:
                 result = func(*args, **kwargs)
             except BaseException as error:  # as in the loop: decided there
@@ -522,15 +523,16 @@ def _async_wrapper(
                 start = clock()
             else:
                 heard, start = (), clock() if timed else None
-            given: Any = ()
-            try:  # (given: what the parts before a check give back if it refuses)
-                for guard, given in checks:  # noqa: B007 (read below) - a refusal ends the call
-                    guard.check()
-            except BaseException as refused:  # a refusal (or Ctrl-C in a check)
-                dropped(given, len(given))
-                if heard:
-                    tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
-                raise
+            if checks:  # (as in _sync_wrapper: no loop over none)
+                given: Any = ()
+                try:  # (given: what the parts before a check give back if it refuses)
+                    for guard, given in checks:  # noqa: B007 (read below) - a refusal ends it
+                        guard.check()
+                except BaseException as refused:  # a refusal (or Ctrl-C in a check)
+                    dropped(given, len(given))
+                    if heard:
+                        tell_refused(policy, heard, start, refused)  # type: ignore[arg-type]
+                    raise
             cancelling = cancellations()
             try:
                 result = await func(*args, **kwargs)
