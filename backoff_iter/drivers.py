@@ -433,6 +433,8 @@ def _sync_wrapper(
 ) -> Callable[P, R]:
     plan, clock, on_result = policy.plan, policy.clock, policy.on_result
     fast, timed, afters, successes = plan.fast, plan.timed, plan.afters, plan.successes
+    # (limiter, a CubicRateLimiter itself, is read by its slot, not its enabled
+    # property: the property's call costs more than all the rest of the test)
     checks, limiter = plan.checks, plan.limiter
     # Who hears of a success or a refusal: the policy's hooks, or else the process's
     # (instrument.listening, a list enable() changes in place).
@@ -441,7 +443,7 @@ def _sync_wrapper(
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and (limiter is None or not limiter.enabled):  # the first try runs bare
+        if fast and (limiter is None or not limiter._enabled):  # the first try runs bare
             start: float | None
             if hears:  # the hooks as the call begins: it keeps them
                 heard = hooks_now(policy) if _PROCESS["every"] else policy.observe
@@ -505,6 +507,8 @@ def _async_wrapper(
 ) -> Callable[P, Awaitable[R]]:
     plan, clock, on_result = policy.plan, policy.clock, policy.on_result
     fast, timed, afters, successes = plan.fast, plan.timed, plan.afters, plan.successes
+    # (limiter, a CubicRateLimiter itself, is read by its slot, not its enabled
+    # property: the property's call costs more than all the rest of the test)
     checks, limiter = plan.checks, plan.limiter
     # A part may set an attempt's timeout (attempt_timeout's, or the user's own):
     # then each attempt runs in its `async with`, which cancels it at the timeout.
@@ -516,7 +520,7 @@ def _async_wrapper(
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if fast and (limiter is None or not limiter.enabled):  # the first try runs bare
+        if fast and (limiter is None or not limiter._enabled):  # the first try runs bare
             start: float | None
             if hears:  # the hooks as the call begins: it keeps them
                 heard = hooks_now(policy) if _PROCESS["every"] else policy.observe
