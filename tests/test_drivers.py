@@ -3944,7 +3944,7 @@ def test_retrys_first_try_tells_a_success_without_the_options_parts(form):
     with contextlib.ExitStack() as patches:
         for kind in (BreakerPart, ThrottlePart, RateLimiterPart):
             told = functools.partial(lambda kind, *args: heard.append((kind, args[1])), kind)
-            patches.enter_context(mock.patch.object(kind, "after_attempt", told))
+            patches.enter_context(mock.patch.object(kind, "after_attempt", staticmethod(told)))
         _succeed(form, on=OSError, sleep=lambda s: None, **options)
         assert heard == []
         for attempt in retrying([0.0], on=OSError, **options):
