@@ -101,11 +101,12 @@ def opened(breakers, clock):
     assert all(checked)
 
 
-def asking_for_the_probe():
-    """Two members of an opened fleet, the break over, the first asking for the probe an
-    exchange ago: the fleet's probe is its next call's.  (The members, the clock, their store.)"""
+def asking_for_the_probe(members=2):
+    """Two members (or *members*) of an opened fleet, the break over, the first asking for
+    the probe an exchange ago: the fleet's probe is its next call's.  (The members, the
+    clock, their store.)"""
     clock = Clock()
-    breakers, store = fleet_of(CircuitBreaker, 2, clock, **BREAKER)
+    breakers, store = fleet_of(CircuitBreaker, members, clock, **BREAKER)
     opened(breakers, clock)
     clock.now += 5.0  # the break is over
     assert refuses(breakers[0])  # it asks for the probe
@@ -761,12 +762,7 @@ def test_a_fleet_probe_that_never_reports_lets_another_go_once_it_lapses():
     """The only member's probe goes and never reports (its caller cancelled): refused while it
     is out, then - a break duration on, when the fleet lets it lapse - the member sends the
     fleet's next probe, whose success closes the circuit; not half open for good."""
-    clock = Clock()
-    breakers, store = fleet_of(CircuitBreaker, 1, clock, **BREAKER)
-    opened(breakers, clock)
-    clock.now += 5.0  # the break is over
-    assert refuses(breakers[0])  # it asks for the probe
-    clock.now += 0.11
+    breakers, clock, store = asking_for_the_probe(members=1)
     assert not refuses(breakers[0])  # the probe goes, never to report
     clock.now += 4.8
     assert refuses(breakers[0])  # still out
