@@ -33,8 +33,9 @@ the server's hint is applied by the one rule of
 :func:`~backoff_iter.hints.sleep_for`, and the hooks hear a ``"hedge"``
 event for each hedge sent, a ``"retry"`` for each attempt that failed
 while the call went on (its ``delay`` None when no hedge was left to send
-for it: the call waits for an attempt still running), a ``"cancelled"`` for each loser, and the call's
-end (``"success"``, ``"error"`` or ``"give_up"``).
+for it: the call waits for an attempt still running), a ``"cancelled"``
+for each loser, and the call's end (``"success"``, ``"error"`` or
+``"give_up"``).
 """
 
 from __future__ import annotations

@@ -212,8 +212,9 @@ def _wants_successes(hook: Hook) -> bool:
 #: The process-wide hooks that hear every event ...
 every: tuple[Hook, ...] = ()
 #: ... and those that hear only retries and give-ups (the default logger; and
-#: an error after a retry if they want it): a call that succeeds at once never pays for them.  The drivers read both
-#: at each call; only :func:`enable` and :func:`disable` change them.
+#: an error after a retry if they want it): a call that succeeds at once
+#: never pays for them.  The drivers read both at each call; only
+#: :func:`enable` and :func:`disable` change them.
 failures: tuple[Hook, ...] = ()
 #: ``every`` as a list, changed in place with it: a decorated function keeps it
 #: in its closure and sees at once whether a process-wide hook hears successes.

@@ -52,7 +52,8 @@ def opentelemetry(
     after ``name``, from the start of its first attempt to the end of its
     last, with an event ``"retry"`` per retry carrying ``retry.attempt``,
     ``retry.delay`` and ``exception.type``, and the attribute
-    ``retry.attempts`` (the attempts made, not one refused) at the end.  A call that gives up or fails on an
+    ``retry.attempts`` (the attempts made, not one refused) at the end.  A
+    call that gives up or fails on an
     error the policy does not retry records the exception and ends with
     status ERROR (``"gave up (exhausted): TimeoutError"``).  The span's
     parent is the span current when the first attempt ends.

@@ -69,7 +69,8 @@ class RetryLogger:
     "attempt 2 never ran (CircuitOpen: ...); refused" (``"interrupted"``
     when the sleep before it broke).  Each record carries the same fields in
     ``extra=`` for structured handlers: ``retry_name``, ``retry_attempt``,
-    ``retry_delay`` (None when giving up, not retrying, or waiting: a hedged call's attempt failed with no hedge left), ``retry_error`` (the exception's
+    ``retry_delay`` (None when giving up, not retrying, or waiting: a
+    hedged call's attempt failed with no hedge left), ``retry_error`` (the exception's
     type name, or ``"result"``), ``retry_message`` (whole; the line shows
     its line breaks, other control characters and bidirectional-text
     controls escaped, ``\\n``, ``\\x1b``, ``\\u202e`` - and those of the name
