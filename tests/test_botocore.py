@@ -108,6 +108,7 @@ def our_call(quota, script, max_attempts):
         return attempts, str(error), quota.available
 
 
+@pytest.mark.long_run
 @pytest.mark.usefixtures("no_process_hooks")
 def test_retry_quota_decides_as_botocores_quota_checker_over_ten_thousand_sequences():
     """10,000 seeded calls of throttles, transients, timeouts and successes, 100 to a quota:
@@ -176,6 +177,7 @@ def run_calls(client, server, seed, calls=4):
     return outcomes, requests
 
 
+@pytest.mark.long_run
 @pytest.mark.usefixtures("no_process_hooks")
 @pytest.mark.parametrize("max_attempts", [3, 4])
 def test_botocore_retries_is_botocores_standard_mode_request_for_request(server, max_attempts):

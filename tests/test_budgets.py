@@ -86,6 +86,7 @@ class Clock:
         return self.now
 
 
+@pytest.mark.long_run
 @given(
     ratio=st.sampled_from([0.0, 0.1, 0.2, 1.0, 2.5]),
     reserve=st.sampled_from([0.0, 0.5, 2.0]),

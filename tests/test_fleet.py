@@ -1250,6 +1250,7 @@ def test_a_retry_budget_fleet_never_passes_ratio_times_calls_plus_reserve_howeve
     assert retries <= 0.5 * calls + 10, (retries, calls)
 
 
+@pytest.mark.long_run
 @given(
     members=st.integers(1, 12),
     interval=st.sampled_from([0, 0.01, 0.1, 0.5]),

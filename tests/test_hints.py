@@ -134,6 +134,7 @@ def test_a_huge_number_is_infinite_not_an_error():
     assert parse_retry_after("1" + "0" * 30) == 1e30
 
 
+@pytest.mark.long_run
 @given(st.text(max_size=80) | st.binary(max_size=80))
 def test_any_text_gives_a_non_negative_number_or_none(value):
     """Whatever a server sends: None, or seconds that are not negative and not NaN."""

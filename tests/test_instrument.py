@@ -874,6 +874,7 @@ def test_an_urllib3_request_that_recovers_leaves_no_span_open():
     assert (span.name, span.status.description) == ("call", "gave up (exhausted): result")
 
 
+@pytest.mark.long_run
 def test_calls_left_open_are_ended_oldest_first_beyond_a_bound():
     """Loops left by break after a retry never end; beyond 4096 open, the oldest end as abandoned."""
     backend = OpenTelemetry()
@@ -895,6 +896,7 @@ def test_calls_left_open_are_ended_oldest_first_beyond_a_bound():
     assert "retry.abandoned" not in spans[-1].attributes
 
 
+@pytest.mark.long_run
 def test_calls_that_ended_take_no_room_from_a_call_left_open():
     """A loop left open after a retry, then 4,100 calls that retry and end: the open one is
     not pushed out as abandoned (an ended call's span is no longer among the open ones)."""
@@ -912,6 +914,7 @@ def test_calls_that_ended_take_no_room_from_a_call_left_open():
     assert not any("retry.abandoned" in span.attributes for span in spans)
 
 
+@pytest.mark.long_run
 def test_threads_leaving_calls_open_end_exactly_those_beyond_the_bound(
     switching_often, monkeypatch
 ):

@@ -424,6 +424,7 @@ def test_backoff_an_option_it_hands_the_wait_gen_is_refused_naming_it(option, va
     assert calls == []
 
 
+@pytest.mark.long_run
 @pytest.mark.parametrize("peer", ["backoff", "tenacity", "tenacity_schedule"])
 def test_an_endless_poll_does_not_keep_every_delay_it_slept(peer, monkeypatch):
     """A poll retried 10,000 more times on an endless schedule holds its memory flat: each

@@ -121,6 +121,7 @@ def random_steps(rng, count):
     return steps
 
 
+@pytest.mark.long_run
 def test_rate_enabled_and_tokens_equal_botocores_after_every_step_of_many_seeded_lives():
     """300 seeded sequences of responses, throttles and sends: rate (==), enabled and tokens match botocore's."""
     throttled = 0

@@ -505,6 +505,7 @@ def test_no_sleep_reaches_other_threads_and_nests():
     assert inner == [0.5] and outer == [0.75]
 
 
+@pytest.mark.long_run
 def test_no_sleep_blocks_closed_at_once_in_threads_each_remove_their_own():
     """Eight threads opening and closing blocks at once, switching every microsecond:
     each close removes its own list, and none is left (a close between another's search

@@ -47,6 +47,7 @@ def uses(kind, parts):
     return any(part in kind.split("+") for part in parts)
 
 
+@pytest.mark.long_run
 @settings(max_examples=40)
 @given(
     strategy=st.sampled_from(["none", "exponential", "full_jitter", "decorrelated", "constant"]),
@@ -241,6 +242,7 @@ def test_a_total_outage_fails_every_request_after_every_retry():
     assert run.amplification == 4.0 and run.recovery_seconds is None
 
 
+@pytest.mark.long_run
 def test_the_defaults_show_the_storm_and_its_cure():
     """Retries without a budget never recover from the spike; the token bucket does."""
     runs = {
@@ -268,6 +270,7 @@ def test_retries_save_the_transient_errors_that_no_retry_loses():
     assert runs["full_jitter"].succeeded > 0.9999
 
 
+@pytest.mark.long_run
 def test_a_ratio_budget_recovers_only_with_headroom():
     """(1 + 0.2) x 700 leaves room below 1000 and recovers; (1 + 0.2) x 900 does not."""
     [roomy] = simulate_overload(["full_jitter"], ["retry_budget"], rate=700, seed=11)
@@ -279,6 +282,7 @@ def test_a_ratio_budget_recovers_only_with_headroom():
 # -- the fleet ----------------------------------------------------------------------------
 
 
+@pytest.mark.long_run
 def test_per_process_reserves_retry_a_total_outage_fully_and_a_fleet_budget_does_not():
     """500 clients at 0.1 request/s each, every call failing: each client's own reserve
     (10/s) covers all its retries, so amplification is 1 + retries; one fleet budget
@@ -350,6 +354,7 @@ def test_a_dropping_server_keeps_answering_some_requests_in_time_under_steady_ov
     assert late["drop-expired"] > 0.05
 
 
+@pytest.mark.long_run
 def test_a_dropping_server_lets_a_ratio_budget_recover_where_serving_all_does_not():
     """One ratio budget: the wasted work of gone clients keeps the storm going; drop it and
     it ends, but no server saves 50 clients each with its own reserve."""
@@ -371,6 +376,7 @@ def test_a_dropping_server_lets_a_ratio_budget_recover_where_serving_all_does_no
     assert runs["drop-expired", "process"].recovery_seconds is None
 
 
+@pytest.mark.long_run
 def test_a_fleet_budgets_lag_changes_what_it_admits_but_never_to_per_process_levels():
     """The sync interval reaches the shared store: each lag admits its own retries in a
     total outage, every one of them far fewer than 500 budgets of their own."""

@@ -393,6 +393,7 @@ def docs_study_tables():
     return tables
 
 
+@pytest.mark.long_run
 def test_the_docs_tables_show_what_the_default_study_gives_for_a_few_rows():
     """The rows for 10, 20 and 50 clients, recomputed with seed 2026 (a subset of the study)."""
     work, time = docs_study_tables()

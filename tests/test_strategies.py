@@ -482,6 +482,7 @@ UNCAPPED = [
 ]
 
 
+@pytest.mark.long_run
 @pytest.mark.parametrize("name, strategy", UNCAPPED, ids=[n for n, _ in UNCAPPED])
 def test_a_million_values_without_a_cap_never_overflow(name, strategy):
     """Uncapped, the 10**6-th value is a float (maybe inf), never an error or NaN."""
@@ -515,6 +516,7 @@ def test_smooth_jitter_stays_finite_for_any_try():
     assert values[-1] == max(values)
 
 
+@pytest.mark.long_run
 def test_drawing_a_million_values_keeps_memory_flat():
     """Peak allocation while drawing 10**6 values stays small (no lists, no giant ints)."""
     for strategy in (

@@ -49,6 +49,7 @@ def throttle_with(requests, accepts, k, rng):
     return throttle
 
 
+@pytest.mark.long_run
 @pytest.mark.parametrize(
     "requests, accepts, k",
     [(3, 1, 2.0), (5, 1, 2.0), (10, 3, 1.5), (7, 0, 2.0), (6, 2, 1.0), (4, 2, 2.0), (30, 4, 3.0)],
