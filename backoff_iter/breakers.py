@@ -140,7 +140,8 @@ class CircuitBreaker:
     runs out, its last duration repeats.  Its values are checked like
     delays: a value that is not a number, negative or NaN is replaced by
     the last duration, one too long to sleep (``inf`` too) keeps the
-    circuit open for good; none crashes a call.  The first value is taken
+    circuit open for good; none crashes a call, and a schedule that raises
+    has run out.  The first value is taken
     and checked when the breaker is made, so ``break_duration=[]`` or
     ``[-1]`` fails there.
 
@@ -336,7 +337,10 @@ class CircuitBreaker:
             return upcoming
         if self._durations is None:  # a plain number
             return self._break
-        value = next(self._durations, _END)
+        try:
+            value = next(self._durations, _END)
+        except Exception:  # the user's schedule broke: it has run out
+            value = _END
         if value is _END:
             return self._break
         try:
@@ -349,10 +353,9 @@ class CircuitBreaker:
         self._counts.clear()
         restart = self._restart
         if restart is not None:
-            durations = restart()
             try:
-                fresh = iter(durations)
-            except TypeError:  # the function no longer returns an iterable: the last break stays
+                fresh = iter(restart())
+            except Exception:  # the function raised or returned no iterable: the last break stays
                 fresh = None
             # Made anew, the schedule starts at its first break, not at one a
             # fleet's member took ahead of the old schedule (an iterator goes on).

@@ -361,6 +361,36 @@ def test_bad_values_in_the_schedule_are_skipped_and_never_crash_a_call():
     assert durations == [3.0, 3.0, 3.0, 3.0, 3.0, 6.0]
 
 
+def test_a_schedule_that_raises_has_run_out_and_never_crashes_a_call():
+    """A generator breaking after two durations, then a function that raises when the
+    circuit closes: record() raises nothing, and the last duration served repeats."""
+    made = []
+
+    def breaking():
+        yield 2
+        yield 3
+        raise RuntimeError("the schedule broke")
+
+    def schedule():
+        made.append(len(made))
+        if len(made) > 1:
+            raise RuntimeError("the second schedule cannot be made")
+        return breaking()
+
+    breaker, clock = opened(break_duration=schedule)
+    durations = [refused(breaker).retry_after]
+    for _ in range(3):
+        clock.now += durations[-1]
+        calls(breaker, [False])  # the probe fails: the next break
+        durations.append(refused(breaker).retry_after)
+    assert durations == [2.0, 3.0, 3.0, 3.0]
+    clock.now += 3.0
+    calls(breaker, [True])  # closed: the function is called again and raises
+    assert breaker.state == "closed" and made == [0, 1]
+    calls(breaker, [False, False])
+    assert refused(breaker).retry_after == 3.0
+
+
 @pytest.mark.parametrize("endless", [math.inf, 1e300, 10**400])
 def test_an_endless_break_keeps_the_circuit_open_for_good(endless):
     """inf, or longer than the platform can sleep, later in the schedule: open for good, retry_after inf, and it says so."""
