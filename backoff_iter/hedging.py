@@ -35,7 +35,9 @@ event for each hedge sent, a ``"retry"`` for each attempt that failed
 while the call went on (its ``delay`` None when no hedge was left to send
 for it: the call waits for an attempt still running), a ``"cancelled"``
 for each loser, and the call's end (``"success"``, ``"error"`` or
-``"give_up"``).
+``"give_up"``).  Each attempt's end is told once: a call cut short (its
+caller cancelled it) tells the newest attempt still running as its
+``"error"``, the older ones as ``"cancelled"``.
 """
 
 from __future__ import annotations
@@ -241,19 +243,28 @@ class _Hedging:
     async def _cut_short(self, group: _Attempts, events: Call, error: BaseException) -> None:
         """The call ends with *error* (the caller's cancellation, Ctrl-C, or
         hedging's own: a hook's, a bad delay's): cancel the attempts still
-        running, and tell the hooks of each and of the call's end, an
-        ``"error"`` of the latest attempt, as the retry drivers tell a call
-        ended so."""
+        running, and tell the hooks of each and of the call's end, as the
+        retry drivers tell a call ended so - each attempt's end once.  The
+        end is an ``"error"`` of the newest attempt under way (not told as
+        cancelled too); with none under way (the call waited for a server's
+        hint to pass), of the next one, which never ran (reason
+        ``"interrupted"``)."""
+        under_way = group.under_way()
+        ending = under_way[-1] if under_way else 0
         try:
-            await self._cancel_rest(group, events)
+            await self._cancel_rest(group, events, ending)
         finally:  # (interrupted again while the attempts stop: the call ends all the same)
-            events.tell_error(error, group.latest)
+            if ending:
+                events.tell_error(error, ending)
+            else:
+                events.tell_error(error, group.latest + 1, "interrupted")
 
-    async def _cancel_rest(self, group: _Attempts, events: Call) -> list[int]:
-        """Cancel the attempts still running, tell the hooks of each; their numbers."""
+    async def _cancel_rest(self, group: _Attempts, events: Call, ending: int = 0) -> list[int]:
+        """Cancel the attempts still running, tell the hooks of each but attempt
+        *ending* (whose end the call's error tells); their numbers."""
         cancelled = await group.cancel_rest()
         for number in cancelled:
-            if events._hooks:
+            if events._hooks and number != ending:
                 events.emit("cancelled", None, number)
         return cancelled
 
@@ -282,6 +293,10 @@ class _Attempts:
     @property
     def running(self) -> int:
         """How many attempts are under way."""
+        raise NotImplementedError  # pragma: no cover - an interface
+
+    def under_way(self) -> list[int]:
+        """The numbers of the attempts under way (not yet seen to end), in order."""
         raise NotImplementedError  # pragma: no cover - an interface
 
     def now(self) -> float:
@@ -331,6 +346,9 @@ class _AsyncioAttempts(_Attempts):
     @property
     def running(self) -> int:
         return len(self._tasks)
+
+    def under_way(self) -> list[int]:
+        return list(self._tasks.values())  # started in turn: in order
 
     def now(self) -> float:
         return self._loop.time()
@@ -405,6 +423,9 @@ class _TrioAttempts(_Attempts):
     @property
     def running(self) -> int:
         return len(self._scopes)
+
+    def under_way(self) -> list[int]:
+        return list(self._scopes)  # started in turn: in order
 
     async def __aenter__(self) -> _Attempts:
         self._opened = self._trio.open_nursery()

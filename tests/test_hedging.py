@@ -756,9 +756,10 @@ def test_cancelling_the_caller_cancels_every_attempt_and_waits_for_them():
 
 
 def test_a_hedged_call_cancelled_by_its_caller_tells_the_hooks_how_it_ended():
-    """Cancelled while two attempts run: the hooks hear each attempt cancelled and the call end
-    as an error, as the retry drivers tell a cancelled call (they heard the hedge, then nothing:
-    a span opened for the call stayed open)."""
+    """Cancelled while two attempts run: the hooks hear attempt 1 cancelled and the call end
+    as an error of attempt 2, as the retry drivers tell a cancelled call (they heard the hedge,
+    then nothing: a span opened for the call stayed open) - each attempt's end once, so the
+    metrics count two attempts, not three."""
 
     async def main():
         events = []
@@ -775,9 +776,48 @@ def test_a_hedged_call_cancelled_by_its_caller_tells_the_hooks_how_it_ended():
     assert run(main()) == [
         ("hedge", 2, type(None)),
         ("cancelled", 1, type(None)),
-        ("cancelled", 2, type(None)),
         ("error", 2, asyncio.CancelledError),
     ]
+
+
+def test_a_hedged_call_cancelled_while_it_waits_for_an_older_attempt_ends_that_one():
+    """Attempt 2 failed with no hedge left, the call waits for attempt 1: cancelled then, the
+    call's end is an error of attempt 1, the one running - not a second end of attempt 2."""
+
+    async def main():
+        events = []
+        script = Script(forever, fail(OSError("down")))
+        caller = asyncio.ensure_future(hedged(script, [0], observe=events.append))
+        while not any(event.kind == "retry" for event in events):
+            await asyncio.sleep(0)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert not others()
+        return [(event.kind, event.number, event.reason) for event in events]
+
+    assert run(main()) == [("hedge", 2, None), ("retry", 2, None), ("error", 1, None)]
+
+
+def test_a_hedged_call_cancelled_while_a_hint_holds_its_next_hedge_back_tells_one_that_never_ran():
+    """Attempt 1 failed, the server's hint holds hedge 2 back, nothing runs: cancelled then,
+    the call's end is an error of attempt 2 with reason "interrupted" (no attempt to count)."""
+
+    async def main():
+        events = []
+        script = Script(fail(OSError("busy")), forever)
+        caller = asyncio.ensure_future(
+            hedged(script, [0], retry_after=lambda outcome: 60, observe=events.append)
+        )
+        while not any(event.kind == "retry" for event in events):
+            await asyncio.sleep(0)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert len(script.started) == 1 and not others()
+        return [(event.kind, event.number, event.reason) for event in events]
+
+    assert run(main()) == [("retry", 1, None), ("error", 2, "interrupted")]
 
 
 def test_a_caller_cancelled_again_during_the_cleanup_still_waits_for_every_attempt():
@@ -1344,9 +1384,9 @@ def test_a_budget_that_stops_the_hedges_is_the_give_ups_reason():
 
 def test_hedgings_own_error_cancels_the_attempts_running_and_is_told_as_the_calls_end():
     """An on_result predicate that raises ends the call with its error: the
-    attempts still running are cancelled, and the hooks hear each one's
-    cancellation and the call's end, an "error" of the latest attempt, as
-    for an interrupted call (they heard nothing: a span stayed open)."""
+    attempts still running are cancelled, and the hooks hear attempt 1's
+    cancellation and the call's end, an "error" of the newest attempt running,
+    as for an interrupted call (they heard nothing: a span stayed open)."""
     events = []
 
     def judge(result):
@@ -1366,7 +1406,6 @@ def test_hedgings_own_error_cancels_the_attempts_running_and_is_told_as_the_call
         ("hedge", 2),
         ("hedge", 3),
         ("cancelled", 1),
-        ("cancelled", 3),
         ("error", 3),
     ]
     assert events[-1].outcome is error
