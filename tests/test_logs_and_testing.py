@@ -306,6 +306,24 @@ def test_a_message_with_terminal_controls_is_logged_with_them_escaped(caplog):
     assert caplog.records[0].retry_message == forged
 
 
+def test_a_long_message_shows_its_first_thousand_characters_and_how_many_more(caplog):
+    """A server's whole page in an exception went into every retry's line: the line shows
+    the first 1,000 characters and says how many more there are; the field keeps it whole."""
+    caplog.set_level(logging.WARNING, logger="svc")
+    page = "<p>" + "x" * 1_000 + "\n" + "y" * 1_992 + "</p>"  # 3,000 characters
+    hook = log_retries(logging.getLogger("svc"))
+    with no_sleep(), pytest.raises(ConnectionError):
+        for attempt in retrying([], on=ConnectionError, name="fetch", observe=hook):
+            with attempt:
+                raise ConnectionError(page if attempt.number == 1 else "short")
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line == (
+        f"fetch: attempt 1 failed (ConnectionError: {page[:1000]}... (2,000 more characters));"
+        " giving up (exhausted)"
+    )
+    assert caplog.records[0].retry_message == page
+
+
 @pytest.mark.parametrize("where", ["message", "name", "type"])
 def test_bidirectional_controls_and_a_made_name_or_type_are_escaped_in_the_line(caplog, where):
     """Bidirectional-text controls (U+202A-202E, U+2066-2069) reorder what a viewer shows

@@ -18,6 +18,8 @@ WARNING, ERROR = 30, 40
 #: The highest level a logger is given: logging names a level it does not know
 #: by its digits, which str() refuses beyond some 4,300 of them.
 _MOST_LEVEL = 2**63 - 1
+#: The most characters of a message a line shows (``retry_message`` keeps it whole).
+_LONGEST_MESSAGE = 1000
 
 __all__ = ["RetryLogger", "log_retries"]
 
@@ -72,7 +74,8 @@ class RetryLogger:
     ``retry_delay`` (None when giving up, not retrying, or waiting: a
     hedged call's attempt failed with no hedge left), ``retry_error`` (the exception's
     type name, or ``"result"``), ``retry_message`` (whole; the line shows
-    its line breaks, other control characters and bidirectional-text
+    its first 1,000 characters and how many more there are, its line
+    breaks, other control characters and bidirectional-text
     controls escaped, ``\\n``, ``\\x1b``, ``\\u202e`` - and those of the name
     and the type name alike, which the fields keep whole: one record, one
     line, shown as written) and ``retry_reason``
@@ -218,8 +221,12 @@ class RetryLogger:
             logger = logger.logger
         # The line's text from outside (the message, the name - built from a URL,
         # say -, a type made at run time) with its controls escaped; none is
-        # translated when none has a character isprintable() refuses.
+        # translated when none has a character isprintable() refuses.  A long
+        # message (a server's page in an exception) shows its start.
         name = event.name
+        if len(message) > _LONGEST_MESSAGE:
+            left = len(message) - _LONGEST_MESSAGE
+            message = f"{message[:_LONGEST_MESSAGE]}... ({left:,} more characters)"
         if not (message.isprintable() and name.isprintable() and failure.isprintable()):
             name, failure, message = (
                 part.translate(_CONTROLS) for part in (name, failure, message)
