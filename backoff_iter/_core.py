@@ -532,22 +532,26 @@ class Call:
         self.state = _DONE
         self.last = None
         policy = self.policy
-        try:  # what breaks here (``on``, ``throttled``, a part) ends the call, as in decide
+        try:
             retried = matches(policy.on, policy.only_exceptions, failure)
-            if retried:
-                kind = (
-                    THROTTLE
-                    if policy.throttled is not None and policy.throttled(failure)
-                    else FAILURE
-                )
-                self.tell_parts(failure, kind, self.number)
+        except BaseException as error:  # ``on`` broke: the call ends with its error, as in decide
+            self.end_on_error(error)
+            raise
+        if not retried:  # a failure no policy retries: an error, as for any call
+            self.end_on_error(failure)
+            return
+        kind, told = FAILURE, False
+        try:  # what breaks here (``throttled``, a part) ends the call, as in decide
+            if policy.throttled is not None and policy.throttled(failure):
+                kind = THROTTLE
+            told = True
+            self.tell_parts(failure, kind, self.number)
         except BaseException as error:
+            if not told:
+                self._untold(error, failure, kind)
             self._broken(error)
             raise
-        if retried:
-            self._give_up(attempt, failure, "committed")
-        else:  # a failure no policy retries: an error, as for any call
-            self.end_on_error(failure)
+        self._give_up(attempt, failure, "committed")
 
     def end_on_error(self, failure: BaseException) -> None:
         """End the call on *failure*, which the policy does not retry: the
@@ -700,8 +704,8 @@ class Call:
                     if policy.only_exceptions
                     else matches(policy.on, False, exc)
                 )
-            except BaseException as error:  # the predicate broke: the call ends with its error
-                self._broken(error)
+            except BaseException as error:  # the predicate broke: the call ends with its error,
+                self.end_on_error(error)  # as when on_result breaks (a breaker's probe comes back)
                 raise
             if not retried:
                 self.end_on_error(exc)
@@ -726,13 +730,15 @@ class Call:
             if self._hooks:  # a loop body that returned handed over no result
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
+        kind = FAILURE
+        told = False  # the parts heard of the attempt
         try:  # what breaks from here ends the call: its hooks hear of it
             if self.in_async and self._task is not None:  # (3.11+) is the task being cancelled?
                 self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
-            kind = FAILURE
             if plan.tells:  # a throttle, or parts to tell (else a plain failure)
                 if policy.throttled is not None and policy.throttled(outcome):
                     kind = THROTTLE
+                told = True
                 if self.took and plan.shares is not None:  # a part hears what it took
                     self.tell_parts(outcome, kind, self.number)
                 else:
@@ -767,6 +773,8 @@ class Call:
             if delay is _END and asked:  # paid for, but no retry: a jittered draw too long
                 self._drop()  # to sleep, or the hint or the deadline leaves none
         except BaseException as error:  # the schedule, a delay, a callback or a part broke
+            if not told and plan.tells:
+                self._untold(error, outcome, kind)
             if asked:  # after the parts paid for the retry (a draw, a hook): it will not come
                 self._drop()
             self._broken(error)
@@ -779,6 +787,14 @@ class Call:
         self.delay = delay
         self.state = _NEXT
         return delay
+
+    def _untold(self, error: BaseException, outcome: Any, kind: str) -> None:
+        """The decision broke on *error* (``throttled`` raised) before the
+        parts heard how the attempt went: it failed all the same, and they
+        hear so - a breaker's probe comes back.  An interruption (no
+        ``Exception``) is no answer: they hear nothing."""
+        if isinstance(error, Exception):
+            self.tell_parts(outcome, kind, self.number)
 
     def _broken(self, error: BaseException) -> None:
         """The decision broke on *error* (``on``, the schedule, a delay, a

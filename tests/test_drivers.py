@@ -4414,6 +4414,37 @@ def test_a_jittered_retry_whose_hint_passes_the_deadline_costs_nothing(run):
 
 
 @each_driver
+@pytest.mark.parametrize(
+    "broken, state",
+    [("on", "closed"), ("throttled", "open")],
+    ids=["on raises: an error", "throttled raises: a failure"],
+)
+def test_a_predicate_that_breaks_on_the_half_open_probe_still_tells_the_breaker(run, broken, state):
+    """The half-open probe fails and the policy's on= or throttled= predicate raises on its
+    failure: the call ends with the predicate's error, and the breaker hears of the probe -
+    on= broke: an error not retried (as when on_result breaks), closed; throttled= broke:
+    the failure on= matched, open again.  It heard nothing, so every call was refused as
+    "half open, its probe still out" for a whole break."""
+    from backoff_iter import CircuitBreaker
+
+    def raises(outcome):
+        raise LookupError("the predicate's bug")
+
+    time = FakeTime()
+    breaker = CircuitBreaker(
+        failure_ratio=0.5, minimum_throughput=2, break_duration=30, clock=time.clock
+    )
+    for _ in range(2):  # an outage: two failures open the circuit
+        with pytest.raises(ConnectionError):
+            run([], Operation([ConnectionError()]), time, on=ConnectionError, breaker=breaker)
+    time.now += 30.0  # the break is over: the next call is the probe
+    options = {"on": raises} if broken == "on" else {"on": ConnectionError, "throttled": raises}
+    with pytest.raises(LookupError):
+        run([1.0], Operation([ConnectionError()]), time, breaker=breaker, **options)
+    assert breaker.state == state
+
+
+@each_driver
 def test_a_throttle_refusing_the_half_open_probe_lets_the_next_call_probe(run):
     """The breaker lets its half-open probe go, the throttle asked after it refuses it
     locally: the probe was never sent, so the next call is the probe (it was refused as

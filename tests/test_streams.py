@@ -196,6 +196,32 @@ def test_a_stream_succeeds_when_it_ends_and_a_committed_failure_is_a_give_up():
     assert breaker.state == "open"
 
 
+@pytest.mark.parametrize(
+    "broken, state",
+    [("on", "closed"), ("throttled", "open")],
+    ids=["on raises: an error", "throttled raises: a failure"],
+)
+def test_a_predicate_that_breaks_on_a_committed_failure_still_tells_the_breaker(broken, state):
+    """A stream fails after its first item, and the on= or throttled= predicate raises on
+    the failure: the call ends with the predicate's error, and the breaker hears of the
+    attempt as a plain call's would (on= broke: an error, closed; throttled= broke: the
+    failure on= matched, open).  It heard nothing."""
+
+    def raises(outcome):
+        raise LookupError("the predicate's bug")
+
+    def items():
+        yield 0
+        raise ConnectionError("cut")
+
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=1)
+    options = {"on": raises} if broken == "on" else {"on": ConnectionError, "throttled": raises}
+    with pytest.raises(LookupError):
+        list(retry([0.0], breaker=breaker, **options)(items)())
+    assert breaker.state == state
+    assert breaker._counts.first + breaker._counts.second == 1  # one attempt heard
+
+
 @pytest.mark.parametrize("form", ["stream", "call"])
 def test_a_part_failing_as_it_hears_a_committed_failure_ends_the_call_as_an_error(form):
     """A part raises as it is told of the failure (a fleet breaker's store down): the call
