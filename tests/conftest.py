@@ -39,17 +39,20 @@ def pytest_configure(config):
     os.chdir(tempfile.mkdtemp(prefix="backoff_iter-suite-"))
 
 
-# A test marked long_run runs, thousands of times over, code that shorter tests
-# run too: a study of the simulator, a million values, a model against a script
-# for every seed.  Under coverage (CI's main run) tracing it only costs time -
-# it measured 2x to 8x its plain time and covered no line the rest did not -
-# so coverage pauses while it runs.  CI's runs on the oldest and the newest
-# Python leave long runs out (.ci/run): their shorter siblings run there.
+# A test marked long_run runs, many times over, code that shorter tests run
+# too: a study of the simulator, a million values, 200 seeded scripts against
+# botocore's own handler, a whole script (the pictures, the quick benchmark).
+# Under coverage (CI's main run) tracing it took 2x to 27x its plain time, for
+# lines the rest measure: coverage pauses while it runs, unless it is marked
+# long_run(measured=True) - the only test to reach some lines (a model against
+# its script for every branch).  CI's runs on the oldest and the newest Python
+# leave long runs out (.ci/run): their shorter siblings run there.
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     measuring = sys.modules.get("coverage")
     current = measuring.Coverage.current() if measuring is not None else None
-    if current is None or item.get_closest_marker("long_run") is None:
+    marker = item.get_closest_marker("long_run")
+    if current is None or marker is None or marker.kwargs.get("measured"):
         yield
         return
     current.stop()

@@ -36,6 +36,7 @@ def rows(out):
     return found
 
 
+@pytest.mark.long_run
 def test_quick_benchmark_prints_every_row(tmp_path):
     """Every strategy, every installed peer, every driver and the reST output appear as table rows."""
     rst = tmp_path / "bench.rst"

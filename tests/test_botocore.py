@@ -205,6 +205,40 @@ def test_botocore_retries_is_botocores_standard_mode_request_for_request(server,
 
 @pytest.mark.usefixtures("no_process_hooks")
 @pytest.mark.parametrize(
+    "script", [["slow down", "ok"], ["hint", "slow down", "ok"], ["hint", "hint", "hint"]]
+)
+def test_answers_with_x_amz_retry_after_are_retried_as_botocore_does(server, script):
+    """The request-for-request comparison's short sibling, run on every Python: answers
+    with an x-amz-retry-after header give the same requests, sleeps and outcome on
+    botocore_retries as on botocore's own handler."""
+
+    def send(client, slept):
+        server.script, server.seen[:] = list(script), []
+        random.seed(5)  # the jitter draws from the module's random, as botocore's
+        try:
+            response = client.list_tables()
+            outcome = ("ok", response["ResponseMetadata"].get("RetryAttempts"))
+        except botocore.exceptions.ClientError as error:
+            metadata = error.response["ResponseMetadata"]
+            outcome = (error.response["Error"]["Code"], metadata.get("RetryAttempts"))
+        return outcome, list(server.seen), list(slept)
+
+    theirs, ours = dynamodb(server.url, 3), dynamodb(server.url, 3)
+    slept_ours: list[float] = []
+    slept_theirs: list[float] = []
+    botocore_retries(
+        ours, max_attempts=3, sleep=slept_ours.append, **standard_mode_of_this_botocore()
+    )
+    with mock.patch.object(
+        botocore.endpoint.time, "sleep", lambda s: slept_theirs.append(s) if s else None
+    ):
+        expected = send(theirs, slept_theirs)
+        got = send(ours, slept_ours)
+    assert got == expected and got[2]  # it retried, and slept as botocore does
+
+
+@pytest.mark.usefixtures("no_process_hooks")
+@pytest.mark.parametrize(
     "script", [["crc", "crc", "ok"], ["crc", "crc", "crc"], ["crc", "500", "crc", "ok"]]
 )
 def test_a_dynamodb_answer_whose_checksum_fails_is_retried_as_botocore_does(server, script):

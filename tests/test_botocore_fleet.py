@@ -34,6 +34,7 @@ def redis_port():
     server.stop()
 
 
+@pytest.mark.long_run
 @pytest.mark.usefixtures("no_process_hooks")
 def test_four_processes_share_one_retry_quota_through_botocore_retries(redis_port):
     """4 processes x 30 failing calls (3 attempts each): 32 to 35 retries in all (and a few on

@@ -39,6 +39,7 @@ def test_a_store_on_a_cluster_keeps_a_parts_keys_in_one_slot(cluster):
     client.close()
 
 
+@pytest.mark.long_run
 def test_a_master_killed_mid_run_fails_over_and_the_quota_holds(cluster):
     """4 processes share a quota on the cluster; the master of its slot is killed mid-run: decisions go on, each process logs one or two warnings, a replica takes over, and the fleet's retries stay within one quota (plus one a process)."""
     fleet = Fleet(PROCESSES, cluster.ports)

@@ -202,7 +202,7 @@ def budget_events():
     )
 
 
-@pytest.mark.long_run
+@pytest.mark.long_run(measured=True)
 def test_the_budget_script_and_its_model_answer_alike_and_reach_every_branch(client):
     """Random exchanges of buckets, windows and quotas (lost answers, members leaving and expiring, poison written between them): Redis and the model give the same answers and keys, and between them reach every branch of the script."""
     seen = 0
@@ -350,7 +350,7 @@ def count_events():
     )
 
 
-@pytest.mark.long_run
+@pytest.mark.long_run(measured=True)
 @pytest.mark.parametrize("script", ["THROTTLE", "BREAKER"])
 def test_the_count_scripts_and_their_model_answer_alike_and_reach_every_branch(client, script):
     """Random exchanges of throttles and breakers (probes told by their holder or not, poison between them): Redis and the model give the same answers and keys, and reach every branch."""
@@ -705,7 +705,7 @@ def test_a_ledger_of_processes_that_come_and_go_stays_bounded():
     assert "a:pod-0" not in model.ledger and "a:pod-1990" in model.ledger
 
 
-@pytest.mark.long_run
+@pytest.mark.long_run(measured=True)
 @pytest.mark.parametrize("script", ["BUDGET", "THROTTLE"])
 def test_a_ledger_of_processes_that_come_and_go_stays_bounded_in_redis(client, script):
     """300 processes crash one a second, on a real redis-server beside the model: the same keys all along, and the ledger holds about three fields per member live or forgotten within 60 s."""

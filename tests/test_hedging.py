@@ -1251,6 +1251,7 @@ def test_in_simulated_time_every_call_ends_when_and_how_the_rules_say(plans, del
 SIMULATE = benchmark().simulate
 
 
+@pytest.mark.long_run
 def test_the_benchmark_prints_both_rows_and_draws_its_picture(tmp_path):
     """benchmarks/hedging.py --quick: a row without hedging and one with, the hedge cutting p99.9
     more than tenfold for at most 10% more attempts, and the picture written."""

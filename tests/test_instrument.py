@@ -874,7 +874,6 @@ def test_an_urllib3_request_that_recovers_leaves_no_span_open():
     assert (span.name, span.status.description) == ("call", "gave up (exhausted): result")
 
 
-@pytest.mark.long_run
 def test_calls_left_open_are_ended_oldest_first_beyond_a_bound():
     """Loops left by break after a retry never end; beyond 4096 open, the oldest end as abandoned."""
     backend = OpenTelemetry()
@@ -1047,6 +1046,7 @@ def test_bad_providers_and_registries_are_rejected_by_name():
     )
 
 
+@pytest.mark.long_run
 def test_the_cost_benchmark_measures_every_contender_and_hook():
     """benchmarks/instrument.py: a row per contender and per hook, each a finite time (none asserted)."""
     from pathlib import Path

@@ -17,6 +17,7 @@ from backoff_iter.overload import simulate_overload
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.long_run
 def test_the_picture_script_writes_every_picture(tmp_path):
     """--quick into a fresh directory: each picture the docs show is a non-empty PNG."""
     result = subprocess.run(

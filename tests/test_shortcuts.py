@@ -6,7 +6,6 @@ from __future__ import annotations
 import collections
 import math
 
-import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -382,7 +381,6 @@ def test_a_window_whose_bucket_edge_falls_on_zero_moves_at_once():
     assert first_past(lambda x: int((x + 30.0) * 10 / 30.0), 9, 0.0) == -math.inf
 
 
-@pytest.mark.long_run
 @example(readings=[-1e308, 5.0])  # a first float reading below -2**1000: no good one
 @given(
     readings=st.lists(
