@@ -1,4 +1,5 @@
 import os
+import shutil
 import sys
 import tempfile
 from importlib.util import find_spec
@@ -34,9 +35,22 @@ if os.environ.get("BACKOFF_ITER_TEST_INSTALLED"):
         )
 
 
+# Where the run started, and its scratch folder.
+_SCRATCH = pytest.StashKey[tuple[str, str]]()
+
+
 def pytest_configure(config):
     """Run from a scratch folder, once pytest has found its test files."""
-    os.chdir(tempfile.mkdtemp(prefix="backoff_iter-suite-"))
+    config.stash[_SCRATCH] = (os.getcwd(), tempfile.mkdtemp(prefix="backoff_iter-suite-"))
+    os.chdir(config.stash[_SCRATCH][1])
+
+
+def pytest_unconfigure(config):
+    """Go back and remove the scratch folder (a run left one behind in /tmp)."""
+    if _SCRATCH in config.stash:
+        started_in, scratch = config.stash[_SCRATCH]
+        os.chdir(started_in)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 # A test marked long_run runs, many times over, code that shorter tests run
