@@ -1445,12 +1445,11 @@ def test_counts_deleted_while_processes_call_are_rebuilt_not_refilled(fleet, cli
 
 def test_poison_in_a_future_slot_leaves_a_fleet_within_its_bound(fleet, client):
     """1e17 written into a RetryBudget's slot two seconds ahead (and into its current one)
-    mid-run: dropped, and the fleet's retries stay within twice (ratio x calls + reserve).
+    mid-run: dropped, and the fleet's retries stay within ratio x calls + reserve.
 
-    Not within one: the current slot held the fleet's withdrawals, and the member whose
-    exchange drops it puts back what it had heard of them - not what the others withdrew
-    since its last exchange, which the fleet may spend again once (a loaded CI run on 3.9
-    saw 1.54 x; the runs before, under 1.5 x).  Known and open: see the CHANGELOG."""
+    The current slot held the fleet's withdrawals, lost with it: the member whose exchange
+    drops it counts the window's room spent (before, it put back what it had heard of, and
+    what the others withdrew since was spent again: 1.54 x the bound in a loaded CI run)."""
     name = next(names)
     key = f"backoff_iter:{{{name}}}:retry_budget:counts"
 
@@ -1463,7 +1462,8 @@ def test_poison_in_a_future_slot_leaves_a_fleet_within_its_bound(fleet, client):
     calls, retries = sum(c for c, _ in results), sum(r for _, r in results)
     arguments = BUDGETS["retry_budget"]
     bound = arguments["ratio"] * calls + arguments["min_per_second"] * arguments["window"]
-    assert retries <= 2 * bound, (retries, bound)
+    print(f"{calls} calls: {retries} retries; the fleet's budget allows {bound:.0f}")
+    assert retries <= bound, (retries, bound)
     slots = {k: v for k, v in client.hgetall(key).items() if k != b"born"}
     assert all(abs(float(value)) < 1e12 for value in slots.values()), slots  # the poison is gone
 

@@ -955,46 +955,88 @@ def test_a_poisoned_level_is_dropped_and_rebuilt_from_the_member():
         assert value == 4_000 and mask & REPAIRED
 
 
-def test_a_future_or_poisoned_slot_of_a_window_is_dropped():
-    """1e17 in a slot a window ahead, or in the current one, counts for nothing: dropped, and said so."""
-    slot = NOW // 750_000
-    for field in (slot + 3, slot):
-        model = Ledger()
-        exchange(model, "a", 1_000, kind=WINDOW)
-        model.counts[field] = "1e17"
-        mask, value, _, lease = exchange(model, "a", 1_000, at=NOW + 1, acked=1_000, kind=WINDOW)
-        assert mask & REPAIRED and value == (1_000 if field != slot else 0)
-        assert lease == 3_000 + value
+def window_exchange(twins, at, acked, cumulative, heard="", kind=WINDOW):
+    """Member a's exchange of a RetryBudget's window, in Redis and the model alike."""
+    return twins.run("a", at, *TIMING, 0, acked, cumulative, 0, 0, heard, 0, *kind)
 
 
-def test_a_dropped_slot_that_held_debt_is_lowered_to_what_the_member_heard():
-    """The current slot, 4,000 in debt, poisoned: its member heard -4,000 and the window comes back in that debt; one that heard credit gets none back."""
+def test_a_future_or_poisoned_slot_of_a_window_is_dropped(client):
+    """1e17 in a slot a window ahead counts for nothing, nor in one that has left the
+    window: dropped, and said so.  In the current one it was the fleet's count of that slot,
+    lost: the window's room (the reserve of 3,000 here, and the 1,000 deposited) is counted
+    spent, and nothing is lent (Redis and the model alike) - whether or not the exchange
+    deposits more (500) into the current slot."""
     slot = NOW // 750_000
-    for heard, value in ((-4_000, -4_000), (2_000, 0)):
-        model = Ledger()
-        exchange(model, "a", -4_000, kind=WINDOW)
-        model.counts[slot] = "1e17"
-        mask, got, _, lease = exchange(
-            model, "a", -4_000, at=NOW + 1, acked=-4_000, heard=heard, kind=WINDOW
-        )
-        assert mask & REPAIRED and got == value, (heard, got)
-        assert bool(mask & _budget_script.LOWERED) == (heard < 0)
-        assert lease == max(0, 3_000 + value)
+    for more in (0, 500):
+        for field, value, lease in (
+            (slot + 3, 1_000 + more, 4_000 + more),
+            (slot - 2, 1_000 + more, 4_000 + more),
+            (slot, -3_000, 0),
+        ):
+            twins = Twins(client, "BUDGET")
+            window_exchange(twins, NOW, 0, 1_000)
+            twins.poison(("counts", str(field), "1e17"), "a")
+            mask, got, _, lent = window_exchange(twins, NOW + 1, 1_000, 1_000 + more)
+            assert mask & REPAIRED and (got, lent) == (value, lease), (field, more)
+            assert bool(mask & _budget_script.LOWERED) == (field == slot), (field, more)
+            assert twins.model.counts[slot] == value, (field, more)
+
+
+def test_a_poisoned_slot_just_ahead_of_the_clock_but_within_the_window_is_lost(client):
+    """An exchange an interval before its slot ends counts the next slot in its window:
+    poison there is a count lost, as in the current slot."""
+    slot = NOW // 750_000
+    late = (slot + 1) * 750_000 - 500  # the interval (1,000 us) reaches the next slot
+    twins = Twins(client, "BUDGET")
+    window_exchange(twins, late - 1, 0, 1_000)
+    twins.poison(("counts", str(slot + 1), "many"), "a")
+    mask, value, _, lease = window_exchange(twins, late, 1_000, 1_000)
+    assert mask & _budget_script.LOWERED and (value, lease) == (-3_000, 0)
+
+
+def test_a_lost_slot_counts_the_room_spent_and_debt_heard_deeper_stands(client):
+    """The current slot, 4,000 in debt, poisoned: its count is lost, so the window's room
+    (the reserve, 3,000) is counted spent - the other members may have spent it since this
+    one last heard; a member that heard the window deeper in debt brings that debt back.
+    Either way nothing is lent."""
+    slot = NOW // 750_000
+    for heard, value in ((-4_000, -4_000), (2_000, -3_000), (-3_500, -3_500)):
+        twins = Twins(client, "BUDGET")
+        window_exchange(twins, NOW, 0, -4_000)
+        twins.poison(("counts", str(slot), "1e17"), "a")
+        mask, got, _, lease = window_exchange(twins, NOW + 1, -4_000, -4_000, heard)
+        assert mask & REPAIRED and mask & _budget_script.LOWERED, heard
+        assert (got, lease, twins.model.counts[slot]) == (value, 0, value), heard
+
+
+def test_a_lost_slot_keeps_the_current_one_readable(client):
+    """Room beyond what one slot may hold lost with a slot (a reserve of 8,000, a slot
+    holding at most 5,000 here): the current slot goes down to -5,000, no further - below,
+    it would be poison itself, and dropped at the next exchange."""
+    small = ("window", 1_000, 750_000, 2, 8_000, 5_000)
+    slot = NOW // 750_000
+    twins = Twins(client, "BUDGET")
+    window_exchange(twins, NOW, 0, 1_000, kind=small)
+    twins.poison(("counts", str(slot - 1), "many"), "a")
+    mask, value, _, lease = window_exchange(twins, NOW + 1, 1_000, 1_000, kind=small)
+    assert mask & _budget_script.LOWERED and twins.model.counts[slot] == -5_000
+    assert (value, lease) == (-5_000, 3_000)
 
 
 def test_a_dropped_slot_other_than_the_current_one_lowers_the_window_too():
-    """A slot ahead of the clock, or one whose count is a word, dropped: the member
-    heard the window 1,000 in debt, and that debt stands, the current slot lowered to it."""
+    """A slot ahead of the clock dropped: the member heard the window 1,000 in debt, and
+    that debt stands, the current slot lowered to it.  A slot of the window whose count is
+    a word: lost, the window's room (reserve 3,000 and the 1,000 deposited) counted spent."""
     slot = NOW // 750_000
-    for field, poison in ((slot + 3, 5_000), (slot - 1, "many")):
+    for field, poison, value in ((slot + 3, 5_000, -1_000), (slot - 1, "many", -3_000)):
         model = Ledger()
         exchange(model, "a", 1_000, kind=WINDOW)
         model.counts[field] = poison
-        mask, value, _, _ = exchange(
+        mask, got, _, _ = exchange(
             model, "a", 1_000, at=NOW + 1, acked=1_000, heard=-1_000, kind=WINDOW
         )
         assert mask & REPAIRED and mask & _budget_script.LOWERED, field
-        assert value == -1_000 and model.counts[slot] == -1_000, field
+        assert got == value and model.counts[slot] == value, field
 
 
 def test_window_counts_leave_after_the_window_and_deposits_about_to_leave_are_not_lent():

@@ -31,6 +31,7 @@ LEAVING = 2048  # deposits about to leave the window were not lent
 TRIMMED = 4096  # the level was kept within [0, cap] ([-2 cap, cap] if it owes)
 NEED = 8192  # a member wanting room: one retry's worth for each of its failures
 LOWERED = 16384  # counts rebuilt lately, or a slot dropped: lowered to what this member heard
+#   (a window's slot lost: its room counted spent)
 CREDIT = 32768  # a quiet member of a level that owes: one retry on credit, in turn
 OWED = 65536  # the level is below 0: spent beyond it, owed until refunds pay it back
 CRUMB = 131072  # shared, less than the cheapest retry costs: not lent
@@ -156,11 +157,15 @@ else
   local stored = redis.call('HGET', counts, int(slot))
   local current = whole(stored, -most, most)
   -- a slot dropped (unreadable, or ahead of the clock) may have held debt:
-  -- the member's view stands in for it, as for counts rebuilt
+  -- the member's view stands in for it, as for counts rebuilt; and a slot of
+  -- the window whose count is lost (unreadable) may have held what the other
+  -- members spent since this one last heard: the fleet counts its room spent
   local dropped = stored and not current
+  local lost = dropped
   if dropped then flag(REPAIRED) end
+  local here = (current or 0) + delta
   if current or delta ~= 0 then
-    redis.call('HSET', counts, int(slot), int((current or 0) + delta))
+    redis.call('HSET', counts, int(slot), int(here))
   end
   value, room = 0, reserve
   local fields = redis.call('HGETALL', counts)
@@ -171,6 +176,7 @@ else
     elseif not index or not amount or index > ahead then
       redis.call('HDEL', counts, fields[i])
       dropped = true
+      if index and index <= ahead and index > slot - slots then lost = true end
       flag(REPAIRED)
     elseif index <= slot - slots then
       redis.call('HDEL', counts, fields[i])
@@ -179,6 +185,14 @@ else
       value = value + amount
       if index > leaving or amount < 0 then room = room + amount else flag(LEAVING) end
     end
+  end
+  -- spent to nothing, the current slot kept readable
+  if lost and room > 0 then
+    local spent = math.min(room, most + here)
+    here = here - spent
+    redis.call('HSET', counts, int(slot), int(here))
+    room, value = room - spent, value - spent
+    flag(LOWERED)
   end
   if heard and heard < value and (dropped or rebuilding()) then
     redis.call('HINCRBY', counts, int(slot), int(heard - value))
@@ -394,11 +408,12 @@ class BudgetLedger(LedgerBase):
             counts["born"] = now
         stored = counts.get(slot)
         current = whole(stored, -most, most)
-        dropped = stored is not None and current is None
+        dropped = lost = stored is not None and current is None
         if dropped:
             self._mask |= REPAIRED
+        here = (current or 0) + delta
         if current is not None or delta:
-            counts[slot] = (current or 0) + delta
+            counts[slot] = here
         value, room = 0, reserve
         for field in list(counts):
             if field == "born" or field == "rebuilt":
@@ -407,6 +422,8 @@ class BudgetLedger(LedgerBase):
             if index is None or amount is None or index > ahead:
                 del counts[field]
                 dropped = True
+                if index is not None and slot - slots < index <= ahead:
+                    lost = True
                 self._mask |= REPAIRED
             elif index <= slot - slots:
                 del counts[field]
@@ -417,6 +434,11 @@ class BudgetLedger(LedgerBase):
                     room += amount
                 else:
                     self._mask |= LEAVING
+        if lost and room > 0:  # spent to nothing, the current slot kept readable (see the script)
+            spent = min(room, most + here)
+            counts[slot] = here = here - spent
+            room, value = room - spent, value - spent
+            self._mask |= LOWERED
         if known is not None and known < value and (dropped or self._rebuilding(now, horizon)):
             counts[slot] = counts.get(slot, 0) + known - value
             room, value = room + known - value, known
