@@ -149,7 +149,7 @@ class Deferred:
     """A delay whose jitter is drawn only once the retry is allowed: the core
     asks the parts (a quota) first, as the AWS SDKs draw after the quota paid."""
 
-    __slots__ = ("ceiling", "kernel", "_draw")
+    __slots__ = ("ceiling", "kernel", "_draw", "_drawn")
 
     ceiling: float
     kernel: str | float
@@ -158,14 +158,21 @@ class Deferred:
         self.ceiling = ceiling
         self.kernel = kernel
         self._draw = draw
+        self._drawn: float | None = None
 
     def draw(self) -> float:
-        """The delay: the ceiling with the jitter, one draw (the jittered adaptor's formulas)."""
-        if self.kernel == "full":
-            return next(_jitter.full((self.ceiling,), self._draw))
-        if self.kernel == "equal":
-            return next(_jitter.equal((self.ceiling,), self._draw))
-        return next(_jitter.spread((self.ceiling,), float(self.kernel), self._draw))
+        """The delay: the ceiling with the jitter (the jittered adaptor's
+        formulas), drawn once - asked again, the same delay."""
+        drawn = self._drawn
+        if drawn is None:
+            if self.kernel == "full":
+                drawn = next(_jitter.full((self.ceiling,), self._draw))
+            elif self.kernel == "equal":
+                drawn = next(_jitter.equal((self.ceiling,), self._draw))
+            else:
+                drawn = next(_jitter.spread((self.ceiling,), float(self.kernel), self._draw))
+            self._drawn = drawn
+        return drawn
 
     def __float__(self) -> float:
         return self.draw()

@@ -166,6 +166,25 @@ def test_per_failure_with_full_jitter_is_botocores_backoff_draw_for_draw(seed):
         assert got == expected
 
 
+@pytest.mark.parametrize("jitter", ["full", "equal", 0.25])
+def test_a_jittered_delay_is_drawn_once_however_often_it_is_read(jitter):
+    """A delay of per_failure(jitter=...) read twice (its draw, then as a float): the same
+    number, and one draw of the random source - not a second delay."""
+    draws = []
+    source = Random(7)
+
+    class Counted:
+        def random(self):
+            draws.append(1)
+            return source.random()
+
+    in_step = per_failure(default=lambda: exponential(1.0), jitter=jitter, rng=Counted())()
+    delay = in_step.next_for(ConnectionError(), "failure")
+    first = delay.draw()
+    assert float(delay) == delay.draw() == first and len(draws) == 1
+    assert 0.0 <= first <= 1.0
+
+
 def test_a_scheduler_asking_by_number_gets_the_default_schedule():
     """tenacity's wait over per_failure: the default kind's delays, in order."""
     wait = tenacity_wait(per_failure(default=[0.25, 0.5]))
