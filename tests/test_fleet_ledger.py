@@ -1021,6 +1021,14 @@ def test_a_lost_slot_keeps_the_current_one_readable(client):
     mask, value, _, lease = window_exchange(twins, NOW + 1, 1_000, 1_000, kind=small)
     assert mask & _budget_script.LOWERED and twins.model.counts[slot] == -5_000
     assert (value, lease) == (-5_000, 3_000)
+    # An exchange that withdrew more than a slot holds (6,000) in one go: that count is
+    # itself dropped, as poison, and nothing is counted spent nor written back.
+    twins = Twins(client, "BUDGET")
+    window_exchange(twins, NOW, 0, 0, kind=small)
+    twins.poison(("counts", str(slot - 1), "many"), "a")
+    mask, value, _, lease = window_exchange(twins, NOW + 1, 0, -6_000, kind=small)
+    assert slot not in twins.model.counts and (value, lease) == (0, 8_000)
+    assert mask & REPAIRED and not mask & _budget_script.LOWERED
 
 
 def test_a_dropped_slot_other_than_the_current_one_lowers_the_window_too():

@@ -186,11 +186,11 @@ else
       if index > leaving or amount < 0 then room = room + amount else flag(LEAVING) end
     end
   end
-  -- spent to nothing, the current slot kept readable
-  if lost and room > 0 then
-    local spent = math.min(room, most + here)
-    here = here - spent
-    redis.call('HSET', counts, int(slot), int(here))
+  -- spent to nothing, the current slot kept readable (a count of its own
+  -- beyond what a slot holds was dropped above, as poison)
+  local spent = lost and math.min(room, most + here) or 0
+  if spent > 0 then
+    redis.call('HSET', counts, int(slot), int(here - spent))
     room, value = room - spent, value - spent
     flag(LOWERED)
   end
@@ -434,9 +434,9 @@ class BudgetLedger(LedgerBase):
                     room += amount
                 else:
                     self._mask |= LEAVING
-        if lost and room > 0:  # spent to nothing, the current slot kept readable (see the script)
-            spent = min(room, most + here)
-            counts[slot] = here = here - spent
+        spent = min(room, most + here) if lost else 0
+        if spent > 0:  # spent to nothing, the current slot kept readable (see the script)
+            counts[slot] = here - spent
             room, value = room - spent, value - spent
             self._mask |= LOWERED
         if known is not None and known < value and (dropped or self._rebuilding(now, horizon)):
