@@ -200,8 +200,32 @@ def make(kind, clock, store=None):
 @example(
     kind="token_bucket", interval=0, events=[("call fails", 0.0)] * 6 + [("clean success", 0.0)]
 )
+# ... nor when the member sends both in one exchange (its sync interval's lag):
+@example(
+    kind="token_bucket",
+    interval=0.5,
+    events=[("call fails", 0.0)] * 2 + [("call fails", 0.25)] * 3 + [("clean success", 0.25)],
+)
+# Successes beyond a full bucket or quota gain nothing, nor undo half of a later failure.
+@example(
+    kind="token_bucket",
+    interval=0.125,
+    events=[("clean success", 0.0), ("clean success", 0.0), ("call fails", 0.125)],
+)
+@example(
+    kind="retry_quota",
+    interval=0.125,
+    events=[("call fails", 0.0), ("clean success", 0.0), ("retry", 0.0), ("call fails", 0.125)],
+)
+# Below half, a bucket's own successes fill what it lacks of half before a retry.
+@example(
+    kind="token_bucket",
+    interval=0.125,
+    events=[("call fails", 0.0)] * 2
+    + [("call fails", 0.125), ("clean success", 0.0), ("retry", 0.0)],
+)
 def test_one_member_decides_exactly_as_the_in_process_budget(kind, interval, events):
-    """A fleet of one (a _SharedState, any sync interval) answers every event as the same budget with store=None."""
+    """A fleet of one (a _SharedState, any sync interval) answers every event as the same budget with store=None: alone, its view of the level is exact, and it counts what one budget counts."""
     if kind == "retry_budget":
         interval = 0  # counts land in the window when they happen: no lag at all
     clock = Clock(1000.0)

@@ -63,6 +63,7 @@ class BudgetMember(Member):
     _slice: int
     _full: int
     _n: int
+    _sole: bool  # the last answer said this process is the fleet: its view of the level is exact
     _value: int
     _known_until: float  # _value may rebuild lost counts until then (see _recent)
     _wants: int  # failures since the last exchange
@@ -84,6 +85,7 @@ class BudgetMember(Member):
         self._lease = self._head = 0  # its own counts only, until it hears (or is alone)
         self._slice = self._full
         self._n = 1
+        self._sole = False  # (nothing heard yet: its value is an assumption)
         self._value = value
         self._known_until = -math.inf  # nothing heard yet
         self._asked = self._demanded = self._credit = self._owed = False
@@ -105,9 +107,24 @@ class BudgetMember(Member):
         if added:
             self._gain(added * self._each)
 
+    def _gain_within(self, units: int, full: int) -> None:
+        """A bucket's or a quota's: count *units* gained (a success's, a
+        refund's), what would take the level beyond *full* as last heard not
+        as its own.  The fleet's only member (so the last answer said) has an
+        exact view of the level: what one bucket or quota would not count is
+        not sent either, where the fleet would net it with a later count (a
+        failure after a success beyond full took half a token, not one).
+        Shared, the view lags: sent whole, the script keeps the level within
+        its bounds."""
+        room = full - self._value - self._own
+        gained = units if units <= room else max(0, room)
+        self._own += gained
+        self._cum += gained if self._sole else units
+
     def _renew(self, member: str) -> None:
         super()._renew(member)
         self._known_until = -math.inf  # a new member: what its parent heard is the parent's
+        self._sole = False
         self._acked = self._cum = self._lease = self._own = self._own_sent = 0
         self._wants = 0
         self._asking = _NOTHING_ASKED
@@ -211,6 +228,7 @@ class BudgetMember(Member):
         self._own_sent = 0
         self._value = value
         self._n = n if n > 0 else 1
+        self._sole = n == 1
         self._lease = lease
         self._slice = self._full // self._n
         self._known_until = math.inf
@@ -258,14 +276,15 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
 
     def _heard(self, mask: int) -> None:
         """Each answer gives one retry on credit, spent only while the bucket as
-        last heard is above half (see try_retry)."""
+        last heard is above half (see try_retry).  The only member, below half: the lease
+        is what the bucket lacks of half, so that its own successes fill that
+        first, as in one bucket (shared, the others' successes may have)."""
         self._credit = True
+        if self._sole and not self._lease:
+            self._lease = min(0, 2 * self._value - self._max)
 
     def _gain(self, units: int) -> None:
-        """Count *units* gained: what would take the bucket beyond full, as last heard, is not own."""
-        room = self._max - self._value - self._own
-        self._cum += units
-        self._own += units if units <= room else max(0, room)
+        self._gain_within(units, self._max)
 
     def _settle(self, now: float) -> None:
         # As last heard, the bucket stays within [0, max_tokens].
@@ -286,9 +305,11 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
             if self._successes:  # taking them in calls _gain() all the same
                 self._add_successes()
             self._wants += 1
-            self._cum -= 1000
             left = self._value + self._own  # not below empty, as last heard
-            self._own -= 1000 if left >= 1000 else left  # left >= 0: _settle keeps it so
+            taken = 1000 if left >= 1000 else left  # left >= 0: _settle keeps it so
+            self._own -= taken
+            # The only member sends no failure beyond empty (see _gain_within).
+            self._cum -= taken if self._sole else 1000
 
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
@@ -350,10 +371,7 @@ class FleetRetryQuota(BudgetMember, RetryQuota):
         self._start(store, parameters, self._capacity, 0.0)  # type: ignore[arg-type]
 
     def _gain(self, units: int) -> None:
-        """Refund *units* thousandths: what would take it beyond full, as last heard, is not own."""
-        room = self._capacity - self._value - self._own
-        self._cum += units
-        self._own += units if units <= room else max(0, room)
+        self._gain_within(units, self._capacity)
         self._spendable = self._room()
 
     def _wait(self) -> None:
