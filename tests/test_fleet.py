@@ -530,6 +530,58 @@ def test_a_process_that_heard_once_goes_on_with_its_last_lease_while_an_exchange
     assert [heard.try_retry(None), never.try_retry(None)] == [True, False]
 
 
+def test_a_failure_beyond_empty_as_a_shared_member_last_heard_is_sent_whole():
+    """a heard the bucket empty; b's successes refilled two tokens since; a's next
+    failure takes one of them, as in one bucket (4, 0, 2, 1): a shared member's view
+    lags, so it sends its failure whole and the script stops the level at empty."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (make("token_bucket", clock, store) for _ in "ab")
+    joined(store, a, b)
+    for _ in range(4):
+        a.record_failure(True)
+    joined(store, a)  # the fleet's bucket is empty, and a heard so
+    for _ in range(4):
+        b.record_success(True)
+    joined(store, b)  # 2 tokens, unknown to a
+    a.record_failure(True)
+    joined(store, a)
+    assert a.tokens == 1.0
+
+
+def test_below_half_a_shared_members_own_successes_fill_its_share_of_the_lack_first():
+    """Two members of a bucket of 4 at 1 token, a token short of half: each owes half
+    of it, so a's first success (0.5) pays its share and lends nothing, its second
+    lends a retry - not the first, as if the fleet lacked nothing."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    a, b = (make("token_bucket", clock, store) for _ in "ab")
+    joined(store, a, b)
+    for _ in range(3):
+        a.record_failure(True)
+    joined(store, a, b)
+    assert (a.tokens, a._n) == (1.0, 2)
+    a.record_success(True)
+    assert not a.try_retry(None)
+    a.record_success(True)
+    assert a.try_retry(None)
+
+
+def test_a_forked_child_is_not_the_fleets_only_member_until_it_hears():
+    """A parent alone in its fleet counts what one bucket counts (a success on a full
+    bucket: nothing sent); its child, renewed after fork, has not heard it is alone:
+    it sends its success whole (the script keeps the level at full)."""
+    clock = Clock(1000.0)
+    store = Manual(clock)
+    parent = make("token_bucket", clock, store)
+    joined(store, parent)
+    parent.record_success(True)
+    assert store.send(parent)[0][1] == 0
+    parent._renew("child")
+    parent.record_success(True)
+    assert store.send(parent)[0][1] == 500
+
+
 def four_reserves(clock, store):
     """Four members of one RetryBudget that only a reserve of 4 a second pays."""
     return [

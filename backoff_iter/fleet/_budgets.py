@@ -276,12 +276,13 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
 
     def _heard(self, mask: int) -> None:
         """Each answer gives one retry on credit, spent only while the bucket as
-        last heard is above half (see try_retry).  The only member, below half: the lease
-        is what the bucket lacks of half, so that its own successes fill that
-        first, as in one bucket (shared, the others' successes may have)."""
+        last heard is above half (see try_retry).  Below half, the lease is
+        this process's share of what the bucket lacks of half, owed: its own
+        successes fill that first, as they would one bucket (the only member
+        owes all of it, and decides as one bucket does)."""
         self._credit = True
-        if self._sole and not self._lease:
-            self._lease = min(0, 2 * self._value - self._max)
+        if not self._lease:
+            self._lease = min(0, (2 * self._value - self._max) // self._n)
 
     def _gain(self, units: int) -> None:
         self._gain_within(units, self._max)
