@@ -530,16 +530,23 @@ def test_a_process_that_heard_once_goes_on_with_its_last_lease_while_an_exchange
     assert [heard.try_retry(None), never.try_retry(None)] == [True, False]
 
 
-def test_a_failure_beyond_empty_as_a_shared_member_last_heard_is_sent_whole():
-    """a heard the bucket empty; b's successes refilled two tokens since; a's next
-    failure takes one of them, as in one bucket (4, 0, 2, 1): a shared member's view
-    lags, so it sends its failure whole and the script stops the level at empty."""
+def shared_bucket(failures):
+    """Two members a and b of a bucket of 4 (token_ratio 0.5), each heard from
+    the fleet once; then *failures* of a's, not yet sent: (store, a, b)."""
     clock = Clock(1000.0)
     store = Manual(clock)
     a, b = (make("token_bucket", clock, store) for _ in "ab")
     joined(store, a, b)
-    for _ in range(4):
+    for _ in range(failures):
         a.record_failure(True)
+    return store, a, b
+
+
+def test_a_failure_beyond_empty_as_a_shared_member_last_heard_is_sent_whole():
+    """a heard the bucket empty; b's successes refilled two tokens since; a's next
+    failure takes one of them, as in one bucket (4, 0, 2, 1): a shared member's view
+    lags, so it sends its failure whole and the script stops the level at empty."""
+    store, a, b = shared_bucket(4)
     joined(store, a)  # the fleet's bucket is empty, and a heard so
     for _ in range(4):
         b.record_success(True)
@@ -553,12 +560,7 @@ def test_below_half_a_shared_members_own_successes_fill_its_share_of_the_lack_fi
     """Two members of a bucket of 4 at 1 token, a token short of half: each owes half
     of it, so a's first success (0.5) pays its share and lends nothing, its second
     lends a retry - not the first, as if the fleet lacked nothing."""
-    clock = Clock(1000.0)
-    store = Manual(clock)
-    a, b = (make("token_bucket", clock, store) for _ in "ab")
-    joined(store, a, b)
-    for _ in range(3):
-        a.record_failure(True)
+    store, a, b = shared_bucket(3)
     joined(store, a, b)
     assert (a.tokens, a._n) == (1.0, 2)
     a.record_success(True)
