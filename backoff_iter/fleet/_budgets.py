@@ -110,12 +110,12 @@ class BudgetMember(Member):
     def _gain_within(self, units: int, full: int) -> None:
         """A bucket's or a quota's: count *units* gained (a success's, a
         refund's), what would take the level beyond *full* as last heard not
-        as its own.  The fleet's only member (so the last answer said) has an
-        exact view of the level: what one bucket or quota would not count is
-        not sent either, where the fleet would net it with a later count (a
-        failure after a success beyond full took half a token, not one).
-        Shared, the view lags: sent whole, the script keeps the level within
-        its bounds."""
+        as its own.  The fleet's only member (so the last answer said) does
+        not send that either: the fleet would net it with a later failure of
+        the same exchange (which took half a token, not one).  Shared, it is
+        sent whole (another process may have taken tokens since), and the
+        script keeps the level within its bounds.  A stale answer (a process
+        joined since) only sends too little: the fleet reads less, never more."""
         room = full - self._value - self._own
         gained = units if units <= room else max(0, room)
         self._own += gained
@@ -307,10 +307,12 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
                 self._add_successes()
             self._wants += 1
             left = self._value + self._own  # not below empty, as last heard
-            taken = 1000 if left >= 1000 else left  # left >= 0: _settle keeps it so
-            self._own -= taken
-            # The only member sends no failure beyond empty (see _gain_within).
-            self._cum -= taken if self._sole else 1000
+            self._own -= 1000 if left >= 1000 else left  # left >= 0: _settle keeps it so
+            # Sent whole, even beyond empty as last heard: another process may
+            # have refilled the bucket since (the script stops the level at
+            # empty).  Within one exchange a later success may pay it back, so
+            # the fleet may read less than one bucket, never more.
+            self._cum -= 1000
 
     def try_retry(self, outcome: Any) -> bool:
         """True while this process's lease of the room above half is not spent."""
