@@ -1009,6 +1009,18 @@ def test_a_lost_slot_counts_the_room_spent_and_debt_heard_deeper_stands(client):
         assert (got, lease, twins.model.counts[slot]) == (value, 0, value), heard
 
 
+def test_a_slot_lost_while_the_window_is_in_debt_forgives_none_of_it(client):
+    """The window 5,000 in debt, 2,000 beyond its reserve (room -2,000), and the slot
+    before poisoned: nothing is left to count spent, and the debt stands as it was."""
+    slot = NOW // 750_000
+    twins = Twins(client, "BUDGET")
+    window_exchange(twins, NOW, 0, -5_000)
+    twins.poison(("counts", str(slot - 1), "many"), "a")
+    mask, value, _, lease = window_exchange(twins, NOW + 1, -5_000, -5_000)
+    assert mask & REPAIRED and not mask & _budget_script.LOWERED
+    assert (value, lease, twins.model.counts[slot]) == (-5_000, 0, -5_000)
+
+
 def test_a_lost_slot_keeps_the_current_one_readable(client):
     """Room beyond what one slot may hold lost with a slot (a reserve of 8,000, a slot
     holding at most 5,000 here): the current slot goes down to -5,000, no further - below,
@@ -1022,13 +1034,30 @@ def test_a_lost_slot_keeps_the_current_one_readable(client):
     assert mask & _budget_script.LOWERED and twins.model.counts[slot] == -5_000
     assert (value, lease) == (-5_000, 3_000)
     # An exchange that withdrew more than a slot holds (6,000) in one go: that count is
-    # itself dropped, as poison, and nothing is counted spent nor written back.
+    # itself dropped, as poison; the room is counted spent down to -5,000, as above.
     twins = Twins(client, "BUDGET")
     window_exchange(twins, NOW, 0, 0, kind=small)
     twins.poison(("counts", str(slot - 1), "many"), "a")
     mask, value, _, lease = window_exchange(twins, NOW + 1, 0, -6_000, kind=small)
-    assert slot not in twins.model.counts and (value, lease) == (0, 8_000)
-    assert mask & REPAIRED and not mask & _budget_script.LOWERED
+    assert twins.model.counts[slot] == -5_000 and (value, lease) == (-5_000, 3_000)
+    assert window_exchange(twins, NOW + 2, -6_000, -6_000, kind=small)[3] == 3_000  # and stays
+
+
+def test_room_counted_spent_stays_spent_when_the_current_slot_is_leaving(client):
+    """A window of one slot, an exchange within an interval of the slot's end (the slot
+    about to leave: its deposit of 2,000 lends nothing) finds the next slot poisoned: the
+    reserve (10,000) is counted spent in that next slot, and the next exchange lends
+    nothing either - spent from the leaving slot, it came back as 2,000."""
+    one = ("window", 1_000, 1_000_000, 1, 10_000, 10**11)
+    slot = NOW // 1_000_000
+    late = (slot + 1) * 1_000_000 - 500  # the interval (1,000 us) reaches the next slot
+    twins = Twins(client, "BUDGET")
+    window_exchange(twins, late - 2, 0, 2_000, kind=one)
+    twins.poison(("counts", str(slot + 1), "many"), "a")
+    mask, value, _, lease = window_exchange(twins, late - 1, 2_000, 2_000, kind=one)
+    assert mask & _budget_script.LOWERED and (value, lease) == (-8_000, 0)
+    assert twins.model.counts[slot + 1] == -10_000
+    assert window_exchange(twins, late, 2_000, 2_000, kind=one)[3] == 0
 
 
 def test_a_dropped_slot_other_than_the_current_one_lowers_the_window_too():

@@ -163,11 +163,11 @@ else
   local dropped = stored and not current
   local lost = dropped
   if dropped then flag(REPAIRED) end
-  local here = (current or 0) + delta
   if current or delta ~= 0 then
-    redis.call('HSET', counts, int(slot), int(here))
+    redis.call('HSET', counts, int(slot), int((current or 0) + delta))
   end
   value, room = 0, reserve
+  local kept = 0  -- what the newest slot of the window holds, read
   local fields = redis.call('HGETALL', counts)
   for i = 1, #fields, 2 do
     local index, amount = whole(fields[i], -LIMIT, LIMIT), whole(fields[i + 1], -most, most)
@@ -183,14 +183,15 @@ else
       flag(OLD)
     else
       value = value + amount
+      if index == ahead then kept = amount end
       if index > leaving or amount < 0 then room = room + amount else flag(LEAVING) end
     end
   end
-  -- spent to nothing, the current slot kept readable (a count of its own
-  -- beyond what a slot holds was dropped above, as poison)
-  local spent = lost and math.min(room, most + here) or 0
+  -- spent to nothing: taken from the newest slot, which never leaves within
+  -- an interval (the next exchange counts it in the room), kept readable
+  local spent = lost and math.min(room, most + kept) or 0
   if spent > 0 then
-    redis.call('HSET', counts, int(slot), int(here - spent))
+    redis.call('HSET', counts, int(ahead), int(kept - spent))
     room, value = room - spent, value - spent
     flag(LOWERED)
   end
@@ -411,10 +412,9 @@ class BudgetLedger(LedgerBase):
         dropped = lost = stored is not None and current is None
         if dropped:
             self._mask |= REPAIRED
-        here = (current or 0) + delta
         if current is not None or delta:
-            counts[slot] = here
-        value, room = 0, reserve
+            counts[slot] = (current or 0) + delta
+        value, room, kept = 0, reserve, 0
         for field in list(counts):
             if field == "born" or field == "rebuilt":
                 continue
@@ -430,13 +430,15 @@ class BudgetLedger(LedgerBase):
                 self._mask |= OLD
             else:
                 value += amount
+                if index == ahead:
+                    kept = amount
                 if index > leaving or amount < 0:
                     room += amount
                 else:
                     self._mask |= LEAVING
-        spent = min(room, most + here) if lost else 0
-        if spent > 0:  # spent to nothing, the current slot kept readable (see the script)
-            counts[slot] = here - spent
+        spent = min(room, most + kept) if lost else 0
+        if spent > 0:  # spent to nothing, from the newest slot, kept readable (see the script)
+            counts[ahead] = kept - spent
             room, value = room - spent, value - spent
             self._mask |= LOWERED
         if known is not None and known < value and (dropped or self._rebuilding(now, horizon)):
