@@ -279,7 +279,7 @@ class FleetTokenBucket(BudgetMember, TokenBucket):
         last heard is above half (see try_retry).  Below half, the lease is
         this process's share of what the bucket lacks of half, owed: its own
         successes fill that first, as they would one bucket (the only member
-        owes all of it, and decides as one bucket does)."""
+        owes all of it)."""
         self._credit = True
         if not self._lease:
             self._lease = min(0, (2 * self._value - self._max) // self._n)
