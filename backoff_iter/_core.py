@@ -40,7 +40,7 @@ from ._filters import matches
 from ._options import CallPlan, Policy
 from ._sliding import NOT_YET, steady
 from .hints import server_wait, sleep_for
-from .parts import ERROR, FAILURE, SUCCESS, THROTTLE
+from .parts import ERROR, FAILURE, SUCCESS, THROTTLE, tell_each
 from .schedules import END as _PICKED_END
 from .schedules import Deferred
 
@@ -722,11 +722,8 @@ class Call:
             outcome = result
         else:
             self.last = None  # the call is over: it keeps no failure (nor its frames)
-            if self.took and plan.shares is not None:  # a part hears what it took
+            if plan.afters:  # (the bare success path: no call made for none)
                 self.tell_parts(result, SUCCESS, self.number)
-            else:  # (the success path: nobody took anything, no call made for it)
-                for after in plan.afters:
-                    after(result, SUCCESS, self.number, 0.0)
             if self._hooks:  # a loop body that returned handed over no result
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
@@ -739,11 +736,7 @@ class Call:
                 if policy.throttled is not None and policy.throttled(outcome):
                     kind = THROTTLE
                 told = True
-                if self.took and plan.shares is not None:  # a part hears what it took
-                    self.tell_parts(outcome, kind, self.number)
-                else:
-                    for after in plan.afters:
-                        after(outcome, kind, self.number, 0.0)
+                self.tell_parts(outcome, kind, self.number)
             self.last = exc  # the failure retried (None for a result)
             # The schedule is made at the first failure, then drawn one delay per retry.
             delays = self._delays
@@ -932,9 +925,9 @@ class Call:
         and each what its own allow_retry took for the call's last retry
         (``Part.after_attempt``)."""
         plan, took = self.plan, self.took
-        if took and plan.shares is not None:
-            for after, share in zip(plan.afters, plan.shares):
-                after(outcome, kind, number, 0.0 if share is None else took[share])
+        shares = plan.shares
+        if took and shares is not None:
+            spents = tuple([0.0 if share is None else took[share] for share in shares])
+            tell_each(plan.afters, outcome, kind, number, spents)
         else:
-            for after in plan.afters:
-                after(outcome, kind, number, 0.0)
+            tell_each(plan.afters, outcome, kind, number)

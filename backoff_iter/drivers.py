@@ -38,7 +38,7 @@ from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
 from ._core import _PROCESS, Call, begin, dropped, hooks_now, rejected, success_teller, tell_refused
 from ._options import Policy
-from .parts import SUCCESS
+from .parts import SUCCESS, succeeded
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -471,12 +471,17 @@ def _sync_wrapper(
             else:
                 if on_result is None or not rejected(policy, result, start):
                     if afters:  # all a success at once needs told
-                        if successes is not None:  # each part's one call (no frame of its own)
-                            for record, told in successes:
-                                record(told)
-                        else:
-                            for after in afters:
-                                after(result, SUCCESS, 1, 0.0)
+                        told: Callable[..., object]  # the part being told
+                        try:
+                            if successes is not None:  # each part's one call (no frame of its own)
+                                for told, success in successes:
+                                    told(success)
+                            else:
+                                for told in afters:
+                                    told(result, SUCCESS, 1, 0.0)
+                        except BaseException:  # the parts after it hear all the same
+                            succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
+                            raise
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]
                     return result
@@ -549,12 +554,17 @@ def _async_wrapper(
             else:
                 if on_result is None or not rejected(policy, result, start):
                     if afters:  # all a success at once needs told
-                        if successes is not None:  # each part's one call (no frame of its own)
-                            for record, told in successes:
-                                record(told)
-                        else:
-                            for after in afters:
-                                after(result, SUCCESS, 1, 0.0)
+                        told: Callable[..., object]  # the part being told
+                        try:
+                            if successes is not None:  # each part's one call (no frame of its own)
+                                for told, success in successes:
+                                    told(success)
+                            else:
+                                for told in afters:
+                                    told(result, SUCCESS, 1, 0.0)
+                        except BaseException:  # the parts after it hear all the same
+                            succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
+                            raise
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]
                     return result

@@ -53,7 +53,7 @@ from ._core import Call
 from ._filters import matches
 from ._options import HedgeOptions, Policy
 from .hints import server_wait, sleep_for
-from .parts import FAILURE, SUCCESS
+from .parts import ERROR, FAILURE, SUCCESS, tell_each
 
 if TYPE_CHECKING:
     from typing_extensions import ParamSpec, Unpack
@@ -197,8 +197,7 @@ class _Hedging:
             for index, (attempt, exc, result) in enumerate(ended):
                 if exc is not None:
                     if not matches(policy.on, policy.only_exceptions, exc):
-                        for after in policy.plan.afters:
-                            after(exc, "error", attempt, 0.0)
+                        tell_each(policy.plan.afters, exc, ERROR, attempt)
                         await self._cancel_rest(group, events)
                         events.tell_error(exc, attempt)
                         return exc, True  # fatal: the others are cancelled
@@ -216,8 +215,7 @@ class _Hedging:
                     return result, False
                 else:
                     last, failed, ended_last = result, False, attempt
-                for after in policy.plan.afters:
-                    after(last, FAILURE, attempt, 0.0)
+                tell_each(policy.plan.afters, last, FAILURE, attempt)
                 if due is not None:  # the next hedge goes at once, or when the server says
                     now = group.now()
                     hint = self._hint(last)

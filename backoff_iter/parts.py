@@ -128,7 +128,11 @@ class Part:
         and for a part that takes nothing): a part pays back only what it
         took, never what another part took.  (A hedged call's winner hears
         what its own hedge took and the hedges it made unneeded; its
-        failures hear ``0.0``.)"""
+        failures hear ``0.0``.)
+
+        If it raises, the parts after it hear of the attempt all the same (a
+        breaker's half-open probe comes back, a budget is paid), and then its
+        error ends the call (the first, should more of them raise)."""
 
     def allow_retry(self, outcome: Any, kind: str) -> float:
         """May the call retry *outcome* (of *kind*) now?  Asked last, once the
@@ -243,7 +247,12 @@ def stages(parts: list[Part]) -> Stages:
         if after:
             afters.append(part.after_attempt)
             success = _success(part)
-            successes = None if success is None or successes is None else [*successes, success]
+            if success is None or successes is None or _given(successes, success):
+                successes = (
+                    None  # (a part given twice too: position() could not tell its places apart)
+                )
+            else:
+                successes = [*successes, success]
             if allow:
                 shares.append(len(allows))
                 shared = True
@@ -274,6 +283,72 @@ def stages(parts: list[Part]) -> Stages:
     return tuple.__new__(Stages, fields)  # (a NamedTuple's own __new__ is Python: slow)
 
 
+def tell_rest(
+    afters: tuple[Callable[[Any, str, int, float], None], ...],
+    at: int,
+    outcome: Any,
+    kind: str,
+    number: int,
+    spents: tuple[float, ...] | None = None,
+) -> None:
+    """``afters[at]`` raised: the parts after it still hear of attempt
+    *number* (each its share of *spents*, ``0.0`` when None), each even if
+    one of them raises - a breaker's probe comes back, a budget is paid,
+    whatever a part before them does.  Their errors are dropped: the caller
+    re-raises the first (``raise``, in the ``except`` that called this)."""
+    for index in range(at + 1, len(afters)):
+        try:
+            afters[index](outcome, kind, number, 0.0 if spents is None else spents[index])
+        except BaseException:  # (dropped: the first error is the one that propagates)
+            continue
+
+
+def tell_each(
+    afters: tuple[Callable[[Any, str, int, float], None], ...],
+    outcome: Any,
+    kind: str,
+    number: int,
+    spents: tuple[float, ...] | None = None,
+) -> None:
+    """Each of *afters* hears of attempt *number* (``Part.after_attempt``),
+    each what its own ``allow_retry`` took (its place in *spents*; ``0.0``
+    each when None), even when one before it raises: that first error
+    propagates once all have heard."""
+    try:
+        if spents is None:
+            for after in afters:
+                after(outcome, kind, number, 0.0)
+        else:
+            for after, spent in zip(afters, spents):
+                after(outcome, kind, number, spent)
+    except BaseException:  # the parts after it hear all the same
+        tell_rest(afters, position(afters, after), outcome, kind, number, spents)  # pyright: ignore[reportPossiblyUnboundVariable]
+        raise
+
+
+def succeeded(
+    afters: tuple[Callable[[Any, str, int, float], None], ...],
+    successes: tuple[tuple[Callable[[bool], object], bool], ...] | None,
+    broke: Callable[..., object],
+    result: Any,
+) -> None:
+    """*broke* raised as a first try's success was told (one of *afters*, or
+    of the calls in *successes* when they were made): the parts after it
+    hear of the success all the same (see :func:`tell_rest`)."""
+    told = afters if successes is None else [record for record, _ in successes]
+    tell_rest(afters, position(told, broke), result, SUCCESS, 1)
+
+
+def position(items: Iterable[object], item: object) -> int:
+    """Where *item* is in *items*, by identity: a part's bound method is an
+    object of its own at each place in ``Stages.afters`` (even for a part
+    given twice), as its record is in ``Stages.successes`` (see ``stages``)."""
+    for index, each in enumerate(items):
+        if each is item:
+            return index
+    raise ValueError(f"{item!r} is not among them")  # pragma: no cover - the caller's own
+
+
 def _drops(parts: list[Part]) -> tuple[Drops, Drops, Drops]:
     """The ``attempt_dropped`` of each part in the befores, the abefores and the
     allows of *parts* (None where it gives nothing back), each aligned with its list."""
@@ -294,6 +369,15 @@ def _drops(parts: list[Part]) -> tuple[Drops, Drops, Drops]:
         tuple(abefore_drops) if any(abefore_drops) else (),
         tuple(allow_drops) if any(allow_drops) else (),
     )
+
+
+def _given(
+    successes: list[tuple[Callable[[bool], object], bool]],
+    success: tuple[Callable[[bool], object], bool],
+) -> bool:
+    """Whether *success*'s record is among *successes* already (its part given
+    twice): then ``position`` could not tell which of the two raised."""
+    return any(record is success[0] for record, _ in successes)
 
 
 def _cubic(limiter: object) -> TypeGuard[CubicRateLimiter]:

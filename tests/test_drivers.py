@@ -34,6 +34,8 @@ from backoff_iter import (
     retry,
     retrying,
 )
+from backoff_iter.parts import FAILURE, SUCCESS, BreakerPart
+from backoff_iter.parts import Part as PartBase
 
 
 class FakeTime:
@@ -3926,6 +3928,138 @@ def test_the_options_hear_a_first_attempts_success_as_their_protocols_say(form):
     _succeed(form, **options, breaker=breaker, throttle=_Told(log, "throttle"))
     assert log == [("throttle", (True,)), ("full", (True, "ok"))]
     assert breaker.state == "closed"
+
+
+class _Breaks(_Told):
+    """A part of the protocols (under *name*) whose record() raises once it has logged."""
+
+    def record(self, *told):
+        super().record(*told)
+        raise RuntimeError(f"{self.name} broke")
+
+
+class _BreaksOn(PartBase):
+    """A part of the user's whose after_attempt raises on an attempt of *kind*."""
+
+    def __init__(self, log, kind):
+        self.log, self.kind = log, kind
+
+    def after_attempt(self, outcome, kind, number, spent):
+        self.log.append(("part", (kind,)))
+        if kind == self.kind:
+            raise RuntimeError("part broke")
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+@pytest.mark.parametrize("budget", [False, True], ids=["no budget", "budget"])
+def test_the_parts_after_one_that_raises_on_a_success_hear_of_it_all_the_same(form, budget):
+    """The throttle's record() raises as it hears of a first try's success: the
+    breaker and the budget, told after it, hear all the same (a breaker's
+    half-open probe comes back, a budget is paid), then the throttle's error
+    ends the call.  Without a budget, @retry tells the success in one call
+    each (Stages.successes); with one, through each part's after_attempt."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    options: dict[str, object] = {"on": OSError, "sleep": lambda s: None}
+    options.update({name: _Told(log, name) for name in ("breaker", "rate_limiter")})
+    options["throttle"] = _Breaks(log, "throttle")
+    if budget:
+        options["budget"] = _Told(log, "budget")
+    with pytest.raises(RuntimeError, match="throttle broke"):
+        _succeed(form, **options)
+    told = [("rate_limiter", (False,)), ("throttle", (True,)), ("breaker", (True,))]
+    assert log == ([*told, ("budget", (True, 0.0))] if budget else told)
+    # A part of the user's, told first of all, raising: every option's part hears.
+    del log[:]
+    options["throttle"] = _Told(log, "throttle")
+    with pytest.raises(RuntimeError, match="part broke"):
+        _succeed(form, **options, parts=[_BreaksOn(log, SUCCESS)])
+    assert log == [("part", (SUCCESS,))] + told + ([("budget", (True, 0.0))] if budget else [])
+
+
+def _fails_once(form, **options):
+    """One call, through *form*, whose first attempt raises OSError and second returns "ok"."""
+    outcomes = iter([OSError("down"), "ok"])
+
+    def attempt_once():
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def attempt_once_async():
+        return attempt_once()
+
+    async def loop():
+        async for attempt in aretrying([0.0], **options):
+            async with attempt:
+                result = attempt_once()
+        return result
+
+    if form == "@retry":
+        return retry([0.0], **options)(attempt_once)()
+    if form == "async @retry":
+        return asyncio.run(retry([0.0], **options)(attempt_once_async)())
+    if form == "retrying":
+        for attempt in retrying([0.0], **options):
+            with attempt:
+                result = attempt_once()
+        return result
+    return asyncio.run(loop())
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+@pytest.mark.parametrize("kind", [FAILURE, SUCCESS])
+def test_the_parts_after_one_that_raises_hear_the_attempt_with_what_they_took(form, kind):
+    """A part of the user's raises as it hears of a failure (the call ends with
+    its error: no retry) or of the retry's success: the budget, told after it,
+    hears the attempt all the same - the success with the retry it paid for
+    (spent 1.0), as Part.after_attempt says."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    options = {"on": OSError, "sleep": lambda s: None, "budget": _Told(log, "budget")}
+    with pytest.raises(RuntimeError, match="part broke"):
+        _fails_once(form, **options, parts=[_BreaksOn(log, kind)])
+    failed = [("part", (FAILURE,)), ("budget", (True,))]
+    assert log == (
+        failed if kind == FAILURE else [*failed, ("part", (SUCCESS,)), ("budget", (False, 1.0))]
+    )
+
+
+class _SecondBreaks(_Told):
+    """A breaker of the protocol (or a part, as *part*) whose second telling raises."""
+
+    def record(self, *told):
+        super().record(*told)
+        if len(self.log) == 2:
+            raise RuntimeError("second broke")
+
+    def after_attempt(self, outcome, kind, number, spent):
+        self.record(kind)
+
+
+@pytest.mark.parametrize("how", ["part", "breaker part"])
+def test_a_part_given_twice_is_told_in_each_place_though_its_second_telling_raises(how):
+    """The same part given twice is told twice: when its second telling raises,
+    the part after it still hears, and neither telling is made again (a part's
+    place is found by its bound method, one object per place; a library part's
+    one success call, which is one object, is not used for a part given twice)."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    told = _SecondBreaks(log, "twice")
+    twice = (
+        BreakerPart(told)
+        if how == "breaker part"
+        else type(
+            "Twice", (PartBase,), {"after_attempt": lambda self, *heard: told.after_attempt(*heard)}
+        )()
+    )
+    # after them, a part of the same kind (a breaker's part: all tell a success in one call)
+    if how == "breaker part":
+        last, heard = BreakerPart(_Told(log, "after")), [("after", (True,))]
+    else:
+        last, heard = _BreaksOn(log, None), [("part", (SUCCESS,))]
+    with pytest.raises(RuntimeError, match="second broke"):
+        retry([0.0], on=OSError, parts=[last, twice, twice])(lambda: "ok")()
+    twice_heard = (True,) if how == "breaker part" else (SUCCESS,)
+    assert log == [("twice", twice_heard), ("twice", twice_heard), *heard]
 
 
 @pytest.mark.parametrize("form", ["@retry", "async @retry"])
