@@ -247,10 +247,9 @@ def stages(parts: list[Part]) -> Stages:
         if after:
             afters.append(part.after_attempt)
             success = _success(part)
+            # (none for a part given twice: position() could not tell its places apart)
             if success is None or successes is None or _given(successes, success):
-                successes = (
-                    None  # (a part given twice too: position() could not tell its places apart)
-                )
+                successes = None
             else:
                 successes = [*successes, success]
             if allow:
