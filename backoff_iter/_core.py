@@ -722,8 +722,10 @@ class Call:
             outcome = result
         else:
             self.last = None  # the call is over: it keeps no failure (nor its frames)
-            if plan.afters:  # (the bare success path: no call made for none)
+            if self.took and plan.shares is not None:  # a part hears what it took
                 self.tell_parts(result, SUCCESS, self.number)
+            elif plan.afters:  # (nobody took anything: one call fewer; none for no part)
+                tell_each(plan.afters, result, SUCCESS, self.number)
             if self._hooks:  # a loop body that returned handed over no result
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None
