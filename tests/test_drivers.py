@@ -3941,13 +3941,13 @@ class _Breaks(_Told):
 class _BreaksOn(PartBase):
     """A part of the user's whose after_attempt raises on an attempt of *kind*."""
 
-    def __init__(self, log, kind):
-        self.log, self.kind = log, kind
+    def __init__(self, log, kind, name="part"):
+        self.log, self.kind, self.name = log, kind, name
 
     def after_attempt(self, outcome, kind, number, spent):
-        self.log.append(("part", (kind,)))
+        self.log.append((self.name, (kind,)))
         if kind == self.kind:
-            raise RuntimeError("part broke")
+            raise RuntimeError(f"{self.name} broke")
 
 
 @pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
@@ -3956,24 +3956,42 @@ def test_the_parts_after_one_that_raises_on_a_success_hear_of_it_all_the_same(fo
     """The throttle's record() raises as it hears of a first try's success: the
     breaker and the budget, told after it, hear all the same (a breaker's
     half-open probe comes back, a budget is paid), then the throttle's error
-    ends the call.  Without a budget, @retry tells the success in one call
-    each (Stages.successes); with one, through each part's after_attempt."""
+    ends the call.  Without a budget, @retry's first try tells the success
+    in one call each (Stages.successes); with one, through each part's
+    after_attempt."""
+    from backoff_iter import CubicRateLimiter
+    from backoff_iter._options import Policy
+
     log: list[tuple[str, tuple[object, ...]]] = []
     options: dict[str, object] = {"on": OSError, "sleep": lambda s: None}
-    options.update({name: _Told(log, name) for name in ("breaker", "rate_limiter")})
-    options["throttle"] = _Breaks(log, "throttle")
+    options["rate_limiter"] = CubicRateLimiter()  # off: the first try runs bare
+    options["throttle"], options["breaker"] = _Breaks(log, "throttle"), _Told(log, "breaker")
     if budget:
         options["budget"] = _Told(log, "budget")
+    plan = Policy(**options).plan
+    assert plan.fast and (plan.successes is None) == budget
     with pytest.raises(RuntimeError, match="throttle broke"):
         _succeed(form, **options)
-    told = [("rate_limiter", (False,)), ("throttle", (True,)), ("breaker", (True,))]
-    assert log == ([*told, ("budget", (True, 0.0))] if budget else told)
+    paid = [("budget", (True, 0.0))] if budget else []
+    assert log == [("throttle", (True,)), ("breaker", (True,)), *paid]
     # A part of the user's, told first of all, raising: every option's part hears.
     del log[:]
     options["throttle"] = _Told(log, "throttle")
     with pytest.raises(RuntimeError, match="part broke"):
         _succeed(form, **options, parts=[_BreaksOn(log, SUCCESS)])
-    assert log == [("part", (SUCCESS,))] + told + ([("budget", (True, 0.0))] if budget else [])
+    assert log == [("part", (SUCCESS,)), ("throttle", (True,)), ("breaker", (True,)), *paid]
+    # Two that raise: the first one's error ends the call, once every part has heard.
+    del log[:]
+    two = [_BreaksOn(log, SUCCESS, "later"), _BreaksOn(log, SUCCESS, "first")]
+    with pytest.raises(RuntimeError, match="first broke"):
+        _succeed(form, **options, parts=two)
+    told = [
+        ("first", (SUCCESS,)),
+        ("later", (SUCCESS,)),
+        ("throttle", (True,)),
+        ("breaker", (True,)),
+    ]
+    assert log == [*told, *paid]
 
 
 def _fails_once(form, **options):
