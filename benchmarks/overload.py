@@ -89,7 +89,7 @@ def scaling(quick: bool) -> list[tuple[int, float, str, int, float]]:
     in clients x seconds (the attempts grow with the seconds, the policies
     with the clients)."""
     sizes = (
-        [(1, 15.0), (1, 30.0), (100, 15.0), (1_000, 15.0)]
+        [(1, 5.0), (1, 10.0), (100, 5.0), (1_000, 5.0)]
         if quick
         else [(1, 30.0), (1, 60.0), (1, 120.0), (100, 60.0), (1_000, 60.0), (10_000, 60.0)]
     )

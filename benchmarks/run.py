@@ -247,7 +247,7 @@ def report(
     memory_values = 20_000 if quick else 1_000_000
     calls = 2_000 if quick else 50_000
     imports_repeats = 3 if quick else 15
-    storm_seconds = 15.0 if quick else 120.0
+    storm_seconds = 5.0 if quick else 120.0
 
     started = time.perf_counter()
     out = environment()
