@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None) -> None:
     options = parser.parse_args(argv)
     if options.quick:
         counts = [1, 10]
-        storm: dict[str, float] = {"rate": 80.0, "capacity": 100.0, "seconds": 40.0}
-        horizon = options.horizon or 60.0
+        storm: dict[str, float] = {"rate": 80.0, "capacity": 100.0, "seconds": 20.0}
+        horizon = options.horizon or 30.0
     else:
         counts, storm, horizon = [1, 100, 1000, 10000], {}, options.horizon or 900.0
     tasks = [

@@ -13,9 +13,11 @@ lie (``.. image:: ../benchmarks/pictures/NAME.png``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEED = "2026"
@@ -75,30 +77,36 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", default=os.path.join(HERE, "pictures"), help="directory")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
+    # Each command runs in this process, its output dropped: the command line's
+    # own main() is what `python -m backoff_iter` runs, and the two benchmarks'
+    # main() what their scripts run - without starting Python and importing
+    # matplotlib again for each picture.
+    from backoff_iter.cli import PROG
+    from backoff_iter.cli import main as command_line
+
     for name, command in commands(args.quick).items():
-        full = [
-            sys.executable,
-            "-m",
-            "backoff_iter",
-            *command,
-            "--seed",
-            SEED,
-            "--plot",
-            os.path.join(args.out, name),
-        ]
-        print("$", " ".join(["python", *full[1:]]), flush=True)
-        subprocess.run(full, check=True, stdout=subprocess.DEVNULL)
-    # hedging.png comes from its benchmark, which also prints the docs' table.
-    hedging = [sys.executable, os.path.join(HERE, "hedging.py"), "--seed", SEED, "--out", args.out]
-    hedging += ["--quick"] if args.quick else []
-    print("$", " ".join(["python", *hedging[1:]]), flush=True)
-    subprocess.run(hedging, check=True, stdout=subprocess.DEVNULL)
-    # overload-fleet.png comes from the fleet table's benchmark, which prints the table.
-    fleet = [sys.executable, os.path.join(HERE, "overload_fleet.py"), "--out", args.out]
-    fleet += ["--quick"] if args.quick else []
-    print("$", " ".join(["python", *fleet[1:]]), flush=True)
-    subprocess.run(fleet, check=True, stdout=subprocess.DEVNULL)
+        argv = [*command, "--seed", SEED, "--plot", os.path.join(args.out, name)]
+        status = _quietly(command_line, argv, PROG)
+        if status:
+            raise SystemExit(f"{PROG} {' '.join(argv)}: exit status {status}")
+    import hedging  # hedging.png: its benchmark, which also prints the docs' table
+    import overload_fleet  # overload-fleet.png: the fleet table's benchmark
+
+    quick = ["--quick"] if args.quick else []
+    _quietly(
+        hedging.main, ["--seed", SEED, "--out", args.out, *quick], "python benchmarks/hedging.py"
+    )
+    _quietly(
+        overload_fleet.main, ["--out", args.out, *quick], "python benchmarks/overload_fleet.py"
+    )
     return 0
+
+
+def _quietly(main: Callable[[list[str]], Any], argv: list[str], shown: str) -> Any:
+    """*main*(*argv*), printed first as the command *shown* with *argv*, its output dropped."""
+    print("$", shown, " ".join(argv), flush=True)
+    with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+        return main(argv)
 
 
 if __name__ == "__main__":
