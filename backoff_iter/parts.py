@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional, cast
 
@@ -132,7 +133,8 @@ class Part:
 
         If it raises, the parts after it hear of the attempt all the same (a
         breaker's half-open probe comes back, a budget is paid), and then its
-        error ends the call (the first, should more of them raise)."""
+        error ends the call (the first, should more of them raise; but an
+        interruption - Ctrl-C, a cancellation - before an ordinary error)."""
 
     def allow_retry(self, outcome: Any, kind: str) -> float:
         """May the call retry *outcome* (of *kind*) now?  Asked last, once the
@@ -294,12 +296,25 @@ def tell_rest(
     *number* (each its share of *spents*, ``0.0`` when None), each even if
     one of them raises - a breaker's probe comes back, a budget is paid,
     whatever a part before them does.  Their errors are dropped: the caller
-    re-raises the first (``raise``, in the ``except`` that called this)."""
+    re-raises the first (``raise``, in the ``except`` that called this) -
+    but an interruption (a ``BaseException`` that is no ``Exception``:
+    Ctrl-C, a cancellation) after an ordinary first error is raised here,
+    once all have heard, the first error its context: it is never lost."""
+    first = sys.exc_info()[1]  # the caller's, which it raises after this
+    interrupted: BaseException | None = None
     for index in range(at + 1, len(afters)):
         try:
             afters[index](outcome, kind, number, 0.0 if spents is None else spents[index])
-        except BaseException:  # (dropped: the first error is the one that propagates)
+        except Exception:  # (dropped: the first error is the one that propagates)
             continue
+        except BaseException as error:  # ... unless it is no interruption, and this one is
+            if interrupted is None and isinstance(first, Exception):
+                interrupted = error
+    if interrupted is not None:
+        try:
+            raise interrupted
+        finally:  # (no local keeps the errors, nor their frames: no cycle)
+            first = interrupted = None
 
 
 def tell_each(

@@ -4080,6 +4080,82 @@ def test_a_part_given_twice_is_told_in_each_place_though_its_second_telling_rais
     assert log == [("twice", twice_heard), ("twice", twice_heard), *heard]
 
 
+class _InterruptedOn(_BreaksOn):
+    """A part of the user's interrupted in its after_attempt on an attempt of
+    *kind*: by *interruption* (Ctrl-C, unless told)."""
+
+    def __init__(self, log, kind, name="part", interruption=KeyboardInterrupt):
+        super().__init__(log, kind, name)
+        self.interruption = interruption
+
+    def after_attempt(self, outcome, kind, number, spent):
+        self.log.append((self.name, (kind,)))
+        if kind == self.kind:
+            raise self.interruption
+
+
+class _Interrupted(_Told):
+    """A part of the protocols (under *name*) whose record() is interrupted once it has logged."""
+
+    def record(self, *told):
+        super().record(*told)
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+@pytest.mark.parametrize("kind", [FAILURE, SUCCESS])
+def test_an_interruption_after_a_part_that_raised_ends_the_call_once_all_heard(form, kind):
+    """A part raises as it hears of an attempt, and the part told after it is
+    interrupted (Ctrl-C in its after_attempt): the parts after them hear all
+    the same, then the interruption ends the call - not the ordinary error
+    before it, which it keeps as its context: a Ctrl-C is never lost (nor is
+    it to a later interruption)."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    parts = [
+        _BreaksOn(log, None, "heard"),
+        _InterruptedOn(log, kind, "exits", SystemExit),
+        _InterruptedOn(log, kind, "interrupted"),
+        _BreaksOn(log, kind, "first"),
+    ]
+    with pytest.raises(KeyboardInterrupt) as raised:
+        _fails_once(form, on=OSError, sleep=lambda s: None, parts=parts)
+    assert str(raised.value.__context__) == "first broke"
+    told = [("first", (kind,)), ("interrupted", (kind,)), ("exits", (kind,)), ("heard", (kind,))]
+    failed = [] if kind == FAILURE else [(name, (FAILURE,)) for name, _ in told]
+    assert log == [*failed, *told]
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+def test_an_interruption_after_an_option_that_raised_on_a_first_success_ends_the_call(form):
+    """The throttle's record() raises as it hears of a first try's success and
+    the breaker's, told after it, is interrupted (@retry's first try: in one
+    call each, Stages.successes): the interruption ends the call, its context
+    the throttle's error."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    options = {"on": OSError, "sleep": lambda s: None}
+    options["throttle"], options["breaker"] = _Breaks(log, "throttle"), _Interrupted(log, "breaker")
+    with pytest.raises(KeyboardInterrupt) as raised:
+        _succeed(form, **options)
+    assert str(raised.value.__context__) == "throttle broke"
+    assert log == [("throttle", (True,)), ("breaker", (True,))]
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+def test_an_error_after_a_part_interrupted_leaves_the_interruption_to_end_the_call(form):
+    """A part is interrupted as it hears of a success, and the parts told after
+    it raise an ordinary error or another interruption: the first, the
+    interruption, ends the call once all have heard."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    parts = [
+        _BreaksOn(log, SUCCESS, "later"),
+        _InterruptedOn(log, SUCCESS, "exits", SystemExit),
+        _InterruptedOn(log, SUCCESS, "interrupted"),
+    ]
+    with pytest.raises(KeyboardInterrupt):
+        _succeed(form, on=OSError, sleep=lambda s: None, parts=parts)
+    assert log == [("interrupted", (SUCCESS,)), ("exits", (SUCCESS,)), ("later", (SUCCESS,))]
+
+
 @pytest.mark.parametrize("form", ["@retry", "async @retry"])
 def test_retrys_first_try_tells_a_success_without_the_options_parts(form):
     """@retry's bare first try tells the library's breaker, throttle and rate
