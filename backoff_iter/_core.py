@@ -137,6 +137,17 @@ def tell_refused(
     call._refused(refused)
 
 
+def tell_broken(
+    policy: Policy, hooks: tuple[instrument.Hook, ...], start: float, error: BaseException
+) -> None:
+    """A part raised as ``@retry``'s bare first try (begun at *start*, *hooks*
+    listening) told it of its success: the call ends with *error*, which they
+    hear as a call's ``"error"``."""
+    call = Call(policy, start, process_hooks=False)
+    call._hooks = hooks
+    call.tell_error(error, 1)
+
+
 def dropped(drops: Drops, passed: int) -> None:
     """The attempt the first *passed* parts asked before it let go will not
     run (a part after them refused it): each gives back what it held for it,
@@ -556,13 +567,17 @@ class Call:
     def end_on_error(self, failure: BaseException) -> None:
         """End the call on *failure*, which the policy does not retry: the
         parts hear of an error (the dependency answered), the hooks an
-        ``"error"`` event.  An interruption - a ``BaseException`` that is no
+        ``"error"`` event (of a part's error, should one raise as it hears).  An interruption - a ``BaseException`` that is no
         ``Exception``: a cancellation, ``KeyboardInterrupt`` - is no answer,
         and the parts hear nothing (a cancelled probe is no success)."""
         self.state = _DONE
         self.last = None  # the call is over: it keeps no failure (nor its frames)
         if isinstance(failure, Exception):
-            self.tell_parts(failure, ERROR, self.number)
+            try:
+                self.tell_parts(failure, ERROR, self.number)
+            except BaseException as error:  # a part broke: the call ends with its error
+                self.tell_error(error, self.number)
+                raise
         self.tell_error(failure, self.number)
 
     def abandon(self) -> None:
@@ -722,10 +737,14 @@ class Call:
             outcome = result
         else:
             self.last = None  # the call is over: it keeps no failure (nor its frames)
-            if self.took and plan.shares is not None:  # a part hears what it took
-                self.tell_parts(result, SUCCESS, self.number)
-            elif plan.afters:  # (nobody took anything: one call fewer; none for no part)
-                tell_each(plan.afters, result, SUCCESS, self.number)
+            try:  # (a part that raises ends the call: its hooks hear that error)
+                if self.took and plan.shares is not None:  # a part hears what it took
+                    self.tell_parts(result, SUCCESS, self.number)
+                elif plan.afters:  # (nobody took anything: one call fewer; none for no part)
+                    tell_each(plan.afters, result, SUCCESS, self.number)
+            except BaseException as error:
+                self._broken(error)
+                raise
             if self._hooks:  # a loop body that returned handed over no result
                 self.emit("success", None if result is _NO_RESULT else result, self.number)
             return None

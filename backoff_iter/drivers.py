@@ -36,7 +36,17 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from . import _checks, instrument
 from ._attempt import _NO_RESULT, Attempt
 from ._cancelling import cancellations
-from ._core import _PROCESS, Call, begin, dropped, hooks_now, rejected, success_teller, tell_refused
+from ._core import (
+    _PROCESS,
+    Call,
+    begin,
+    dropped,
+    hooks_now,
+    rejected,
+    success_teller,
+    tell_broken,
+    tell_refused,
+)
 from ._options import Policy
 from .parts import SUCCESS, succeeded
 
@@ -479,8 +489,15 @@ def _sync_wrapper(
                             else:
                                 for told in afters:
                                     told(result, SUCCESS, 1, 0.0)
-                        except BaseException:  # the parts after it hear all the same
-                            succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
+                        except BaseException as error:  # the parts after it hear all the same
+                            try:
+                                succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
+                            except BaseException as interrupted:  # it ends the call instead
+                                error = interrupted
+                                raise
+                            finally:  # the hooks hear the call end with its error
+                                if heard:
+                                    tell_broken(policy, heard, start, error)  # type: ignore[arg-type]
                             raise
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]
@@ -562,8 +579,15 @@ def _async_wrapper(
                             else:
                                 for told in afters:
                                     told(result, SUCCESS, 1, 0.0)
-                        except BaseException:  # the parts after it hear all the same
-                            succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
+                        except BaseException as error:  # the parts after it hear all the same
+                            try:
+                                succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
+                            except BaseException as interrupted:  # it ends the call instead
+                                error = interrupted
+                                raise
+                            finally:  # the hooks hear the call end with its error
+                                if heard:
+                                    tell_broken(policy, heard, start, error)  # type: ignore[arg-type]
                             raise
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]

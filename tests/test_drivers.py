@@ -34,7 +34,7 @@ from backoff_iter import (
     retry,
     retrying,
 )
-from backoff_iter.parts import FAILURE, SUCCESS, BreakerPart
+from backoff_iter.parts import ERROR, FAILURE, SUCCESS, BreakerPart
 from backoff_iter.parts import Part as PartBase
 
 
@@ -4111,6 +4111,7 @@ def test_an_interruption_after_a_part_that_raised_ends_the_call_once_all_heard(f
     before it, which it keeps as its context: a Ctrl-C is never lost (nor is
     it to a later interruption)."""
     log: list[tuple[str, tuple[object, ...]]] = []
+    ends: list[tuple[str, str]] = []
     parts = [
         _BreaksOn(log, None, "heard"),
         _InterruptedOn(log, kind, "exits", SystemExit),
@@ -4118,8 +4119,15 @@ def test_an_interruption_after_a_part_that_raised_ends_the_call_once_all_heard(f
         _BreaksOn(log, kind, "first"),
     ]
     with pytest.raises(KeyboardInterrupt) as raised:
-        _fails_once(form, on=OSError, sleep=lambda s: None, parts=parts)
+        _fails_once(
+            form,
+            on=OSError,
+            sleep=lambda s: None,
+            parts=parts,
+            observe=lambda e: ends.append((e.kind, type(e.outcome).__name__)),
+        )
     assert str(raised.value.__context__) == "first broke"
+    assert ends[-1] == ("error", "KeyboardInterrupt")  # what ends the call
     told = [("first", (kind,)), ("interrupted", (kind,)), ("exits", (kind,)), ("heard", (kind,))]
     failed = [] if kind == FAILURE else [(name, (FAILURE,)) for name, _ in told]
     assert log == [*failed, *told]
@@ -4134,9 +4142,12 @@ def test_an_interruption_after_an_option_that_raised_on_a_first_success_ends_the
     log: list[tuple[str, tuple[object, ...]]] = []
     options = {"on": OSError, "sleep": lambda s: None}
     options["throttle"], options["breaker"] = _Breaks(log, "throttle"), _Interrupted(log, "breaker")
+    ends: list[tuple[str, str]] = []
+    options["observe"] = lambda e: ends.append((e.kind, type(e.outcome).__name__))
     with pytest.raises(KeyboardInterrupt) as raised:
         _succeed(form, **options)
     assert str(raised.value.__context__) == "throttle broke"
+    assert ends == [("error", "KeyboardInterrupt")]
     assert log == [("throttle", (True,)), ("breaker", (True,))]
 
 
@@ -4154,6 +4165,87 @@ def test_an_error_after_a_part_interrupted_leaves_the_interruption_to_end_the_ca
     with pytest.raises(KeyboardInterrupt):
         _succeed(form, on=OSError, sleep=lambda s: None, parts=parts)
     assert log == [("interrupted", (SUCCESS,)), ("exits", (SUCCESS,)), ("later", (SUCCESS,))]
+
+
+class _BreaksWhen(_Told):
+    """A breaker of the protocol (under *name*) whose record() raises when told *success*."""
+
+    def __init__(self, log, name, success):
+        super().__init__(log, name)
+        self.success = success
+
+    def record(self, *told):
+        super().record(*told)
+        if told[0] == self.success:
+            raise RuntimeError(f"{self.name} broke")
+
+
+def _ends(form, outcomes, **options):
+    """One call, through *form*, whose attempts raise or return each of *outcomes* in turn."""
+    outcomes = iter(outcomes)
+
+    def attempt_once():
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    async def attempt_once_async():
+        return attempt_once()
+
+    async def loop():
+        async for attempt in aretrying([0.0], **options):
+            async with attempt:
+                attempt.set_result(attempt_once())
+
+    if form == "@retry":
+        return retry([0.0], **options)(attempt_once)()
+    if form == "async @retry":
+        return asyncio.run(retry([0.0], **options)(attempt_once_async)())
+    if form == "retrying":
+        for attempt in retrying([0.0], **options):
+            with attempt:
+                attempt.set_result(attempt_once())
+        return None
+    return asyncio.run(loop())
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+@pytest.mark.parametrize("kind", [SUCCESS, ERROR, FAILURE])
+@pytest.mark.parametrize("retried", [False, True], ids=["first try", "after a retry"])
+@pytest.mark.parametrize("library", [False, True], ids=["part", "breaker"])
+def test_a_part_that_raises_ends_the_call_with_an_error_the_hooks_hear(
+    form, kind, retried, library, no_process_hooks
+):
+    """A part raises as it hears of a success, of an error the policy does not
+    retry or of a failure it retries: the call ends with the part's error,
+    and the hooks - the policy's and the process's - hear it as the call's
+    "error", whatever the attempt's kind (a span begun at a retry ends).  As
+    a breaker's record(), a first try's success is told in one call
+    (Stages.successes)."""
+    from backoff_iter import instrument
+
+    events: list[tuple[str, int, str]] = []
+    everyones: list[instrument.RetryEvent] = []
+    instrument.enable(everyones.append)
+    log: list[tuple[str, tuple[object, ...]]] = []
+
+    def hook(event):
+        events.append((event.kind, event.number, type(event.outcome).__name__))
+
+    outcome = {SUCCESS: "ok", ERROR: ValueError("bad"), FAILURE: OSError("down")}[kind]
+    outcomes = [OSError("down"), outcome] if retried else [outcome]
+    options: dict[str, object] = {"on": OSError, "sleep": lambda s: None, "observe": [hook]}
+    if library:  # a breaker hears a success or an error as record(True), a failure as False
+        options["breaker"] = _BreaksWhen(log, "breaker", kind != FAILURE)
+    else:
+        options["parts"] = [_BreaksOn(log, kind)]
+    with pytest.raises(RuntimeError, match="broke"):
+        _ends(form, outcomes, **options)
+    number = 2 if retried and kind != FAILURE else 1
+    before = [("retry", 1, "OSError")] if number == 2 else []
+    assert events == [*before, ("error", number, "RuntimeError")]
+    assert [(e.kind, e.number, type(e.outcome).__name__) for e in everyones] == events
 
 
 @pytest.mark.parametrize("form", ["@retry", "async @retry"])
