@@ -4248,6 +4248,17 @@ def test_a_part_that_raises_ends_the_call_with_an_error_the_hooks_hear(
     assert [(e.kind, e.number, type(e.outcome).__name__) for e in everyones] == events
 
 
+def test_a_breakers_part_given_twice_first_of_all_is_told_once_in_each_place():
+    """A breaker's part given first and again after it (no part before them):
+    a first try's success is told to each place once, though the second
+    telling raises (its one success call is not used: the first is found)."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    twice = BreakerPart(_SecondBreaks(log, "twice"))
+    with pytest.raises(RuntimeError, match="second broke"):
+        retry([0.0], on=OSError, parts=[twice, twice])(lambda: "ok")()
+    assert log == [("twice", (True,)), ("twice", (True,))]
+
+
 @pytest.mark.parametrize("form", ["@retry", "async @retry"])
 def test_retrys_first_try_tells_a_success_without_the_options_parts(form):
     """@retry's bare first try tells the library's breaker, throttle and rate
