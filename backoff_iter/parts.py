@@ -247,7 +247,10 @@ def stages(parts: list[Part]) -> Stages:
         elif before:
             abefores.append((part.before_attempt, False))
         if after:
-            afters.append(part.after_attempt)
+            told = part.after_attempt
+            if told.__class__ is not _BOUND and _among(afters, told):  # (a staticmethod's)
+                told = functools.partial(told)  # one object in each place, for position()
+            afters.append(told)
             success = _success(part)
             # (none for a part given twice: position() could not tell its places apart;
             # asked from the second on: a fresh retrying() loop makes its stages per call)
@@ -357,7 +360,8 @@ def succeeded(
 def position(items: Iterable[object], item: object) -> int:
     """Where *item* is in *items*, by identity: a part's bound method is an
     object of its own at each place in ``Stages.afters`` (even for a part
-    given twice), as its record is in ``Stages.successes`` (see ``stages``)."""
+    given twice; ``stages`` wraps an after_attempt that is no bound method
+    where it is there already), as its record is in ``Stages.successes``."""
     for index, each in enumerate(items):
         if each is item:
             return index
@@ -384,6 +388,17 @@ def _drops(parts: list[Part]) -> tuple[Drops, Drops, Drops]:
         tuple(abefore_drops) if any(abefore_drops) else (),
         tuple(allow_drops) if any(allow_drops) else (),
     )
+
+
+#: What a part's method is once read from the part: a new object at each read.
+_BOUND = type(Part().after_attempt)
+
+
+def _among(afters: list[Callable[[Any, str, int, float], None]], told: object) -> bool:
+    """Whether *told* is one of *afters* already: a part's after_attempt that
+    is not a method bound to it (a staticmethod's function, a callable class
+    attribute) is one object for every instance, and for a part given twice."""
+    return any(each is told for each in afters)
 
 
 def _given(

@@ -4259,6 +4259,26 @@ def test_a_breakers_part_given_twice_first_of_all_is_told_once_in_each_place():
     assert log == [("twice", (True,)), ("twice", (True,))]
 
 
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+def test_a_part_whose_after_attempt_is_one_object_in_two_places_is_told_once_in_each(form):
+    """A part class whose after_attempt is a staticmethod (one function for
+    every instance) given twice: when its second telling raises, the part
+    after them hears, and neither place is told again."""
+    told: list[str] = []
+
+    class Static(PartBase):
+        @staticmethod
+        def after_attempt(outcome, kind, number, spent):
+            told.append(kind)
+            if len(told) == 2:
+                raise RuntimeError("second broke")
+
+    log: list[tuple[str, tuple[object, ...]]] = []
+    with pytest.raises(RuntimeError, match="second broke"):
+        _succeed(form, on=OSError, parts=[_BreaksOn(log, None, "after"), Static(), Static()])
+    assert told == [SUCCESS, SUCCESS] and log == [("after", (SUCCESS,))]
+
+
 @pytest.mark.parametrize("form", ["@retry", "async @retry"])
 def test_retrys_first_try_tells_a_success_without_the_options_parts(form):
     """@retry's bare first try tells the library's breaker, throttle and rate
