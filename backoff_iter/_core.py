@@ -806,9 +806,17 @@ class Call:
         """The decision broke on *error* (``throttled`` raised) before the
         parts heard how the attempt went: it failed all the same, and they
         hear so - a breaker's probe comes back.  An interruption (no
-        ``Exception``) is no answer: they hear nothing."""
+        ``Exception``) is no answer: they hear nothing.  A part's error is
+        dropped (*error* came first: it ends the call), but an interruption,
+        which ends the call instead (its hooks hear it)."""
         if isinstance(error, Exception):
-            self.tell_parts(outcome, kind, self.number)
+            try:
+                self.tell_parts(outcome, kind, self.number)
+            except Exception:  # (dropped: the first error is the one that propagates)
+                pass
+            except BaseException as interrupted:
+                self._broken(interrupted)
+                raise
 
     def _broken(self, error: BaseException) -> None:
         """The decision broke on *error* (``on``, the schedule, a delay, a

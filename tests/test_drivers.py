@@ -4279,6 +4279,35 @@ def test_a_part_whose_after_attempt_is_one_object_in_two_places_is_told_once_in_
     assert told == [SUCCESS, SUCCESS] and log == [("after", (SUCCESS,))]
 
 
+@pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
+@pytest.mark.parametrize("interrupted", [False, True], ids=["raises", "interrupted"])
+def test_a_part_that_raises_after_throttled_broke_leaves_the_first_error_to_end_the_call(
+    form, interrupted
+):
+    """The throttled predicate raises, and a part, told of the failure all the
+    same, raises too: the predicate's error, the first, ends the call and the
+    hooks hear it - unless the part was interrupted (Ctrl-C), which ends it."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    ends: list[tuple[str, str]] = []
+    part = _InterruptedOn(log, FAILURE) if interrupted else _BreaksOn(log, FAILURE)
+
+    def throttled(outcome):
+        raise ZeroDivisionError("throttled broke")
+
+    ending = KeyboardInterrupt if interrupted else ZeroDivisionError
+    with pytest.raises(ending):
+        _fails_once(
+            form,
+            on=OSError,
+            sleep=lambda s: None,
+            throttled=throttled,
+            parts=[part],
+            observe=lambda e: ends.append((e.kind, type(e.outcome).__name__)),
+        )
+    assert log == [("part", (FAILURE,))]
+    assert ends == [("error", ending.__name__)]
+
+
 @pytest.mark.parametrize("form", ["@retry", "async @retry"])
 def test_retrys_first_try_tells_a_success_without_the_options_parts(form):
     """@retry's bare first try tells the library's breaker, throttle and rate

@@ -222,6 +222,32 @@ def test_a_predicate_that_breaks_on_a_committed_failure_still_tells_the_breaker(
     assert breaker._counts.first + breaker._counts.second == 1  # one attempt heard
 
 
+def test_a_part_failing_after_throttled_broke_on_a_committed_failure_leaves_its_error():
+    """A stream fails after its first item, the throttled= predicate raises on the
+    failure, and a part told of it all the same raises too: the predicate's error, the
+    first, ends the call, and the hooks hear it as an "error"."""
+    from backoff_iter import Part
+
+    class StoreDown(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            raise OSError("store down")
+
+    def raises(outcome):
+        raise LookupError("the predicate's bug")
+
+    def items():
+        yield 0
+        raise ConnectionError("cut")
+
+    events = []
+    decorated = retry(
+        [0.0], on=ConnectionError, throttled=raises, parts=[StoreDown()], observe=events.append
+    )
+    with pytest.raises(LookupError) as raised:
+        list(decorated(items)())
+    assert [(event.kind, event.outcome) for event in events] == [("error", raised.value)]
+
+
 @pytest.mark.parametrize("form", ["stream", "call"])
 def test_a_part_failing_as_it_hears_a_committed_failure_ends_the_call_as_an_error(form):
     """A part raises as it is told of the failure (a fleet breaker's store down): the call
