@@ -493,11 +493,11 @@ def _sync_wrapper(
                             try:
                                 succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
                             except BaseException as interrupted:  # it ends the call instead
-                                error = interrupted
-                                raise
-                            finally:  # the hooks hear the call end with its error
                                 if heard:
-                                    tell_broken(policy, heard, start, error)  # type: ignore[arg-type]
+                                    tell_broken(policy, heard, start, interrupted)  # type: ignore[arg-type]
+                                raise
+                            if heard:  # the hooks hear the call end with its error
+                                tell_broken(policy, heard, start, error)  # type: ignore[arg-type]
                             raise
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]
@@ -583,11 +583,11 @@ def _async_wrapper(
                             try:
                                 succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
                             except BaseException as interrupted:  # it ends the call instead
-                                error = interrupted
-                                raise
-                            finally:  # the hooks hear the call end with its error
                                 if heard:
-                                    tell_broken(policy, heard, start, error)  # type: ignore[arg-type]
+                                    tell_broken(policy, heard, start, interrupted)  # type: ignore[arg-type]
+                                raise
+                            if heard:  # the hooks hear the call end with its error
+                                tell_broken(policy, heard, start, error)  # type: ignore[arg-type]
                             raise
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]

@@ -410,7 +410,7 @@ def _given(
     loop, not any() of a generator, which took four times as long: a fresh
     ``retrying()`` loop makes its stages, and asks this, at each call.)"""
     record = success[0]
-    for told, _ in successes:
+    for told, _ in successes:  # noqa: SIM110 (a loop: see above)
         if told is record:
             return True
     return False
