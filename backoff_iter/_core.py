@@ -132,9 +132,7 @@ def tell_refused(
     """A breaker's or a throttle's check refused ``@retry``'s bare first try
     (begun at *start*, *hooks* listening): they hear of it as a call's would
     tell them."""
-    call = Call(policy, start, process_hooks=False)
-    call._hooks = hooks
-    call._refused(refused)
+    _told_call(policy, hooks, start)._refused(refused)
 
 
 def tell_broken(
@@ -143,9 +141,15 @@ def tell_broken(
     """A part raised as ``@retry``'s bare first try (begun at *start*, *hooks*
     listening) told it of its success: the call ends with *error*, which they
     hear as a call's ``"error"``."""
+    _told_call(policy, hooks, start).tell_error(error, 1)
+
+
+def _told_call(policy: Policy, hooks: tuple[instrument.Hook, ...], start: float) -> Call:
+    """A call of *policy* for ``@retry``'s bare first try, begun at *start*:
+    what it tells goes to *hooks*, those listening as it began."""
     call = Call(policy, start, process_hooks=False)
     call._hooks = hooks
-    call.tell_error(error, 1)
+    return call
 
 
 def dropped(drops: Drops, passed: int) -> None:
@@ -567,16 +571,17 @@ class Call:
     def end_on_error(self, failure: BaseException) -> None:
         """End the call on *failure*, which the policy does not retry: the
         parts hear of an error (the dependency answered), the hooks an
-        ``"error"`` event (of a part's error, should one raise as it hears).  An interruption - a ``BaseException`` that is no
-        ``Exception``: a cancellation, ``KeyboardInterrupt`` - is no answer,
-        and the parts hear nothing (a cancelled probe is no success)."""
+        ``"error"`` event (of a part's error, should one raise as it hears).
+        An interruption - a ``BaseException`` that is no ``Exception``: a
+        cancellation, ``KeyboardInterrupt`` - is no answer, and the parts
+        hear nothing (a cancelled probe is no success)."""
         self.state = _DONE
         self.last = None  # the call is over: it keeps no failure (nor its frames)
         if isinstance(failure, Exception):
             try:
                 self.tell_parts(failure, ERROR, self.number)
             except BaseException as error:  # a part broke: the call ends with its error
-                self.tell_error(error, self.number)
+                self._broken(error)
                 raise
         self.tell_error(failure, self.number)
 
