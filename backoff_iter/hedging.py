@@ -197,7 +197,7 @@ class _Hedging:
             for index, (attempt, exc, result) in enumerate(ended):
                 if exc is not None:
                     if not matches(policy.on, policy.only_exceptions, exc):
-                        tell_each(policy.plan.afters, exc, ERROR, attempt)
+                        tell_each(policy.plan.afters, exc, ERROR, attempt)  # (no budget hears)
                         await self._cancel_rest(group, events)
                         events.tell_error(exc, attempt)
                         return exc, True  # fatal: the others are cancelled
@@ -209,13 +209,19 @@ class _Hedging:
                     unneeded = cancelled + [later for later, _, _ in ended[index + 1 :]]
                     # (the winner's share added last to the sum of theirs, as before the shares)
                     events.took = _added([took[k] for k in (*unneeded, attempt) if k in took])
-                    events.tell_parts(result, SUCCESS, attempt)
+                    try:
+                        events.tell_parts(result, SUCCESS, attempt)
+                    except Exception as broke:  # the budget raised: the call ends with it
+                        return await self._broken(group, events, broke, attempt)
                     if events._hooks:
                         events.emit("success", result, attempt)
                     return result, False
                 else:
                     last, failed, ended_last = result, False, attempt
-                tell_each(policy.plan.afters, last, FAILURE, attempt)
+                try:
+                    tell_each(policy.plan.afters, last, FAILURE, attempt)
+                except Exception as broke:  # the budget raised: the call ends with it
+                    return await self._broken(group, events, broke, attempt)
                 if due is not None:  # the next hedge goes at once, or when the server says
                     now = group.now()
                     hint = self._hint(last)
@@ -237,6 +243,18 @@ class _Hedging:
         if events._failure_hooks:
             events.emit("give_up", last, ended_last, reason=reason)
         return last, failed
+
+    async def _broken(
+        self, group: _Attempts, events: Call, error: Exception, attempt: int
+    ) -> tuple[Exception, bool]:
+        """The budget raised *error* as it heard how *attempt* went: the call
+        ends with it, as with a failure ``on`` does not match - the attempts
+        still running cancelled, the hooks told of an ``"error"`` of *attempt*
+        (an interruption is no answer: it cuts the call short, see
+        :meth:`_cut_short`)."""
+        await self._cancel_rest(group, events)
+        events.tell_error(error, attempt)
+        return error, True
 
     async def _cut_short(self, group: _Attempts, events: Call, error: BaseException) -> None:
         """The call ends with *error* (the caller's cancellation, Ctrl-C, or

@@ -1410,3 +1410,54 @@ def test_hedgings_own_error_cancels_the_attempts_running_and_is_told_as_the_call
         ("error", 3),
     ]
     assert events[-1].outcome is error
+
+
+class BrokenBudget(Recorder):
+    """A budget of the extended protocol whose record of *kind* raises once it is recorded."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def record_success(self, first_attempt, spent=0.0):
+        super().record_success(first_attempt, spent)
+        if self.kind == "success":
+            raise RuntimeError("budget broke")
+
+    def record_failure(self, first_attempt):
+        super().record_failure(first_attempt)
+        if self.kind == "failure":
+            raise RuntimeError("budget broke")
+
+
+@pytest.mark.parametrize(
+    ("kind", "plans", "delays"),
+    [
+        ("success", (answer("ok"),), [3600]),
+        # (attempt 2 sent at once, still running as attempt 1 fails: it is cancelled)
+        ("failure", (fail(ConnectionError("down"), after=0.01), forever), [0]),
+    ],
+    ids=["on a success", "on a failure"],
+)
+def test_a_budget_that_raises_as_it_hears_ends_the_call_as_an_error_of_that_attempt(
+    kind, plans, delays
+):
+    """The budget raises as it hears how attempt 1 went (an error, which it does not
+    hear of, is told to no budget): the call ends with its error, nothing left
+    running, and the hooks hear an "error" of attempt 1 - not of an attempt 2 that
+    never ran, "interrupted"."""
+    script = Script(*plans)
+
+    async def main():
+        events = []
+        with pytest.raises(RuntimeError, match="budget broke"):
+            await hedged(script, delays, budget=BrokenBudget(kind), observe=events.append)
+        assert not others()
+        return [(event.kind, event.number, event.reason) for event in events]
+
+    heard = run(main())
+    if kind == "success":
+        assert heard == [("error", 1, None)]
+    else:
+        assert heard == [("hedge", 2, None), ("cancelled", 2, None), ("error", 1, None)]
+        assert script.cancelled == [2]
