@@ -490,14 +490,16 @@ def _sync_wrapper(
                                 for told in afters:
                                     told(result, SUCCESS, 1, 0.0)
                         except BaseException as error:  # the parts after it hear all the same
-                            try:
-                                succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
-                            except BaseException as interrupted:  # it ends the call instead
-                                if heard:
-                                    tell_broken(policy, heard, start, interrupted)  # type: ignore[arg-type]
-                                raise
-                            if heard:  # the hooks hear the call end with its error
-                                tell_broken(policy, heard, start, error)  # type: ignore[arg-type]
+                            _success_broken(
+                                policy,
+                                heard,
+                                start,  # type: ignore[arg-type]
+                                afters,
+                                successes,
+                                told,  # pyright: ignore[reportPossiblyUnboundVariable]
+                                result,
+                                error,
+                            )
                             raise
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]
@@ -524,6 +526,31 @@ def _sync_wrapper(
                 return result
 
     return wrapper
+
+
+def _success_broken(
+    policy: Policy,
+    heard: tuple[instrument.Hook, ...],
+    start: float,
+    afters: tuple[Callable[[Any, str, int, float], None], ...],
+    successes: tuple[tuple[Callable[[bool], object], bool], ...] | None,
+    told: Callable[..., object],
+    result: Any,
+    error: BaseException,
+) -> None:
+    """Part *told* raised *error* as ``@retry``'s bare first try (begun at
+    *start*, *heard* listening) told it of its *result*: the parts after it
+    hear of the success all the same, then the hooks hear the call end with
+    *error* - or with an interruption a later part raised, which ends it
+    instead (raised here)."""
+    try:
+        succeeded(afters, successes, told, result)
+    except BaseException as interrupted:
+        if heard:
+            tell_broken(policy, heard, start, interrupted)
+        raise
+    if heard:
+        tell_broken(policy, heard, start, error)
 
 
 def _async_wrapper(
@@ -580,14 +607,16 @@ def _async_wrapper(
                                 for told in afters:
                                     told(result, SUCCESS, 1, 0.0)
                         except BaseException as error:  # the parts after it hear all the same
-                            try:
-                                succeeded(afters, successes, told, result)  # pyright: ignore[reportPossiblyUnboundVariable]
-                            except BaseException as interrupted:  # it ends the call instead
-                                if heard:
-                                    tell_broken(policy, heard, start, interrupted)  # type: ignore[arg-type]
-                                raise
-                            if heard:  # the hooks hear the call end with its error
-                                tell_broken(policy, heard, start, error)  # type: ignore[arg-type]
+                            _success_broken(
+                                policy,
+                                heard,
+                                start,  # type: ignore[arg-type]
+                                afters,
+                                successes,
+                                told,  # pyright: ignore[reportPossiblyUnboundVariable]
+                                result,
+                                error,
+                            )
                             raise
                     if heard:
                         tell_success(heard, start, result)  # type: ignore[arg-type]

@@ -3994,37 +3994,6 @@ def test_the_parts_after_one_that_raises_on_a_success_hear_of_it_all_the_same(fo
     assert log == [*told, *paid]
 
 
-def _fails_once(form, **options):
-    """One call, through *form*, whose first attempt raises OSError and second returns "ok"."""
-    outcomes = iter([OSError("down"), "ok"])
-
-    def attempt_once():
-        outcome = next(outcomes)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
-    async def attempt_once_async():
-        return attempt_once()
-
-    async def loop():
-        async for attempt in aretrying([0.0], **options):
-            async with attempt:
-                result = attempt_once()
-        return result
-
-    if form == "@retry":
-        return retry([0.0], **options)(attempt_once)()
-    if form == "async @retry":
-        return asyncio.run(retry([0.0], **options)(attempt_once_async)())
-    if form == "retrying":
-        for attempt in retrying([0.0], **options):
-            with attempt:
-                result = attempt_once()
-        return result
-    return asyncio.run(loop())
-
-
 @pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])
 @pytest.mark.parametrize("kind", [FAILURE, SUCCESS])
 def test_the_parts_after_one_that_raises_hear_the_attempt_with_what_they_took(form, kind):
@@ -4035,7 +4004,7 @@ def test_the_parts_after_one_that_raises_hear_the_attempt_with_what_they_took(fo
     log: list[tuple[str, tuple[object, ...]]] = []
     options = {"on": OSError, "sleep": lambda s: None, "budget": _Told(log, "budget")}
     with pytest.raises(RuntimeError, match="part broke"):
-        _fails_once(form, **options, parts=[_BreaksOn(log, kind)])
+        _ends(form, [OSError("down"), "ok"], **options, parts=[_BreaksOn(log, kind)])
     failed = [("part", (FAILURE,)), ("budget", (True,))]
     assert log == (
         failed if kind == FAILURE else [*failed, ("part", (SUCCESS,)), ("budget", (False, 1.0))]
@@ -4119,8 +4088,9 @@ def test_an_interruption_after_a_part_that_raised_ends_the_call_once_all_heard(f
         _BreaksOn(log, kind, "first"),
     ]
     with pytest.raises(KeyboardInterrupt) as raised:
-        _fails_once(
+        _ends(
             form,
+            [OSError("down"), "ok"],
             on=OSError,
             sleep=lambda s: None,
             parts=parts,
@@ -4296,8 +4266,9 @@ def test_a_part_that_raises_after_throttled_broke_leaves_the_first_error_to_end_
 
     ending = KeyboardInterrupt if interrupted else ZeroDivisionError
     with pytest.raises(ending):
-        _fails_once(
+        _ends(
             form,
+            [OSError("down"), "ok"],
             on=OSError,
             sleep=lambda s: None,
             throttled=throttled,
