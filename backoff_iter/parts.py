@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, cast
 
 from . import _checks, _sleeping
 from .breakers import CircuitBreaker
-from .budgets import RetryQuota
+from .budgets import RetryBudget, RetryQuota, TokenBucket
 from .throttles import AdaptiveThrottle
 
 if TYPE_CHECKING:
@@ -747,12 +747,20 @@ _PROTOCOLS = {
     "rate_limiter": ("acquire", "aacquire", "record"),
 }
 _CHECKED: set[type] = set()  # budget classes whose record_success takes `spent`
+#: The library's own classes for each option: slotted, so an instance has the
+#: methods its class has (none set on it), and a budget's take ``spent``.
+_OWN: dict[str, frozenset[type]] = {
+    "budget": frozenset({TokenBucket, RetryBudget, RetryQuota}),
+    "breaker": frozenset({CircuitBreaker}),
+    "throttle": frozenset({AdaptiveThrottle}),
+    "rate_limiter": frozenset(),  # (limiters is imported only when used: checked as any other)
+}
 
 
 def check_part(name: str, value: object) -> None:
     """Refuse *value* for the option *name* unless it is a Part or has the
     methods of that option's protocol (an argument error naming *name*)."""
-    if isinstance(value, Part):
+    if type(value) in _OWN[name] or isinstance(value, Part):  # (type(): a mock may say its spec)
         return
     if isinstance(value, type):  # its methods are there, but unbound: a call would fail later
         raise _checks.ArgumentTypeError(

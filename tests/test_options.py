@@ -162,6 +162,29 @@ def test_a_part_given_as_its_class_is_refused_when_the_policy_is_made(option, pa
         rejects(lambda d=driver: d([0.1], **{option: part}), TypeError, option, f"{part.__name__}(")
 
 
+def test_the_librarys_own_parts_are_taken_at_sight_as_their_classes_promise():
+    """check_part takes the library's own budgets, breaker and throttle by
+    their class, without reading their methods: that is sound only while
+    each is slotted (an instance cannot shadow a method), has every method
+    of its option's protocol, and (a budget) a record_success taking
+    ``spent``.  Anything else - a subclass, a mock that claims the class - is
+    checked method by method."""
+    from backoff_iter.parts import _OWN, _PROTOCOLS
+
+    assert set(_OWN) == set(_PROTOCOLS)
+    for name, kinds in _OWN.items():
+        for kind in kinds:
+            made = kind()
+            assert not hasattr(made, "__dict__"), kind
+            assert all(callable(getattr(kind, method)) for method in _PROTOCOLS[name]), kind
+            if name == "budget":
+                inspect.signature(made.record_success).bind(True, 0.0)  # type: ignore[attr-defined]
+            Policy(**{name: made})
+    lying = mock.NonCallableMock(spec=TokenBucket, try_retry=None)
+    assert lying.__class__ is TokenBucket
+    rejects(lambda: Policy(budget=lying), TypeError, "budget", "try_retry()")
+
+
 # -- the plan: what the options mean for a call ------------------------------------------------
 
 
