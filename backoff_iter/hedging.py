@@ -140,9 +140,12 @@ class _Hedging:
                 outcome, failed = error, True  # out of the group, as under asyncio (not wrapped)
                 with contextlib.suppress(Exception):  # a hook that broke the call may again:
                     await self._cut_short(group, events, error)  # the first error stands
-            except BaseException as interruption:  # the caller's cancellation, Ctrl-C
-                await self._cut_short(group, events, interruption)
-                raise
+            except BaseException as interruption:  # the caller's cancellation, Ctrl-C: raised
+                outcome, failed = interruption, True  # below too, as under asyncio (not wrapped)
+                try:
+                    await self._cut_short(group, events, interruption)
+                except BaseException as error:  # a hook broke as it heard: its error ends the call
+                    outcome = error
         if failed:  # raised out of the group (a nursery would wrap it), holding no local: no cycle
             try:
                 raise outcome
@@ -468,8 +471,8 @@ class _TrioAttempts(_Attempts):
         with scope:
             try:
                 result = await awaitable
-            except self._trio.Cancelled:  # trio's own: its scope, or the caller's, takes it
-                raise
+            except self._trio.Cancelled:  # its scope's (which takes it), or the caller's: the
+                return  # call hears that one itself, and ends with it - out of the nursery, alone
             except BaseException as exc:  # any other, as asyncio's task keeps it: not wrapped
                 self._send.send_nowait((number, exc, None))
             else:

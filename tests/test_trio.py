@@ -257,6 +257,81 @@ def test_an_attempts_base_exception_under_trio_comes_out_as_itself_the_others_ca
     assert closed == ["slow"]
 
 
+class Halt(BaseException):
+    """An interruption of the user's own, no Exception."""
+
+
+def test_an_interruption_of_hedging_under_trio_comes_out_as_itself_not_in_a_group():
+    """A BaseException that is no Exception, raised by hedging's own code (here an on_result
+    predicate) while attempts run in trio's nursery, comes out as itself, as under asyncio
+    and as hedging's Exceptions do (the nursery wrapped it in a BaseExceptionGroup, which
+    `except KeyboardInterrupt` does not catch); the attempt still running is cancelled."""
+    closed = []
+
+    async def call():
+        if not closed:
+            closed.append("started")
+            try:
+                await trio.sleep(100)
+            finally:
+                closed.append("slow")
+        return "answer"
+
+    def judge(result):
+        raise Halt("the predicate's")
+
+    with pytest.raises(Halt, match="the predicate's"):
+        run_trio(lambda: hedged(call, [1.0], on_result=judge))
+    assert closed == ["started", "slow"]
+
+
+def test_a_hedged_call_under_trio_cancelled_by_its_caller_raises_a_bare_cancelled():
+    """The caller's scope cancels a hedged call with two attempts running: the call raises
+    trio's Cancelled itself, which `except trio.Cancelled` (anyio's
+    get_cancelled_exc_class()) around it catches - it came out in a BaseExceptionGroup
+    of the nursery, with each attempt's Cancelled beside it.  Every attempt has ended."""
+    ended, seen = [], []
+
+    async def hang():
+        try:
+            await trio.sleep(60)
+        finally:
+            ended.append(trio.current_time())
+
+    async def main():
+        with trio.move_on_after(1.0) as scope:
+            try:
+                await hedged(hang, [0.1])
+            except trio.Cancelled as cancelled:
+                seen.append(cancelled)
+                raise
+        return scope.cancelled_caught
+
+    assert run_trio(main) == (True, 1.0)
+    assert len(seen) == 1 and ended == [1.0, 1.0]
+
+
+def test_a_hook_that_breaks_as_it_hears_a_cancelled_hedged_call_under_trio_raises_its_error():
+    """The hooks hear the caller's cancellation of a hedged call and raise: the hook's error
+    ends the call as itself, its context the cancellation, as aretrying's does under trio
+    (it came out in an ExceptionGroup of the nursery)."""
+
+    async def hang():
+        await trio.sleep(60)
+
+    def hook(event):
+        if event.kind == "error":
+            raise LookupError("the hook's")
+
+    async def main():
+        with trio.move_on_after(1.0):
+            await hedged(hang, [0.1], observe=hook)
+
+    with pytest.raises(LookupError, match="the hook's") as raised:
+        run_trio(main)
+    assert isinstance(raised.value.__context__, trio.Cancelled)
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_under_anyio_on_either_backend_the_drivers_and_hedging_need_no_sleep(backend):
     """anyio.run on asyncio and on trio: aretrying, @retry and hedged work with their defaults."""
