@@ -402,10 +402,11 @@ class _AsyncioAttempts(_Attempts):
 
     async def cancel_rest(self) -> list[int]:
         """Cancel the attempts and wait for each.  A cancellation of the caller
-        that arrives meanwhile is raised once they have: none is left running."""
+        that arrives meanwhile is raised once they have: none is left running,
+        and they are still under way to the call it cuts short (which tells
+        their ends, and clears them)."""
         attempts = list(self._tasks)
         numbers = [self._tasks[task] for task in attempts]
-        self._tasks.clear()
         for task in attempts:
             task.cancel()
         interrupted: BaseException | None = None
@@ -423,6 +424,7 @@ class _AsyncioAttempts(_Attempts):
                 raise interrupted
             finally:
                 interrupted = None
+        self._tasks.clear()
         return numbers
 
 

@@ -977,6 +977,40 @@ def test_a_caller_cancelled_while_the_losers_stop_is_cancelled_not_answered():
     run(main())
 
 
+@pytest.mark.parametrize("second", [answer("ok"), fail(ValueError("fatal"))], ids=["won", "fatal"])
+def test_a_caller_cancelled_while_the_losers_stop_tells_the_hooks_of_the_one_stopping(second):
+    """Attempt 2 ended the call (its answer, or a failure ``on`` does not match), attempt 1
+    takes its time to stop, the caller is cancelled meanwhile: the call's end is an error
+    of attempt 1, the one still under way - not of an attempt 3 that never was (with one
+    delay there is none), "interrupted", as if nothing had been running."""
+    gates = []
+
+    async def slow_to_stop():
+        try:
+            await forever()
+        finally:
+            gate = asyncio.get_running_loop().create_future()
+            gates.append(gate)
+            await asyncio.shield(gate)
+
+    async def main():
+        events = []
+        script = Script(slow_to_stop, second)
+        caller = asyncio.ensure_future(hedged(script, [0], observe=events.append))
+        while not gates:  # attempt 2 has ended the call, attempt 1 is stopping
+            await asyncio.sleep(0)
+        caller.cancel()
+        await asyncio.sleep(0.01)
+        gates[0].set_result(None)
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert not others()
+        return [(event.kind, event.number, event.reason) for event in events]
+
+    heard = run(main())
+    assert heard == [("hedge", 2, None), ("error", 1, None)]
+
+
 def side_by_side():
     """Plans for attempts 1 and 2 that answer 1 and 2 in the same turn of the loop: attempt 1
     waits for attempt 2 to run, which answers a step later."""
