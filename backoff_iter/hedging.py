@@ -322,9 +322,10 @@ class _Attempts:
         raise NotImplementedError  # pragma: no cover - an interface
 
     def start(self, number: int) -> None:
-        """Start attempt *number* in a task of its own: the latest."""
-        self.latest = number
+        """Start attempt *number* in a task of its own: the latest, once its call
+        gave an awaitable (one that raised as it was called never ran)."""
         self._start(number)
+        self.latest = number
 
     def _start(self, number: int) -> None:
         raise NotImplementedError  # pragma: no cover - an interface
@@ -463,10 +464,11 @@ class _TrioAttempts(_Attempts):
         return float(self._trio.current_time())
 
     def _start(self, number: int) -> None:
+        awaitable = self._awaitable()  # (under way once it is made)
         scope = self._trio.CancelScope()
         self._scopes[number] = scope
         self._nursery.start_soon(
-            self._attempt, number, scope, self._awaitable(), name=f"{self._name} attempt {number}"
+            self._attempt, number, scope, awaitable, name=f"{self._name} attempt {number}"
         )
 
     async def _attempt(self, number: int, scope: Any, awaitable: Awaitable[Any]) -> None:

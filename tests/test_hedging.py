@@ -1162,6 +1162,31 @@ def test_a_call_that_returns_no_awaitable_is_refused():
         run(hedged(lambda: 42, []))
 
 
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_an_attempt_whose_call_never_gave_an_awaitable_is_told_as_never_run(library):
+    """@hedge called with the wrong arguments: attempt 1 never ran (the function raised
+    TypeError as it was called), and the hooks hear the call end as an error of attempt
+    1, "interrupted" - under asyncio they heard of an attempt 2, under trio of an
+    attempt 1 that ran (its cancel scope was noted before the call was made)."""
+    import trio
+    import trio.testing
+
+    events = []
+
+    @hedge([1.0], observe=events.append)
+    async def lookup(key):
+        return key
+
+    with pytest.raises(TypeError, match="key"):
+        if library == "trio":
+            trio.run(lookup, clock=trio.testing.MockClock(autojump_threshold=0))
+        else:
+            run(lookup())
+    assert [(event.kind, event.number, event.reason) for event in events] == [
+        ("error", 1, "interrupted")
+    ]
+
+
 def test_hedge_refuses_a_one_shot_iterator_and_sync_functions_at_decoration():
     """Decoration checks what it can: delays that would serve one call, a function that is not async."""
     rejects(lambda: hedge(iter([0.1])), ArgumentTypeError, "delays", "iterator")
