@@ -206,7 +206,11 @@ class _Hedging:
                         return exc, True  # fatal: the others are cancelled
                     last, failed, ended_last = exc, True, attempt
                 elif policy.on_result is None or not policy.on_result(result):
-                    cancelled = await self._cancel_rest(group, events)
+                    # Once the winner is in, a break ends the call told as the winner's end.
+                    try:
+                        cancelled = await self._cancel_rest(group, events)
+                    except Exception as broke:  # a hook raised as it heard a loser cancelled
+                        return await self._broken(group, events, broke, attempt)
                     # Given back: what the winner took, if a hedge, and every hedge not needed:
                     # those cancelled, and those that ended beside it, unheard.
                     unneeded = cancelled + [later for later, _, _ in ended[index + 1 :]]
@@ -214,10 +218,15 @@ class _Hedging:
                     events.took = _added([took[k] for k in (*unneeded, attempt) if k in took])
                     try:
                         events.tell_parts(result, SUCCESS, attempt)
-                    except Exception as broke:  # the budget raised: the call ends with it
-                        return await self._broken(group, events, broke, attempt)
+                    except BaseException as broke:  # the budget raised (or Ctrl-C came): the
+                        return await self._broken(
+                            group, events, broke, attempt
+                        )  # call ends with it
                     if events._hooks:
-                        events.emit("success", result, attempt)
+                        try:
+                            events.emit("success", result, attempt)
+                        except BaseException as broke:  # a hook raised: the call ends with it,
+                            return broke, True  # the winner's end told (the success)
                     return result, False
                 else:
                     last, failed, ended_last = result, False, attempt
@@ -248,13 +257,14 @@ class _Hedging:
         return last, failed
 
     async def _broken(
-        self, group: _Attempts, events: Call, error: Exception, attempt: int
-    ) -> tuple[Exception, bool]:
-        """The budget raised *error* as it heard how *attempt* went: the call
-        ends with it, as with a failure ``on`` does not match - the attempts
-        still running cancelled, the hooks told of an ``"error"`` of *attempt*
-        (an interruption is no answer: it cuts the call short, see
-        :meth:`_cut_short`)."""
+        self, group: _Attempts, events: Call, error: BaseException, attempt: int
+    ) -> tuple[BaseException, bool]:
+        """The budget raised *error* as it heard how *attempt* went (or, *attempt*
+        the winner, a hook as it heard a loser cancelled): the call ends with it,
+        as with a failure ``on`` does not match - the attempts still running
+        cancelled, the hooks told of an ``"error"`` of *attempt* (an interruption
+        is no answer: it cuts the call short, see :meth:`_cut_short` - unless the
+        winner is in, when nothing is left to cut)."""
         await self._cancel_rest(group, events)
         events.tell_error(error, attempt)
         return error, True

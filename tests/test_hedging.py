@@ -1520,3 +1520,61 @@ def test_a_budget_that_raises_as_it_hears_ends_the_call_as_an_error_of_that_atte
     else:
         assert heard == [("hedge", 2, None), ("cancelled", 2, None), ("error", 1, None)]
         assert script.cancelled == [2]
+
+
+@pytest.mark.parametrize(
+    ("breaks", "heard"),
+    [
+        # (the success was told: the call's end, nothing more)
+        ("success", [("hedge", 2), ("cancelled", 1), ("success", 2)]),
+        ("cancelled", [("hedge", 2), ("cancelled", 1), ("error", 2)]),
+    ],
+)
+def test_a_hook_that_breaks_once_the_winner_is_in_ends_the_call_told_as_the_winners_end(
+    breaks, heard
+):
+    """Attempt 2 answered, attempt 1 was cancelled, a hook raises as it hears the loser
+    cancelled or the success: the call ends with the hook's error and the winner's end
+    is told once, as the drivers tell it - the hooks heard, besides, an error of an
+    attempt 3 that never was (with one delay there is none), "interrupted"."""
+    events = []
+
+    def hook(event):
+        events.append(event)
+        if event.kind == breaks:
+            raise LookupError("the hook's")
+
+    script = Script(forever, answer("ok"))
+
+    async def main():
+        with pytest.raises(LookupError, match="the hook's"):
+            await hedged(script, [0], observe=hook)
+        assert not others()
+
+    run(main())
+    assert [(event.kind, event.number) for event in events] == heard
+
+
+def test_an_interruption_as_the_budget_hears_the_winner_is_told_as_the_winners_end():
+    """The budget raises a BaseException (Ctrl-C arriving) as it records the winner's
+    success: the call ends with it, told as an error of the winner - not of an attempt
+    3 that never was, "interrupted", as a budget's Exception already is."""
+    events = []
+
+    class Interrupted(Recorder):
+        def record_success(self, first_attempt, spent=0.0):
+            raise Halt("Ctrl-C")
+
+    script = Script(forever, answer("ok"))
+
+    async def main():
+        with pytest.raises(Halt, match="Ctrl-C"):
+            await hedged(script, [0], budget=Interrupted(), observe=events.append)
+        assert not others()
+
+    run(main())
+    assert [(event.kind, event.number) for event in events] == [
+        ("hedge", 2),
+        ("cancelled", 1),
+        ("error", 2),
+    ]
