@@ -218,10 +218,8 @@ class _Hedging:
                     events.took = _added([took[k] for k in (*unneeded, attempt) if k in took])
                     try:
                         events.tell_parts(result, SUCCESS, attempt)
-                    except BaseException as broke:  # the budget raised (or Ctrl-C came): the
-                        return await self._broken(
-                            group, events, broke, attempt
-                        )  # call ends with it
+                    except BaseException as broke:  # the budget raised (or Ctrl-C came):
+                        return await self._broken(group, events, broke, attempt)  # it ends the call
                     if events._hooks:
                         try:
                             events.emit("success", result, attempt)
