@@ -151,6 +151,24 @@ def test_hedged_under_trio_cancelled_by_the_callers_scope_tells_the_hooks_how_it
     ]
 
 
+def test_hedged_under_trio_cancelled_while_a_hint_holds_the_next_hedge_tells_one_that_never_ran():
+    """Attempt 1 failed, a server's hint holds hedge 2 back, nothing runs: the caller's scope
+    ends the call then, told as an error of attempt 2, "interrupted" (no attempt to count)."""
+    events = []
+
+    async def busy():
+        raise OSError("busy")
+
+    async def main():
+        with trio.move_on_after(1.0) as scope:
+            await hedged(busy, [0], retry_after=lambda outcome: 60, observe=events.append)
+        return scope.cancelled_caught
+
+    assert run_trio(main) == (True, 1.0)
+    heard = [(event.kind, event.number, event.reason) for event in events]
+    assert heard == [("retry", 1, None), ("error", 2, "interrupted")]
+
+
 @pytest.mark.parametrize("hint", [0.5, 1.5, 2.5, 3.5])
 def test_hedged_under_trio_never_sleeps_a_negative_time_when_the_clock_moves_on(monkeypatch, hint):
     """A hint holds the next hedge back, nothing runs: hedged() sleeps until it is due.  The
