@@ -422,9 +422,10 @@ class _AsyncioAttempts(_Attempts):
         pending = set(attempts)
         while pending:
             try:
-                _, pending = await self._asyncio.wait(pending)
-            except self._asyncio.CancelledError as error:
+                await self._asyncio.wait(pending)
+            except self._asyncio.CancelledError as error:  # (anyio's scope: at every pass)
                 interrupted = error
+            pending = {task for task in pending if not task.done()}  # seen done, even so
         for task in attempts:
             if not task.cancelled():
                 task.exception()  # seen: asyncio logs no "exception was never retrieved"

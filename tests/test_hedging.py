@@ -948,6 +948,28 @@ def test_a_caller_cancels_an_endless_schedule_of_zero_delays():
     assert 2 <= call.started < Endless.RUNAWAY and call.cancelled == call.started
 
 
+def test_a_caller_that_cancels_at_every_pass_of_the_loop_still_ends_the_call():
+    """anyio's cancel scopes on asyncio cancel the task at every pass of the loop until it
+    leaves them: hedged() still ends at once, every attempt stopped - each cancellation
+    cut its wait for the stopped attempts before it could see them done, so it waited
+    for as long as the cancellations came (for ever, under anyio's move_on_after)."""
+
+    async def main():
+        script = Script(forever, forever)
+        caller = asyncio.ensure_future(hedged(script, [0]))
+        while len(script.started) < 2:
+            await asyncio.sleep(0)
+        for _ in range(100):  # anyio's scope: again and again, for as long as it runs
+            caller.cancel()
+            await asyncio.sleep(0)
+            if caller.done():
+                break
+        assert caller.cancelled()
+        assert sorted(script.cancelled) == [1, 2] and not others()
+
+    run(main())
+
+
 def test_a_caller_cancelled_while_the_losers_stop_is_cancelled_not_answered():
     """The winner is in, a loser takes its time to stop, the caller is cancelled meanwhile:
     hedged() waits for the loser, then raises CancelledError instead of returning."""

@@ -375,6 +375,41 @@ def test_under_anyio_on_either_backend_the_drivers_and_hedging_need_no_sleep(bac
     assert anyio.run(main, backend=backend, backend_options=options) == ("ok", "ok", "fast")
 
 
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_under_anyio_a_hedged_call_cancelled_by_its_callers_scope_ends_with_the_cancellation(
+    backend,
+):
+    """anyio's cancel scope around a hedged call is cancelled while both attempts run: the
+    call ends, the attempts stopped, with the backend's cancellation, which
+    `except get_cancelled_exc_class()` catches (on asyncio it hung: the scope cancels the
+    task at every pass of the loop, and each cut the wait for the attempts to stop; on
+    trio it came out in a group)."""
+    stopped, caught = [], []
+
+    async def main():
+        with anyio.CancelScope() as scope:
+
+            async def call():
+                if len(stopped) == 1:  # attempt 2, attempt 1 running: the caller's scope ends
+                    scope.cancel()
+                stopped.append("started")
+                try:
+                    await anyio.sleep(3600)
+                finally:
+                    stopped.append("stopped")
+
+            try:
+                await hedged(call, [0])
+            except anyio.get_cancelled_exc_class():
+                caught.append(True)
+                raise
+        return scope.cancelled_caught
+
+    options = {"clock": trio.testing.MockClock(autojump_threshold=0)} if backend == "trio" else {}
+    assert anyio.run(main, backend=backend, backend_options=options) is True
+    assert caught == [True] and stopped.count("stopped") == 2
+
+
 def test_hedged_under_trio_lets_a_quick_answer_win_over_an_endless_schedule_of_zero_delays():
     """repeat(0.0) under trio: each hedge waits for a pass of the scheduler, so attempt 1,
     which answers after one checkpoint, wins; no hedges started for ever, none of them run."""
