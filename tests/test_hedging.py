@@ -1493,6 +1493,23 @@ def test_hedgings_own_error_cancels_the_attempts_running_and_is_told_as_the_call
     assert events[-1].outcome is error
 
 
+def test_a_hook_that_broke_the_call_and_breaks_again_as_it_hears_its_end_leaves_the_first_error():
+    """A hook raises as it hears hedge 2, and again as it hears the call end: the first error
+    stands (the second is the hook's trouble hearing an end it caused)."""
+    errors = iter([LookupError("first"), LookupError("second")])
+
+    def hook(event):
+        raise next(errors)
+
+    async def main():
+        with pytest.raises(LookupError, match="first"):
+            await hedged(Script(forever, forever), [0], observe=hook)
+        assert not others()
+
+    run(main())
+    assert next(errors, None) is None  # the second was raised: the hook heard the end
+
+
 class BrokenBudget(Recorder):
     """A budget of the extended protocol whose record of *kind* raises once it is recorded."""
 
