@@ -140,9 +140,12 @@ class _Hedging:
                 outcome, failed = error, True  # out of the group, as under asyncio (not wrapped)
                 with contextlib.suppress(Exception):  # a hook that broke the call may again:
                     await self._cut_short(group, events, error)  # the first error stands
-            except BaseException as interruption:  # the caller's cancellation, Ctrl-C
-                await self._cut_short(group, events, interruption)
-                raise
+            except BaseException as interruption:  # the caller's cancellation, Ctrl-C: raised
+                outcome, failed = interruption, True  # below too, as under asyncio (not wrapped)
+                try:
+                    await self._cut_short(group, events, interruption)
+                except BaseException as error:  # a hook broke as it heard: its error ends the call
+                    outcome = error
         if failed:  # raised out of the group (a nursery would wrap it), holding no local: no cycle
             try:
                 raise outcome
@@ -203,7 +206,11 @@ class _Hedging:
                         return exc, True  # fatal: the others are cancelled
                     last, failed, ended_last = exc, True, attempt
                 elif policy.on_result is None or not policy.on_result(result):
-                    cancelled = await self._cancel_rest(group, events)
+                    # Once the winner is in, a break ends the call told as the winner's end.
+                    try:
+                        cancelled = await self._cancel_rest(group, events)
+                    except Exception as broke:  # a hook raised as it heard a loser cancelled
+                        return await self._broken(group, events, broke, attempt)
                     # Given back: what the winner took, if a hedge, and every hedge not needed:
                     # those cancelled, and those that ended beside it, unheard.
                     unneeded = cancelled + [later for later, _, _ in ended[index + 1 :]]
@@ -211,10 +218,13 @@ class _Hedging:
                     events.took = _added([took[k] for k in (*unneeded, attempt) if k in took])
                     try:
                         events.tell_parts(result, SUCCESS, attempt)
-                    except Exception as broke:  # the budget raised: the call ends with it
-                        return await self._broken(group, events, broke, attempt)
+                    except BaseException as broke:  # the budget raised (or Ctrl-C came):
+                        return await self._broken(group, events, broke, attempt)  # it ends the call
                     if events._hooks:
-                        events.emit("success", result, attempt)
+                        try:
+                            events.emit("success", result, attempt)
+                        except BaseException as broke:  # a hook raised: the call ends with it,
+                            return broke, True  # the winner's end told (the success)
                     return result, False
                 else:
                     last, failed, ended_last = result, False, attempt
@@ -245,13 +255,14 @@ class _Hedging:
         return last, failed
 
     async def _broken(
-        self, group: _Attempts, events: Call, error: Exception, attempt: int
-    ) -> tuple[Exception, bool]:
-        """The budget raised *error* as it heard how *attempt* went: the call
-        ends with it, as with a failure ``on`` does not match - the attempts
-        still running cancelled, the hooks told of an ``"error"`` of *attempt*
-        (an interruption is no answer: it cuts the call short, see
-        :meth:`_cut_short`)."""
+        self, group: _Attempts, events: Call, error: BaseException, attempt: int
+    ) -> tuple[BaseException, bool]:
+        """The budget raised *error* as it heard how *attempt* went (or, *attempt*
+        the winner, a hook as it heard a loser cancelled): the call ends with it,
+        as with a failure ``on`` does not match - the attempts still running
+        cancelled, the hooks told of an ``"error"`` of *attempt* (an interruption
+        is no answer: it cuts the call short, see :meth:`_cut_short` - unless the
+        winner is in, when nothing is left to cut)."""
         await self._cancel_rest(group, events)
         events.tell_error(error, attempt)
         return error, True
@@ -319,9 +330,10 @@ class _Attempts:
         raise NotImplementedError  # pragma: no cover - an interface
 
     def start(self, number: int) -> None:
-        """Start attempt *number* in a task of its own: the latest."""
-        self.latest = number
+        """Start attempt *number* in a task of its own: the latest, once its call
+        gave an awaitable (one that raised as it was called never ran)."""
         self._start(number)
+        self.latest = number
 
     def _start(self, number: int) -> None:
         raise NotImplementedError  # pragma: no cover - an interface
@@ -399,19 +411,21 @@ class _AsyncioAttempts(_Attempts):
 
     async def cancel_rest(self) -> list[int]:
         """Cancel the attempts and wait for each.  A cancellation of the caller
-        that arrives meanwhile is raised once they have: none is left running."""
+        that arrives meanwhile is raised once they have: none is left running,
+        and they are still under way to the call it cuts short (which tells
+        their ends, and clears them)."""
         attempts = list(self._tasks)
         numbers = [self._tasks[task] for task in attempts]
-        self._tasks.clear()
         for task in attempts:
             task.cancel()
         interrupted: BaseException | None = None
         pending = set(attempts)
         while pending:
             try:
-                _, pending = await self._asyncio.wait(pending)
-            except self._asyncio.CancelledError as error:
+                await self._asyncio.wait(pending)
+            except self._asyncio.CancelledError as error:  # (anyio's scope: at every pass)
                 interrupted = error
+            pending = {task for task in pending if not task.done()}  # seen done, even so
         for task in attempts:
             if not task.cancelled():
                 task.exception()  # seen: asyncio logs no "exception was never retrieved"
@@ -420,6 +434,7 @@ class _AsyncioAttempts(_Attempts):
                 raise interrupted
             finally:
                 interrupted = None
+        self._tasks.clear()
         return numbers
 
 
@@ -458,18 +473,19 @@ class _TrioAttempts(_Attempts):
         return float(self._trio.current_time())
 
     def _start(self, number: int) -> None:
+        awaitable = self._awaitable()  # (under way once it is made)
         scope = self._trio.CancelScope()
         self._scopes[number] = scope
         self._nursery.start_soon(
-            self._attempt, number, scope, self._awaitable(), name=f"{self._name} attempt {number}"
+            self._attempt, number, scope, awaitable, name=f"{self._name} attempt {number}"
         )
 
     async def _attempt(self, number: int, scope: Any, awaitable: Awaitable[Any]) -> None:
         with scope:
             try:
                 result = await awaitable
-            except self._trio.Cancelled:  # trio's own: its scope, or the caller's, takes it
-                raise
+            except self._trio.Cancelled:  # its scope's (which takes it), or the caller's: the
+                return  # call hears that one itself, and ends with it - out of the nursery, alone
             except BaseException as exc:  # any other, as asyncio's task keeps it: not wrapped
                 self._send.send_nowait((number, exc, None))
             else:

@@ -948,6 +948,28 @@ def test_a_caller_cancels_an_endless_schedule_of_zero_delays():
     assert 2 <= call.started < Endless.RUNAWAY and call.cancelled == call.started
 
 
+def test_a_caller_that_cancels_at_every_pass_of_the_loop_still_ends_the_call():
+    """anyio's cancel scopes on asyncio cancel the task at every pass of the loop until it
+    leaves them: hedged() still ends at once, every attempt stopped - each cancellation
+    cut its wait for the stopped attempts before it could see them done, so it waited
+    for as long as the cancellations came (for ever, under anyio's move_on_after)."""
+
+    async def main():
+        script = Script(forever, forever)
+        caller = asyncio.ensure_future(hedged(script, [0]))
+        while len(script.started) < 2:
+            await asyncio.sleep(0)
+        for _ in range(100):  # anyio's scope: again and again, for as long as it runs
+            caller.cancel()
+            await asyncio.sleep(0)
+            if caller.done():
+                break
+        assert caller.cancelled()
+        assert sorted(script.cancelled) == [1, 2] and not others()
+
+    run(main())
+
+
 def test_a_caller_cancelled_while_the_losers_stop_is_cancelled_not_answered():
     """The winner is in, a loser takes its time to stop, the caller is cancelled meanwhile:
     hedged() waits for the loser, then raises CancelledError instead of returning."""
@@ -975,6 +997,40 @@ def test_a_caller_cancelled_while_the_losers_stop_is_cancelled_not_answered():
         assert not others()
 
     run(main())
+
+
+@pytest.mark.parametrize("second", [answer("ok"), fail(ValueError("fatal"))], ids=["won", "fatal"])
+def test_a_caller_cancelled_while_the_losers_stop_tells_the_hooks_of_the_one_stopping(second):
+    """Attempt 2 ended the call (its answer, or a failure ``on`` does not match), attempt 1
+    takes its time to stop, the caller is cancelled meanwhile: the call's end is an error
+    of attempt 1, the one still under way - not of an attempt 3 that never was (with one
+    delay there is none), "interrupted", as if nothing had been running."""
+    gates = []
+
+    async def slow_to_stop():
+        try:
+            await forever()
+        finally:
+            gate = asyncio.get_running_loop().create_future()
+            gates.append(gate)
+            await asyncio.shield(gate)
+
+    async def main():
+        events = []
+        script = Script(slow_to_stop, second)
+        caller = asyncio.ensure_future(hedged(script, [0], observe=events.append))
+        while not gates:  # attempt 2 has ended the call, attempt 1 is stopping
+            await asyncio.sleep(0)
+        caller.cancel()
+        await asyncio.sleep(0.01)
+        gates[0].set_result(None)
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert not others()
+        return [(event.kind, event.number, event.reason) for event in events]
+
+    heard = run(main())
+    assert heard == [("hedge", 2, None), ("error", 1, None)]
 
 
 def side_by_side():
@@ -1126,6 +1182,31 @@ def test_a_call_that_returns_no_awaitable_is_refused():
     """call() must return an awaitable: a plain value is an ArgumentTypeError naming call."""
     with pytest.raises(ArgumentTypeError, match="call"):
         run(hedged(lambda: 42, []))
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_an_attempt_whose_call_never_gave_an_awaitable_is_told_as_never_run(library):
+    """@hedge called with the wrong arguments: attempt 1 never ran (the function raised
+    TypeError as it was called), and the hooks hear the call end as an error of attempt
+    1, "interrupted" - under asyncio they heard of an attempt 2, under trio of an
+    attempt 1 that ran (its cancel scope was noted before the call was made)."""
+    import trio
+    import trio.testing
+
+    events = []
+
+    @hedge([1.0], observe=events.append)
+    async def lookup(key):
+        return key
+
+    with pytest.raises(TypeError, match="key"):
+        if library == "trio":
+            trio.run(lookup, clock=trio.testing.MockClock(autojump_threshold=0))
+        else:
+            run(lookup())
+    assert [(event.kind, event.number, event.reason) for event in events] == [
+        ("error", 1, "interrupted")
+    ]
 
 
 def test_hedge_refuses_a_one_shot_iterator_and_sync_functions_at_decoration():
@@ -1412,6 +1493,23 @@ def test_hedgings_own_error_cancels_the_attempts_running_and_is_told_as_the_call
     assert events[-1].outcome is error
 
 
+def test_a_hook_that_broke_the_call_and_breaks_again_as_it_hears_its_end_leaves_the_first_error():
+    """A hook raises as it hears hedge 2, and again as it hears the call end: the first error
+    stands (the second is the hook's trouble hearing an end it caused)."""
+    errors = iter([LookupError("first"), LookupError("second")])
+
+    def hook(event):
+        raise next(errors)
+
+    async def main():
+        with pytest.raises(LookupError, match="first"):
+            await hedged(Script(forever, forever), [0], observe=hook)
+        assert not others()
+
+    run(main())
+    assert next(errors, None) is None  # the second was raised: the hook heard the end
+
+
 class BrokenBudget(Recorder):
     """A budget of the extended protocol whose record of *kind* raises once it is recorded."""
 
@@ -1461,3 +1559,61 @@ def test_a_budget_that_raises_as_it_hears_ends_the_call_as_an_error_of_that_atte
     else:
         assert heard == [("hedge", 2, None), ("cancelled", 2, None), ("error", 1, None)]
         assert script.cancelled == [2]
+
+
+@pytest.mark.parametrize(
+    ("breaks", "heard"),
+    [
+        # (the success was told: the call's end, nothing more)
+        ("success", [("hedge", 2), ("cancelled", 1), ("success", 2)]),
+        ("cancelled", [("hedge", 2), ("cancelled", 1), ("error", 2)]),
+    ],
+)
+def test_a_hook_that_breaks_once_the_winner_is_in_ends_the_call_told_as_the_winners_end(
+    breaks, heard
+):
+    """Attempt 2 answered, attempt 1 was cancelled, a hook raises as it hears the loser
+    cancelled or the success: the call ends with the hook's error and the winner's end
+    is told once, as the drivers tell it - the hooks heard, besides, an error of an
+    attempt 3 that never was (with one delay there is none), "interrupted"."""
+    events = []
+
+    def hook(event):
+        events.append(event)
+        if event.kind == breaks:
+            raise LookupError("the hook's")
+
+    script = Script(forever, answer("ok"))
+
+    async def main():
+        with pytest.raises(LookupError, match="the hook's"):
+            await hedged(script, [0], observe=hook)
+        assert not others()
+
+    run(main())
+    assert [(event.kind, event.number) for event in events] == heard
+
+
+def test_an_interruption_as_the_budget_hears_the_winner_is_told_as_the_winners_end():
+    """The budget raises a BaseException (Ctrl-C arriving) as it records the winner's
+    success: the call ends with it, told as an error of the winner - not of an attempt
+    3 that never was, "interrupted", as a budget's Exception already is."""
+    events = []
+
+    class Interrupted(Recorder):
+        def record_success(self, first_attempt, spent=0.0):
+            raise Halt("Ctrl-C")
+
+    script = Script(forever, answer("ok"))
+
+    async def main():
+        with pytest.raises(Halt, match="Ctrl-C"):
+            await hedged(script, [0], budget=Interrupted(), observe=events.append)
+        assert not others()
+
+    run(main())
+    assert [(event.kind, event.number) for event in events] == [
+        ("hedge", 2),
+        ("cancelled", 1),
+        ("error", 2),
+    ]

@@ -151,6 +151,24 @@ def test_hedged_under_trio_cancelled_by_the_callers_scope_tells_the_hooks_how_it
     ]
 
 
+def test_hedged_under_trio_cancelled_while_a_hint_holds_the_next_hedge_tells_one_that_never_ran():
+    """Attempt 1 failed, a server's hint holds hedge 2 back, nothing runs: the caller's scope
+    ends the call then, told as an error of attempt 2, "interrupted" (no attempt to count)."""
+    events = []
+
+    async def busy():
+        raise OSError("busy")
+
+    async def main():
+        with trio.move_on_after(1.0) as scope:
+            await hedged(busy, [0], retry_after=lambda outcome: 60, observe=events.append)
+        return scope.cancelled_caught
+
+    assert run_trio(main) == (True, 1.0)
+    heard = [(event.kind, event.number, event.reason) for event in events]
+    assert heard == [("retry", 1, None), ("error", 2, "interrupted")]
+
+
 @pytest.mark.parametrize("hint", [0.5, 1.5, 2.5, 3.5])
 def test_hedged_under_trio_never_sleeps_a_negative_time_when_the_clock_moves_on(monkeypatch, hint):
     """A hint holds the next hedge back, nothing runs: hedged() sleeps until it is due.  The
@@ -257,6 +275,81 @@ def test_an_attempts_base_exception_under_trio_comes_out_as_itself_the_others_ca
     assert closed == ["slow"]
 
 
+class Halt(BaseException):
+    """An interruption of the user's own, no Exception."""
+
+
+def test_an_interruption_of_hedging_under_trio_comes_out_as_itself_not_in_a_group():
+    """A BaseException that is no Exception, raised by hedging's own code (here an on_result
+    predicate) while attempts run in trio's nursery, comes out as itself, as under asyncio
+    and as hedging's Exceptions do (the nursery wrapped it in a BaseExceptionGroup, which
+    `except KeyboardInterrupt` does not catch); the attempt still running is cancelled."""
+    closed = []
+
+    async def call():
+        if not closed:
+            closed.append("started")
+            try:
+                await trio.sleep(100)
+            finally:
+                closed.append("slow")
+        return "answer"
+
+    def judge(result):
+        raise Halt("the predicate's")
+
+    with pytest.raises(Halt, match="the predicate's"):
+        run_trio(lambda: hedged(call, [1.0], on_result=judge))
+    assert closed == ["started", "slow"]
+
+
+def test_a_hedged_call_under_trio_cancelled_by_its_caller_raises_a_bare_cancelled():
+    """The caller's scope cancels a hedged call with two attempts running: the call raises
+    trio's Cancelled itself, which `except trio.Cancelled` (anyio's
+    get_cancelled_exc_class()) around it catches - it came out in a BaseExceptionGroup
+    of the nursery, with each attempt's Cancelled beside it.  Every attempt has ended."""
+    ended, seen = [], []
+
+    async def hang():
+        try:
+            await trio.sleep(60)
+        finally:
+            ended.append(trio.current_time())
+
+    async def main():
+        with trio.move_on_after(1.0) as scope:
+            try:
+                await hedged(hang, [0.1])
+            except trio.Cancelled as cancelled:
+                seen.append(cancelled)
+                raise
+        return scope.cancelled_caught
+
+    assert run_trio(main) == (True, 1.0)
+    assert len(seen) == 1 and ended == [1.0, 1.0]
+
+
+def test_a_hook_that_breaks_as_it_hears_a_cancelled_hedged_call_under_trio_raises_its_error():
+    """The hooks hear the caller's cancellation of a hedged call and raise: the hook's error
+    ends the call as itself, its context the cancellation, as aretrying's does under trio
+    (it came out in an ExceptionGroup of the nursery)."""
+
+    async def hang():
+        await trio.sleep(60)
+
+    def hook(event):
+        if event.kind == "error":
+            raise LookupError("the hook's")
+
+    async def main():
+        with trio.move_on_after(1.0):
+            await hedged(hang, [0.1], observe=hook)
+
+    with pytest.raises(LookupError, match="the hook's") as raised:
+        run_trio(main)
+    assert isinstance(raised.value.__context__, trio.Cancelled)
+
+
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_under_anyio_on_either_backend_the_drivers_and_hedging_need_no_sleep(backend):
     """anyio.run on asyncio and on trio: aretrying, @retry and hedged work with their defaults."""
@@ -280,6 +373,41 @@ def test_under_anyio_on_either_backend_the_drivers_and_hedging_need_no_sleep(bac
 
     options = {"clock": trio.testing.MockClock(autojump_threshold=0)} if backend == "trio" else {}
     assert anyio.run(main, backend=backend, backend_options=options) == ("ok", "ok", "fast")
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_under_anyio_a_hedged_call_cancelled_by_its_callers_scope_ends_with_the_cancellation(
+    backend,
+):
+    """anyio's cancel scope around a hedged call is cancelled while both attempts run: the
+    call ends, the attempts stopped, with the backend's cancellation, which
+    `except get_cancelled_exc_class()` catches (on asyncio it hung: the scope cancels the
+    task at every pass of the loop, and each cut the wait for the attempts to stop; on
+    trio it came out in a group)."""
+    stopped, caught = [], []
+
+    async def main():
+        with anyio.CancelScope() as scope:
+
+            async def call():
+                if len(stopped) == 1:  # attempt 2, attempt 1 running: the caller's scope ends
+                    scope.cancel()
+                stopped.append("started")
+                try:
+                    await anyio.sleep(3600)
+                finally:
+                    stopped.append("stopped")
+
+            try:
+                await hedged(call, [0])
+            except anyio.get_cancelled_exc_class():
+                caught.append(True)
+                raise
+        return scope.cancelled_caught
+
+    options = {"clock": trio.testing.MockClock(autojump_threshold=0)} if backend == "trio" else {}
+    assert anyio.run(main, backend=backend, backend_options=options) is True
+    assert caught == [True] and stopped.count("stopped") == 2
 
 
 def test_hedged_under_trio_lets_a_quick_answer_win_over_an_endless_schedule_of_zero_delays():
