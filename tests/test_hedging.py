@@ -57,6 +57,21 @@ async def forever():
     await asyncio.get_running_loop().create_future()
 
 
+def slow_to_stop(gates):
+    """An attempt that never answers, and once cancelled takes its time to stop:
+    until the test sets the gate it adds to *gates*."""
+
+    async def attempt():
+        try:
+            await forever()
+        finally:
+            gate = asyncio.get_running_loop().create_future()
+            gates.append(gate)
+            await asyncio.shield(gate)
+
+    return attempt
+
+
 class Script:
     """A call whose attempts each do what the test says, in order, and a record
     of what happened to them: when each started, which were cancelled."""
@@ -733,7 +748,7 @@ def test_cancelling_the_caller_cancels_every_attempt_and_waits_for_them():
     caller's CancelledError arrives; no task is left."""
     finished = []
 
-    async def slow_to_stop():
+    async def cleans_up():
         try:
             await forever()
         finally:
@@ -741,7 +756,7 @@ def test_cancelling_the_caller_cancels_every_attempt_and_waits_for_them():
             finished.append(1)
 
     async def main():
-        script = Script(slow_to_stop, slow_to_stop)
+        script = Script(cleans_up, cleans_up)
         caller = asyncio.ensure_future(hedged(script, [0]))
         while len(script.started) < 2:
             await asyncio.sleep(0)
@@ -824,16 +839,8 @@ def test_a_caller_cancelled_again_during_the_cleanup_still_waits_for_every_attem
     """A second cancellation while the attempts wind down is raised only once they have finished."""
     release = []
 
-    async def stubborn():
-        try:
-            await forever()
-        finally:
-            gate = asyncio.get_running_loop().create_future()
-            release.append(gate)
-            await asyncio.shield(gate)
-
     async def main():
-        script = Script(stubborn)
+        script = Script(slow_to_stop(release))
         caller = asyncio.ensure_future(hedged(script, []))
         await asyncio.sleep(0.01)
         caller.cancel()
@@ -975,16 +982,8 @@ def test_a_caller_cancelled_while_the_losers_stop_is_cancelled_not_answered():
     hedged() waits for the loser, then raises CancelledError instead of returning."""
     gates = []
 
-    async def slow_to_stop():
-        try:
-            await forever()
-        finally:
-            gate = asyncio.get_running_loop().create_future()
-            gates.append(gate)
-            await asyncio.shield(gate)
-
     async def main():
-        script = Script(slow_to_stop, answer("ok"))
+        script = Script(slow_to_stop(gates), answer("ok"))
         caller = asyncio.ensure_future(hedged(script, [0]))
         while not gates:  # the answer is in, attempt 1 is stopping
             await asyncio.sleep(0)
@@ -1007,17 +1006,9 @@ def test_a_caller_cancelled_while_the_losers_stop_tells_the_hooks_of_the_one_sto
     delay there is none), "interrupted", as if nothing had been running."""
     gates = []
 
-    async def slow_to_stop():
-        try:
-            await forever()
-        finally:
-            gate = asyncio.get_running_loop().create_future()
-            gates.append(gate)
-            await asyncio.shield(gate)
-
     async def main():
         events = []
-        script = Script(slow_to_stop, second)
+        script = Script(slow_to_stop(gates), second)
         caller = asyncio.ensure_future(hedged(script, [0], observe=events.append))
         while not gates:  # attempt 2 has ended the call, attempt 1 is stopping
             await asyncio.sleep(0)
