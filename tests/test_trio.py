@@ -5,6 +5,7 @@ nothing really sleeps, and trio's own clock tells how long each wait was."""
 
 from __future__ import annotations
 
+import faulthandler
 import itertools
 
 import anyio
@@ -406,7 +407,13 @@ def test_under_anyio_a_hedged_call_cancelled_by_its_callers_scope_ends_with_the_
         return scope.cancelled_caught
 
     options = {"clock": trio.testing.MockClock(autojump_threshold=0)} if backend == "trio" else {}
-    assert anyio.run(main, backend=backend, backend_options=options) is True
+    # The hang, should it come back, ends the run after 30 s (exit 1; not for ever): a
+    # cancellation cannot end it, and asyncio's own clean-up of the loop would wait for it.
+    faulthandler.dump_traceback_later(30.0, exit=True)
+    try:
+        assert anyio.run(main, backend=backend, backend_options=options) is True
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     assert caught == [True] and stopped.count("stopped") == 2
 
 
