@@ -61,7 +61,6 @@ class _Cut:
     the builtin ``TimeoutError`` an attempt's own scope ends with."""
 
     def __init__(self, seconds: float | None, request: httpx.Request) -> None:
-        self._seconds = seconds
         self._request = request
         self._scope = None if seconds is None else _timeouts.scope(seconds)
 
@@ -75,9 +74,8 @@ class _Cut:
         expired = await self._scope.__aexit__(exc_type, exc, traceback)
         if expired is None:
             return False
-        if isinstance(expired, TimeoutError):
-            message = f"the attempt timed out after {self._seconds:g} s"  # (never None here)
-            raise httpx.TimeoutException(message, request=self._request) from expired
+        if isinstance(expired, TimeoutError):  # (its message says how long)
+            raise httpx.TimeoutException(str(expired), request=self._request) from expired
         raise expired  # (under trio: the failures its scope left beside the cancellations)
 
 

@@ -21,6 +21,14 @@ __all__ = ["scope"]
 _EXPIRED = "backoff_iter: the attempt timed out"
 
 
+def _timed_out(seconds: float, cause: BaseException | None) -> TimeoutError:
+    """The builtin ``TimeoutError`` an attempt cut after *seconds* ends with, the
+    same under asyncio and trio, caused by the cancellation that cut it."""
+    expired = TimeoutError(f"the attempt timed out after {seconds:g} s")
+    expired.__cause__ = cause
+    return expired
+
+
 class _Scope:
     """What the loops need of a timeout scope."""
 
@@ -65,6 +73,7 @@ if sys.version_info >= (3, 11):
         def __init__(self, seconds: float) -> None:
             import asyncio
 
+            self._seconds = seconds
             self._timeout = asyncio.timeout(None if seconds == math.inf else seconds)
 
         async def __aenter__(self) -> None:
@@ -75,8 +84,8 @@ if sys.version_info >= (3, 11):
         ) -> TimeoutError | None:
             try:
                 await self._timeout.__aexit__(exc_type, exc, tb)
-            except TimeoutError as expired:
-                return expired
+            except TimeoutError as expired:  # (asyncio's says nothing: ours says how long)
+                return _timed_out(self._seconds, expired.__cause__)
             return None
 
 
@@ -123,9 +132,7 @@ class _LegacyAsyncioScope(_Scope):
             and exc.args == (_EXPIRED,)
             and getattr(task, "_cancel_message", _EXPIRED) == _EXPIRED  # no caller's since
         ):
-            expired = TimeoutError(f"the attempt timed out after {self._seconds:g} s")
-            expired.__cause__ = exc
-            return expired
+            return _timed_out(self._seconds, exc)
         return None
 
 
@@ -154,5 +161,5 @@ class _TrioScope(_Scope):
             # raised the rest: the attempt's failure, as asyncio's TaskGroup raises it.
             return rest
         if self._scope.cancelled_caught:  # its deadline cancelled the attempt
-            return TimeoutError(f"the attempt timed out after {self._seconds:g} s")
+            return _timed_out(self._seconds, exc)
         return None

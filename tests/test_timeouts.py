@@ -586,6 +586,36 @@ def test_the_timer_of_pythons_without_asyncio_timeout_nests_and_chains():
 
 
 @pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_a_timed_out_attempts_error_says_how_long_it_ran_under_asyncio_and_trio(library):
+    """The TimeoutError the hooks and the caller see says the attempt's timeout, under
+    asyncio (whose own says nothing) as under trio, and chains to the cancellation."""
+    import trio
+
+    heard = []
+
+    async def hang():
+        await (trio.sleep(HANG) if library == "trio" else asyncio.sleep(HANG))
+
+    async def main():
+        async for attempt in aretrying(
+            [0.0],
+            attempt_timeout=0.05,
+            sleep=lambda s: None,
+            before_sleep=lambda a, outcome, d: heard.append(outcome),
+        ):
+            async with attempt:
+                await hang()
+
+    with pytest.raises(TimeoutError) as given_up:
+        trio.run(main) if library == "trio" else asyncio.run(main())
+    for expired in (*heard, given_up.value):
+        assert str(expired) == "the attempt timed out after 0.05 s"
+        cancelled = trio.Cancelled if library == "trio" else asyncio.CancelledError
+        assert isinstance(expired.__cause__, cancelled)
+    assert len(heard) == 1
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
 def test_a_bad_timeout_from_a_users_part_ends_the_call_as_the_callers_bug(library):
     """A Part that sets call.timeout to NaN: the error naming it ends the call as any bug of
     the caller's does - the hooks hear the call end as an "error", and the parts hear of the
