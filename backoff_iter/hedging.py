@@ -186,7 +186,11 @@ class _Hedging:
                         events.emit("hedge", trigger, number, now - started)
                     started = now
                     trigger = None
-                    group.start(number)
+                    try:
+                        group.start(number)
+                    except BaseException:  # its call raised as it was made: the attempt never
+                        events._drop()  # ran, and what its hedge took comes back (none for 1)
+                        raise
                     # On to the wait below, even when the next hedge is due at once:
                     # the attempts get a pass of the event loop before it starts (an
                     # endless schedule of 0 s would start attempts for ever, none run).
@@ -544,7 +548,8 @@ def hedged(
       ``record_failure``, the winner with ``record_success``; cancelled
       attempts, and those ending in the same turn of the loop as the
       winner, are not recorded, and what those hedges took comes back with
-      the winner's success.  *retry_after*: no further hedge starts
+      the winner's success; a hedge whose call raised as it was made never
+      ran, and gives back what it took at once.  *retry_after*: no further hedge starts
       before that many seconds from now (clamped to *retry_after_max*; a
       hint too long to wait sends no further hedge).  *name* names the
       attempts' tasks (``"call attempt 2"``) and the events; *observe*

@@ -568,6 +568,24 @@ def test_hedges_not_needed_give_back_what_they_took_from_a_retry_quota():
     assert quota.available == 500.0
 
 
+def test_a_hedge_whose_call_raised_as_it_was_made_gives_back_what_it_took():
+    """Attempt 1 fails, and the call raises TypeError as hedge 2 is made: that hedge
+    never ran, so a RetryQuota gets back the 5 it took for it (it was kept: 495)."""
+    from backoff_iter import RetryQuota
+
+    quota = RetryQuota()
+    script = Script(fail(ConnectionError("reset")))
+
+    def call():
+        if script.started:
+            raise TypeError("made with the wrong arguments")
+        return script()
+
+    with pytest.raises(TypeError, match="wrong arguments"):
+        run(hedged(call, [60], on=ConnectionError, budget=quota))
+    assert quota.available == 500.0
+
+
 def test_what_a_winning_hedge_gives_back_is_its_cost_plus_the_sum_of_the_unneeded_ones():
     """Hedges costing 0.1, 0.2 and 0.3, the first of them winning, the other two cancelled:
     record_success is told 0.1 + (0.2 + 0.3), the winner's plus the sum of those it made
