@@ -387,10 +387,9 @@ class _AsyncioAttempts(_Attempts):
 
     def _start(self, number: int) -> None:
         awaitable = self._awaitable()
-        if self._asyncio.iscoroutine(awaitable):
-            task = self._loop.create_task(awaitable, name=f"{self._name} attempt {number}")
-        else:
-            task = self._asyncio.ensure_future(awaitable)
+        if not self._asyncio.iscoroutine(awaitable):  # a future, any awaitable: in a task of
+            awaitable = _awaited(awaitable)  # its own (one future given twice: two attempts)
+        task = self._loop.create_task(awaitable, name=f"{self._name} attempt {number}")
         self._tasks[task] = number
 
     async def sleep(self, seconds: float) -> None:
@@ -440,6 +439,11 @@ class _AsyncioAttempts(_Attempts):
                 interrupted = None
         self._tasks.clear()
         return numbers
+
+
+async def _awaited(awaitable: Awaitable[R]) -> R:
+    """*awaitable*'s outcome, as a coroutine: what a task runs."""
+    return await awaitable
 
 
 class _TrioAttempts(_Attempts):

@@ -1140,6 +1140,32 @@ def test_attempt_tasks_are_named_after_the_call():
     assert names == ["test_attempt_tasks_are_named_after_the_call.<locals>.Client.fetch attempt 1"]
 
 
+def test_a_call_that_gives_the_same_future_each_time_makes_attempts_of_their_own():
+    """call() returns one future every time (not a coroutine): each attempt still runs
+    in a task of its own, named as any attempt's - the hedge was taken for attempt 1,
+    whose end the hooks never heard, and the tasks were unnamed ("Task-5")."""
+    events, names = [], []
+
+    async def main():
+        shared = asyncio.get_running_loop().create_future()
+
+        async def answer_after_the_hedge():
+            await asyncio.sleep(0.05)
+            names.extend(
+                sorted(task.get_name() for task in others() if "attempt" in task.get_name())
+            )
+            shared.set_result("answer")
+
+        answering = asyncio.create_task(answer_after_the_hedge())
+        result = await hedged(lambda: shared, [0.01], name="lookup", observe=events.append)
+        await answering
+        return result
+
+    assert run(main()) == "answer"
+    assert names == ["lookup attempt 1", "lookup attempt 2"]
+    assert [(event.kind, event.number) for event in events] == [("hedge", 2), ("success", 1)]
+
+
 def test_hedge_takes_an_object_with_an_async_call_method():
     """An instance whose __call__ is async is an async function for @hedge."""
 
