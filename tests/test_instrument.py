@@ -1161,6 +1161,28 @@ def test_a_string_is_no_list_of_hooks(observe):
     rejects(lambda: retrying([0.0], observe=observe), TypeError, "observe", "a list of hooks")
 
 
+@pytest.mark.parametrize(
+    "factory, written",
+    [
+        (lambda: instrument.log_retries, "log_retries"),
+        (lambda: instrument.prometheus, "instrument.prometheus"),
+        (lambda: instrument.opentelemetry, "instrument.opentelemetry"),
+    ],
+)
+def test_a_hook_factory_given_uncalled_is_refused_when_the_policy_is_made(factory, written):
+    """observe=log_retries (or instrument.prometheus, instrument.opentelemetry) without
+    its call is refused at once, saying the call was meant: taken as a hook it was
+    called with the first event and failed every call that retried, and enabled, every
+    retrying call of the process."""
+    meant = f"{written}() was probably meant"
+    rejects(lambda: retrying([0.0], observe=factory()), TypeError, "observe", written, meant)
+    rejects(lambda: retry([0.0], observe=[print, factory()]), TypeError, "observe", meant)
+    rejects(lambda: RetryTransport(observe=factory()), TypeError, "observe", meant)
+    before = instrument.enabled()
+    rejects(lambda: instrument.enable(factory()), TypeError, "new", meant)
+    assert instrument.enabled() == before  # nothing enabled
+
+
 def test_opentelemetry_records_a_give_up_whose_message_raises_by_its_type():
     """The SDK's record_exception reads str(failure): for one whose __str__ raises, the
     hook records an "exception" event of its type, and the call ends with its own

@@ -155,8 +155,24 @@ def event(
 
 
 def hooks(observe: Observe, name: str = "observe") -> tuple[Hook, ...]:
-    """``observe=`` as a tuple of hooks, each checked to be callable."""
-    return _checks.several(name, observe, callable, "a hook, a list of hooks or None")
+    """``observe=`` as a tuple of hooks, each checked to be callable - and not
+    one of the functions that make a hook, given uncalled (``observe=log_retries``
+    would call it with the first event, and fail every call from there)."""
+    checked = _checks.several(name, observe, callable, "a hook, a list of hooks or None")
+    for hook in checked:
+        for factory in _FACTORIES:
+            if hook is globals().get(factory):  # (a backend is here once it was imported)
+                made = factory if factory == "log_retries" else f"instrument.{factory}"
+                raise _checks.ArgumentTypeError(
+                    name,
+                    f"{name} must be hooks, got the function {made}, which makes one:"
+                    f" {made}() was probably meant",
+                )
+    return checked
+
+
+#: The functions that make a hook: given uncalled where a hook goes, a mistake.
+_FACTORIES = ("log_retries", "prometheus", "opentelemetry")
 
 
 def gate(hooks: tuple[Hook, ...]) -> Callable[[str], bool] | None:
