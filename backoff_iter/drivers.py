@@ -294,7 +294,30 @@ def retry(schedule: Any = None, /, **options: Any) -> Any:
         options["timeout_arg"] = timeout_arg
     if resume is not None:
         options["resume"] = resume
-    return functools.partial(_decorate, delays, options)
+    return _decorator(delays, options)
+
+
+def _decorator(delays: Any, options: dict[str, Any]) -> Callable[..., Any]:
+    """What ``retry(delays, **options)`` returns: the decorator, which takes the
+    one function to retry (``retry(fetch, on=...)()`` took *fetch* for the
+    delays, and is told so)."""
+
+    def decorator(*funcs: Any) -> Any:
+        if len(funcs) != 1:
+            got = f"{len(funcs)} arguments" if funcs else "nothing"
+            raise _checks.ArgumentTypeError("func", _not_decorated(got))
+        return _decorate(delays, options, funcs[0])
+
+    return decorator
+
+
+def _not_decorated(got: str) -> str:
+    """Why the decorator that ``retry(...)`` made refuses what it was given."""
+    return (
+        f"func must be the function to retry, got {got}: retry(...) makes a decorator,"
+        " as in @retry(...) above a def or retry(delays, on=...)(fetch), whose first"
+        " argument is the delays"
+    )
 
 
 def _strategy_named(func: object) -> str | None:
@@ -315,7 +338,8 @@ def _strategy_named(func: object) -> str | None:
 def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Callable[P, R]:
     """*func* retried by a policy of *delays* and *options* (named after *func*
     unless *options* name it): the sync or the async loop around it."""
-    _checks.function("func", func)
+    if not callable(func):
+        raise _checks.ArgumentTypeError("func", _not_decorated(_checks.shown(func)))
     options = dict(options)
     timeout_arg = options.pop("timeout_arg", None)
     resume = options.pop("resume", None)

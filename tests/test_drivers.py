@@ -3445,6 +3445,23 @@ def test_the_decorators_own_arguments_are_named_when_bad():
     rejects(lambda: retry([1.0], delays=[1.0]), TypeError, "delays", "twice")
 
 
+def test_the_decorator_given_no_function_says_retry_makes_a_decorator():
+    """retry(fetch, on=...)() - fetch taken for the delays, the decorator called bare -
+    says what retry() made and what its first argument is, naming func, where it raised
+    "_decorate() missing 1 required positional argument"; so do two functions, or a
+    value that is no function (retry(fetch, on=...)(url))."""
+
+    def fetch():
+        return "ok"
+
+    decorator = retry(fetch, on=ConnectionError)
+    rejects(decorator, TypeError, "func", "got nothing", "makes a decorator", "the delays")
+    rejects(lambda: decorator(fetch, fetch), TypeError, "func", "got 2 arguments")
+    url = "https://example.com/"
+    rejects(lambda: decorator(url), TypeError, "func", repr(url), "makes a decorator")
+    assert decorator(lambda: "called")() == "called"  # one function: decorated
+
+
 def test_timeout_arg_reaches_an_async_function_too():
     """@retry(attempt_timeout=[...], timeout_arg=...) over an async def passes each attempt's timeout."""
     got = []
