@@ -338,6 +338,14 @@ def _strategy_named(func: object) -> str | None:
 def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Callable[P, R]:
     """*func* retried by a policy of *delays* and *options* (named after *func*
     unless *options* name it): the sync or the async loop around it."""
+    if isinstance(func, (staticmethod, classmethod, property)):  # @retry above it
+        kind = type(func).__name__
+        raise _checks.ArgumentTypeError(
+            "func",
+            f"func must be a function, got the {kind} {_checks.shown(func)}: put @retry"
+            f" below @{kind}, next to the def (a function wrapping a staticmethod is"
+            " handed the instance)",
+        )
     if not callable(func):
         raise _checks.ArgumentTypeError("func", _not_decorated(_checks.shown(func)))
     options = dict(options)
@@ -438,9 +446,10 @@ def _decorated_bare(delays: object) -> bool:
 
     Lists, tuples, iterators and exception classes are delays (the last
     refused); a callable is the decorated function (one of no arguments
-    serves as delays too: :func:`_either_role`).
+    serves as delays too: :func:`_either_role`), and so is a staticmethod,
+    classmethod or property (refused: ``@retry`` belongs below it).
     """
-    return (
+    return isinstance(delays, (staticmethod, classmethod, property)) or (  # refused then
         callable(delays)
         and not isinstance(delays, (Iterator, list, tuple))
         and not (isinstance(delays, type) and issubclass(delays, BaseException))

@@ -3462,6 +3462,29 @@ def test_the_decorator_given_no_function_says_retry_makes_a_decorator():
     assert decorator(lambda: "called")() == "called"  # one function: decorated
 
 
+@pytest.mark.parametrize("kind", [staticmethod, classmethod, property])
+def test_retry_above_a_staticmethod_classmethod_or_property_says_to_go_below_it(kind):
+    """@retry over @staticmethod (@classmethod, @property) is refused when the class is
+    made, saying to put it below: over a staticmethod it made a function that handed the
+    instance to the method (TypeError at the call), over the others it said only "must be
+    callable" or "delays must be an iterable"."""
+
+    def method(*args):
+        return "ok"
+
+    below = f"below @{kind.__name__}"
+    rejects(lambda: retry([0.0], on=ConnectionError)(kind(method)), TypeError, "func", below)
+    rejects(lambda: retry(kind(method)), TypeError, "func", below)  # a bare @retry
+
+    class Service:  # the order that works: @retry next to the def
+        @kind
+        @retry([0.0], on=ConnectionError)
+        def call(*args):
+            return "ok"
+
+    assert (Service().call if kind is property else Service().call()) == "ok"
+
+
 def test_timeout_arg_reaches_an_async_function_too():
     """@retry(attempt_timeout=[...], timeout_arg=...) over an async def passes each attempt's timeout."""
     got = []
