@@ -35,7 +35,8 @@ class Urllib3Retry(Retry):
     ``Urllib3Retry(delays=lambda: full_jitter(0.1, 10), total=5,
     status_forcelist=[429, 503])``; *delays* is a zero-argument function
     returning fresh delays, or a list or tuple (omitted: the drivers'
-    default schedule); every other argument is urllib3's, but its own
+    default schedule), given by name; every other argument is urllib3's
+    (the first, *total*, too: a schedule there is refused), but its own
     backoff (``backoff_factor``, ``backoff_max``, ``backoff_jitter``), which
     the delays replace: given, it is an error naming it.  Use it as
     ``requests.adapters.HTTPAdapter(max_retries=...)`` or as urllib3's
@@ -70,6 +71,13 @@ class Urllib3Retry(Retry):
         observe: instrument.Observe = None,
         **kwargs: Any,
     ) -> None:
+        if callable(total) or isinstance(total, Iterable):  # the drivers take delays first
+            raise _checks.ArgumentTypeError(
+                "total",
+                f"total is urllib3's count of retries (an int, False or None), got"
+                f" {_checks.shown(total)}: the delays go by name, as in"
+                " Urllib3Retry(delays=[0.5, 1.0], total=5)",
+            )
         if delays is not None:
             delays = _checks.reusable_delays("delays", delays)
         for parameter, default in _URLLIB3_BACKOFF.items():

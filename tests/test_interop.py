@@ -1874,6 +1874,21 @@ def test_urllib3_its_own_backoff_is_refused_naming_it(given):
     assert slept == [0.25]
 
 
+@pytest.mark.parametrize("delays", [[0.5, 1.0], (0.5,), lambda: [0.5], iter([0.5])])
+def test_urllib3_delays_given_first_are_refused_naming_total(delays):
+    """Urllib3Retry([0.5, 1.0]) - the delays first, as the drivers take them - is refused
+    naming total, urllib3's first argument, and saying delays=: it was taken as total and
+    the first retry failed inside urllib3 ("unsupported operand type(s) for -=: 'list'
+    and 'int'").  A count, False and None stay urllib3's."""
+    rejects(lambda: Urllib3Retry(delays), TypeError, "total", "delays=", "count of retries")
+    for total in (3, False, None):
+        assert Urllib3Retry(total, delays=[0.25]).total is total
+    retry = Urllib3Retry(3, delays=[0.25], status_forcelist=[503])
+    with Script([BUSY]) as script, no_sleep() as slept:
+        assert session_of(retry).get(script.url).status_code == 200
+    assert slept == [0.25]
+
+
 def test_tenacity_schedules_made_in_threads_at_once_each_end_with_their_stop(
     switching_often, monkeypatch
 ):
