@@ -340,11 +340,11 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
     unless *options* name it): the sync or the async loop around it."""
     if isinstance(func, (staticmethod, classmethod, property)):  # @retry above it
         kind = type(func).__name__
+        why = " (a function wrapping it is handed the instance)" if kind == "staticmethod" else ""
         raise _checks.ArgumentTypeError(
             "func",
             f"func must be a function, got the {kind} {_checks.shown(func)}: put @retry"
-            f" below @{kind}, next to the def (a function wrapping a staticmethod is"
-            " handed the instance)",
+            f" below @{kind}, next to the def{why}",
         )
     if not callable(func):
         raise _checks.ArgumentTypeError("func", _not_decorated(_checks.shown(func)))

@@ -3472,8 +3472,12 @@ def test_retry_above_a_staticmethod_classmethod_or_property_says_to_go_below_it(
     def method(*args):
         return "ok"
 
-    below = f"below @{kind.__name__}"
+    below = f"below @{kind.__name__}, next to the def"
     rejects(lambda: retry([0.0], on=ConnectionError)(kind(method)), TypeError, "func", below)
+    why = "handed the instance"  # said of a staticmethod only
+    with pytest.raises(TypeError) as raised:
+        retry(kind(method))
+    assert (why in str(raised.value)) == (kind is staticmethod), str(raised.value)
     rejects(lambda: retry(kind(method)), TypeError, "func", below)  # a bare @retry
 
     class Service:  # the order that works: @retry next to the def
