@@ -1880,7 +1880,7 @@ def test_urllib3_delays_given_first_are_refused_naming_total(delays):
     naming total, urllib3's first argument, and saying delays=: it was taken as total and
     the first retry failed inside urllib3 ("unsupported operand type(s) for -=: 'list'
     and 'int'").  A count, False and None stay urllib3's."""
-    rejects(lambda: Urllib3Retry(delays), TypeError, "total", "delays=", "count of retries")
+    rejects(lambda: Urllib3Retry(delays), TypeError, "total", "go by name", "count of retries")
     for total in (3, False, None):
         assert Urllib3Retry(total, delays=[0.25]).total is total
     retry = Urllib3Retry(3, delays=[0.25], status_forcelist=[503])
