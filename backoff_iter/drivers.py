@@ -364,6 +364,16 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
             " pass each attempt's timeout to it with timeout_arg= (timeout_arg='timeout'"
             " for requests.get(..., timeout=...)), or make it async",
         )
+    if sync:  # an async sleep or before_sleep: refused now, not at the first retry
+        for option in ("sleep", "before_sleep"):
+            given = getattr(policy, option)
+            if given is not None and _checks.is_async(given):
+                raise _checks.ArgumentTypeError(
+                    option,
+                    f"{option} must be a plain function for the sync function"
+                    f" {_qualified_name(func)}, got the async function {_checks.shown(given)},"
+                    " which it cannot await: pass a plain one, or make the function async",
+                )
     if stream:
         from . import _streams  # only for streams
 

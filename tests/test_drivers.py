@@ -738,6 +738,34 @@ def test_a_sync_loop_rejects_an_async_sleep_or_hook_at_the_first_retry():
     ] * 2  # never "never awaited"
 
 
+def test_retry_over_a_sync_function_refuses_an_async_sleep_or_before_sleep_at_decoration():
+    """@retry(sleep=asyncio.sleep) over a plain function or a generator function is refused
+    as it decorates, naming the option (it was refused only at the first retry); over an
+    async function, or given a plain function, it is taken."""
+    import asyncio
+
+    async def before_sleep(attempt, outcome, delay):
+        pass
+
+    def fetch():
+        return "ok"
+
+    def numbers():
+        yield 1
+
+    for option, hook in (("sleep", asyncio.sleep), ("before_sleep", before_sleep)):
+        for function in (fetch, numbers):
+            with pytest.raises(TypeError, match="async function") as raised:
+                retry([1.0], **{option: hook})(function)
+            assert raised.value.parameter == option and function.__qualname__ in str(raised.value)
+
+        async def afetch():
+            return "ok"
+
+        assert asyncio.run(retry([1.0], **{option: hook})(afetch)()) == "ok"
+    assert retry([1.0], sleep=lambda s: None, before_sleep=print)(fetch)() == "ok"
+
+
 def test_attempts_and_the_drivers_obey_a_patched_time_sleep(monkeypatch):
     """time.sleep is looked up at each sleep by attempts() and by every sync driver."""
     slept = []
