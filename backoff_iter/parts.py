@@ -592,13 +592,18 @@ def _library_signature(value: object, kind: type, method: str) -> bool:
     """Whether *value* is one of the library's *kind* whose *method* takes the
     second argument the library's own does (``record(success, failure)``,
     ``try_retry(outcome, throttled)``): a subclass may override it with the
-    protocol's shorter signature, and is then called as the protocol says."""
+    protocol's shorter signature, and is then called as the protocol says.
+    The method read is the one called: a function set on the instance (of a
+    subclass: the library's own have no dict) is read too, and its signature."""
     if not isinstance(value, kind):
         return False
-    code = getattr(getattr(type(value), method, None), "__code__", None)
+    called = getattr(value, method, None)
+    function = getattr(called, "__func__", called)  # a bound method's: its self counted too
+    code = getattr(function, "__code__", None)
     if code is None:  # not a Python function (a builtin's, a wrapper's): as the library's
         return True
-    return code.co_argcount >= 3 or bool(code.co_flags & _VARARGS)  # self and two
+    taken = code.co_argcount - (function is not called)  # (a method's self is no argument)
+    return taken >= 2 or bool(code.co_flags & _VARARGS)
 
 
 _VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect
@@ -610,9 +615,9 @@ def _success_call(
     """The one call a success makes of a breaker's or a throttle's part:
     ``record(True)``.  A record of the library's signature (*full*) is given
     the result too, which the library's own ignores on a success: it is
-    called without it; a subclass's own may read it (None: told through
-    ``after_attempt``)."""
-    if full and type(value).record is not kind.record:
+    called without it; a subclass's own, or a function set on the instance,
+    may read it (None: told through ``after_attempt``)."""
+    if full and getattr(value.record, "__func__", None) is not kind.record:
         return None
     return value.record, True
 
