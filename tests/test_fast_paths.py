@@ -558,3 +558,89 @@ def test_a_quotas_try_retry_set_on_the_instance_is_called_as_its_own_signature_s
     else:
         assert asyncio.run(async_call(form, options, attempt, False)) == "ok"
     assert asked == [("OSError", "down")]
+
+
+# -- streams: the per-item loops, resumable or not, sync or async ----------------------------
+
+
+def stream_story(script, form, resume, forced, take):
+    """What a stream decorated with @retry tells: the items the consumer took
+    (closing it after *take*, if given) or its error, then what the hooks and
+    the parts heard, and the sleeps.  Each attempt of *script* fails before
+    its first item (``None``) or yields that many items and ends."""
+    time, log = FakeTime(), []
+    attempts = iter(script)
+    bucket = TokenBucket(max_tokens=3)
+    breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=2, clock=time.clock)
+    options = {
+        "delays": [0.5, 1.0, 2.0],
+        "on": OSError,
+        "name": "s",
+        "clock": time.clock,
+        "sleep": time.sleep if form == "sync" else time.asleep,
+        "budget": bucket,
+        "breaker": breaker,
+        "parts": [Recorder(log, {3}, lambda where: None)] + ([Everything()] if forced else []),
+        "observe": lambda event: log.append((*event[:3], key(event.outcome), *event[4:8])),
+    }
+    if resume:  # never asked: no attempt fails after its first item
+        options["resume"] = lambda state: log.append("resumed") or iter(())
+
+    def items():
+        count = next(attempts, 2)
+        if count is None:
+            raise OSError("before the first item")
+        return range(count)
+
+    taken = []
+    if form == "sync":
+
+        @retry(**options)
+        def source():
+            yield from items()
+
+        stream = source()
+        try:
+            for item in stream:
+                taken.append(item)
+                if len(taken) == take:
+                    stream.close()
+        except OSError as error:
+            taken.append(key(error))
+    else:
+
+        @retry(**options)
+        async def asource():
+            for item in items():
+                yield item
+
+        async def consume():
+            stream = asource()
+            try:
+                async for item in stream:
+                    taken.append(item)
+                    if len(taken) == take:
+                        await stream.aclose()
+            except OSError as error:
+                taken.append(key(error))
+
+        asyncio.run(consume())
+    return taken, log, time.slept, bucket.tokens, breaker.state
+
+
+@pytest.mark.parametrize("take", [None, 1])
+@pytest.mark.parametrize(
+    "script", [[], [None], [None, None], [None] * 4, [0], [None, 0], [3], [None, 3]]
+)
+def test_a_stream_tells_the_same_story_resumable_or_not_sync_or_async(
+    script, take, no_process_hooks
+):
+    """A stream none of whose attempts fails after its first item: its items,
+    hook events, part calls, sleeps and parts' state are the same whether it
+    may be resumed (each item counted) or not (the source's items passed
+    straight on), sync or async, its shortcuts on or turned off."""
+    reference = stream_story(script, "sync", False, True, take)
+    for form in ("sync", "async"):
+        for resume in (False, True):
+            for forced in (False, True):
+                assert stream_story(script, form, resume, forced, take) == reference
