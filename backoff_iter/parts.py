@@ -799,14 +799,17 @@ def wrap(name: str, value: Any, every_failure: bool = True) -> Part:
 
 def _check_spent(budget: object) -> None:
     """A budget's record_success must take *spent* (the Budget protocol); its
-    signature is read once per class."""
+    signature is read once per class - but each time for a budget whose own is
+    not its class's (set on the instance, or served by ``__getattr__``)."""
     kind = type(budget)
-    if kind in _CHECKED:
+    record = budget.record_success  # type: ignore[attr-defined]
+    of_class = getattr(record, "__func__", None) is getattr(kind, "record_success", None)
+    if of_class and kind in _CHECKED:
         return
     import inspect
 
     try:
-        inspect.signature(budget.record_success).bind(True, 0.0)  # type: ignore[attr-defined]
+        inspect.signature(record).bind(True, 0.0)
     except TypeError:
         raise _checks.ArgumentTypeError(
             "budget",
@@ -815,7 +818,7 @@ def _check_spent(budget: object) -> None:
         ) from None
     except ValueError:  # no signature to read (a builtin): trust it
         pass
-    if len(_CHECKED) < 1024:  # bounded: classes made on the fly are checked each time
+    if of_class and len(_CHECKED) < 1024:  # bounded: classes made on the fly are checked each time
         _CHECKED.add(kind)
 
 

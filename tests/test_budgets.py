@@ -549,6 +549,30 @@ def test_a_budget_of_the_old_protocol_is_refused_when_the_policy_is_made():
     rejects(lambda: retry([0.0], budget=Old()), TypeError, "budget", "spent")
 
 
+def test_a_budget_whose_own_record_success_takes_no_spent_is_refused_whatever_its_class_passed():
+    """A record_success(first_attempt) set on an instance is refused when the
+    policy is made, even after another instance of its class passed: the
+    check read once per class skipped it, and its call raised TypeError."""
+
+    class Bucket(TokenBucket):
+        pass
+
+    retrying(budget=Bucket())  # the class's record_success takes spent
+    old = Bucket()
+    old.record_success = lambda first_attempt: None
+    rejects(lambda: retrying(budget=old), TypeError, "budget", "spent")
+    rejects(lambda: retry([0.0], budget=old), TypeError, "budget", "spent")
+
+    class Old(TokenBucket):  # the old protocol, but for an instance given its own
+        def record_success(self, first_attempt):
+            pass
+
+    new = Old()
+    new.record_success = lambda first_attempt, spent=0.0: None
+    retrying(budget=new)  # its own takes spent: says nothing of its class's
+    rejects(lambda: retrying(budget=Old()), TypeError, "budget", "spent")
+
+
 def test_retry_quota_is_exact_under_many_threads():
     """8 threads x 2000 retries and refunds on one quota: the final amount is exact."""
     quota = RetryQuota(capacity=1_000_000, retry_cost=3, success_refund=2, timeout_cost=7)
