@@ -108,8 +108,10 @@ class RetryEvent(NamedTuple):
     """Seconds the call has slept so far, before this delay."""
     elapsed: float
     """Seconds from the start of the call's first attempt, per the policy's
-    clock (from the end of the first attempt when only hooks that want no
-    success are listening: a call that succeeds at once reads no clock)."""
+    clock - but from the end of ``@retry``'s first attempt when it ran bare
+    (nothing asked before it but a breaker's or a throttle's check) and only
+    hooks that want no success are listening: a call that succeeds at once
+    reads no clock.  The loops always count from the start."""
     reason: str | None
     """For a give-up, why: ``"exhausted"`` (the delays ran out),
     ``"deadline"``, ``"budget"`` (a part refused the retry),
