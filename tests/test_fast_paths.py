@@ -117,49 +117,49 @@ def nobody(event):
 
 
 class Trip:
-    """Makes one callback of the user's raise, at its *at*-th call."""
+    """Makes one callback of the user's raise, at its *at*-th call: an error,
+    or (*halts*) an interruption."""
 
-    def __init__(self, where, at):
-        self.where, self.at, self.calls = where, at, 0
+    def __init__(self, where, at, halts):
+        self.where, self.at, self.calls, self.halts = where, at, 0, halts
 
     def __call__(self, where):
         if where == self.where:
             self.calls += 1
             if self.calls == self.at:
-                raise RuntimeError(f"{where} broke")
+                raise (Halt if self.halts else RuntimeError)(f"{where} broke")
 
 
-def logged(log, name, record):
-    """*record* of a breaker or a throttle, logging each call first."""
-
-    def told(success, *failure):
-        log.append((name, success, *map(key, failure)))
-        record(success, *failure)
-
-    return told
-
-
-def variant(name, kind, time, log):
+def variant(name, kind, time, log, trip):
     """The library's breaker or throttle (*kind*) as option *name* makes it:
     itself, a subclass with no change, one whose record() has the library's
     signature or the protocol's, one whose record() is set on the instance
-    (of either signature), or an object of the protocol wrapping one."""
+    (of either signature), or an object of the protocol wrapping one; with
+    the one it wraps.  Each record() but the library's own logs what it is
+    told, under the kind's name, and may raise (the trip's ``"record"``)."""
+    what = "breaker" if kind is CircuitBreaker else "throttle"
+
+    def logged(record):
+        def told(success, *failure):
+            log.append((what, name, success, *map(key, failure)))
+            trip("record")
+            record(success, *failure)
+
+        return told
 
     class Sub(kind):
         pass
 
     class Full(kind):
         def record(self, success, failure=None):
-            log.append(("full", success, key(failure)))
-            super().record(success, failure)
+            logged(super().record)(success, failure)
 
     class Short(kind):
         def record(self, success):
-            log.append(("short", success))
-            super().record(success)
+            logged(super().record)(success)
 
-    classes = {"own": kind, "sub": Sub, "full sub": Full, "short sub": Short}
-    made_as = classes.get(name, kind if name == "duck" else Sub)
+    classes = {"own": kind, "sub": Sub, "full sub": Full, "short sub": Short, "duck": kind}
+    made_as = classes.get(name, Sub)
     if kind is CircuitBreaker:
         made = made_as(
             failure_ratio=0.5, minimum_throughput=2, break_duration=3.0, clock=time.clock
@@ -168,22 +168,21 @@ def variant(name, kind, time, log):
         made = made_as(k=1.1, window=60.0, clock=time.clock, rng=random.Random(7))
     if name == "patched full":
         record = made.record
-        made.record = lambda success, failure=None: logged(log, "patched", record)(success, failure)
+        made.record = lambda success, failure=None: logged(record)(success, failure)
     elif name == "patched short":
         record = made.record
-        made.record = lambda success: logged(log, "patched", record)(success)
+        made.record = lambda success: logged(record)(success)
     elif name == "duck":
-        inner = made
 
         class Duck:
             def check(self):
-                log.append(("check",))
-                inner.check()
+                log.append((what, "check"))
+                made.check()
 
             def record(self, success):
-                logged(log, "duck", inner.record)(success)
+                logged(made.record)(success)
 
-        return Duck(), inner
+        return Duck(), made
     return made, made
 
 
@@ -209,15 +208,21 @@ def make_parts(spec, time, log, trip):
         states.append(lambda: (window._balance, window._deposited, len(window._calls)))
     breaker = spec["breaker"]
     if breaker:
-        given, made = variant("own" if breaker == "part" else breaker, CircuitBreaker, time, log)
+        name = "own" if breaker == "part" else spec["variant"]
+        given, made = variant(name, CircuitBreaker, time, log, trip)
         if breaker == "part":  # the library's part itself, given among parts=
             options["parts"] = [BreakerPart(made)]
         else:
             options["breaker"] = given
-        states.append(lambda: (made.state, made._counts.first, made._counts.second))
-    throttle = spec["throttle"]
-    if throttle:
-        options["throttle"], gate = variant(throttle, AdaptiveThrottle, time, log)
+        states.append(lambda: (made.state, made._counts.first, made._counts.second, made._until))
+        if breaker == "two":  # and a second one, of a longer break, among parts=
+            second = CircuitBreaker(
+                failure_ratio=0.5, minimum_throughput=2, break_duration=7.0, clock=time.clock
+            )
+            options["parts"] = [BreakerPart(second)]
+            states.append(lambda: (second.state, second._until))
+    if spec["throttle"]:
+        options["throttle"], gate = variant(spec["variant"], AdaptiveThrottle, time, log, trip)
         states.append(lambda: (gate.probability, key(gate._rejected_by)))
     if spec["limiter"]:
         options["rate_limiter"] = limiter = CubicRateLimiter(clock=time.clock)
@@ -401,24 +406,23 @@ def run(form, spec, forced):
     return story, log, time.slept
 
 
-#: The callbacks of the user's that may raise (see Trip).
-TRIPS = [
-    *(f"observe {kind}" for kind in ("retry", "give_up", "success", "error")),
-    *("on_result", "before_sleep", "give_up", "retry_after", "throttled", "after_attempt", "sleep"),
-]
+#: How the breaker and the throttle are made (see variant).
 VARIANTS = ["own", "sub", "full sub", "short sub", "patched full", "patched short", "duck"]
 
 
 def specs(variant):
     """A few calls of one policy, each a script of outcomes, and a mix of
-    options: its breaker and its throttle, if any, made as *variant* says."""
+    options: its breaker and its throttle, if any, made as *variant* says
+    ("no parts": none, nor a budget, a rate limiter or a part of the user's)."""
     outcome = st.sampled_from(list(OUTCOMES))
+    parts = variant != "no parts"
     return st.fixed_dictionaries(
         {
+            "variant": st.just(variant),
             "calls": st.lists(st.lists(outcome, max_size=4), min_size=1, max_size=3),
-            "delays": st.lists(st.sampled_from([0.0, 0.5, 1.0, 4.0]), max_size=3),
+            "delays": st.lists(st.sampled_from([4.0, 0.0, 0.5, 1.0]), min_size=1, max_size=3),
             "schedule": st.sampled_from(["list", "list", "per failure"]),
-            "duration": st.sampled_from([0.0, 0.75]),
+            "duration": st.sampled_from([0.75, 0.0]),
             "pause": st.sampled_from([0.0, 5.0]),
             "on_result": st.booleans(),
             "observe": st.booleans(),
@@ -426,17 +430,51 @@ def specs(variant):
             "give_up": st.booleans(),
             "retry_after": st.booleans(),
             "throttled": st.booleans(),
-            "deadline": st.sampled_from([None, None, 2.0, 6.0]),
+            "deadline": st.sampled_from([2.0, None, 6.0]),
             "attempt_timeout": st.sampled_from([False, False, False, True]),
-            "budget": st.sampled_from([None, "bucket", "sub bucket", "quota", "retry budget"]),
-            "breaker": st.sampled_from([variant, variant, "part", None]),
-            "throttle": st.sampled_from([variant, None]),
-            "limiter": st.booleans(),
-            "recorder": st.none() | st.frozensets(st.integers(1, 4), max_size=2),
+            "budget": st.sampled_from(
+                [None, "bucket", "sub bucket", "quota", "retry budget"] if parts else [None]
+            ),
+            "breaker": st.sampled_from(
+                ["variant", "variant", "part", "two", None] if parts else [None]
+            ),
+            "throttle": st.booleans() if parts else st.just(False),
+            "limiter": st.booleans() if parts else st.just(False),
+            "recorder": st.none() | st.frozensets(st.integers(1, 4), max_size=2)
+            if parts
+            else st.none(),
             "process": st.sampled_from([None, "every", "failures"]),
-            "trip": st.none() | st.tuples(st.sampled_from(TRIPS), st.integers(1, 3)),
         }
     )
+
+
+def trips(spec):
+    """None, or one of *spec*'s callbacks of the user's to raise at its 1st, 2nd
+    or 3rd call, and whether it raises an interruption (see Trip)."""
+    where = ["sleep"]
+    if spec["observe"]:
+        where += [f"observe {kind}" for kind in ("retry", "give_up", "success", "error")]
+    for callback in ("on_result", "before_sleep", "give_up", "retry_after", "throttled"):
+        if spec[callback]:
+            where.append(callback)
+    if spec["recorder"] is not None:
+        where.append("after_attempt")
+    if spec["variant"] not in ("own", "sub") and (spec["breaker"] or spec["throttle"]):
+        where.append("record")
+    return st.none() | st.tuples(st.sampled_from(where), st.integers(1, 3), st.booleans())
+
+
+def tells_the_same_story(spec):
+    """Each form of *spec*, its shortcuts on and turned off, tells the story of
+    the loop with every shortcut off."""
+    instrument.disable()  # no process-wide hook: the logger of retries reads the clock its own way
+    try:
+        reference = run("retrying", spec, "hooks")
+        for form in FORMS:
+            for forced in (None, "part", "hooks"):
+                assert run(form, spec, forced) == reference, (form, forced)
+    finally:
+        instrument.reset()
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -446,16 +484,21 @@ def test_every_shortcut_tells_the_story_the_general_path_tells(variant, data):
     """Each form, its shortcuts on and turned off (a part overriding every
     stage, and a hook hearing every event, besides): the same returns and
     errors, hook events, part calls, sleeps and parts' state - and each form
-    the same as the others."""
+    the same as the others; its breaker and throttle made as *variant* says."""
     spec = data.draw(specs(variant), "spec")
-    instrument.disable()  # no process-wide hook: the logger of retries reads the clock its own way
-    try:
-        reference = run("retrying", spec, "hooks")
-        for form in FORMS:
-            for forced in (None, "part", "hooks"):
-                assert run(form, spec, forced) == reference, (form, forced)
-    finally:
-        instrument.reset()
+    spec["trip"] = data.draw(trips(spec), "trip")
+    tells_the_same_story(spec)
+
+
+@settings(max_examples=200)
+@given(data=st.data())
+def test_every_shortcut_of_a_policy_of_no_part_tells_the_story_the_general_path_tells(data):
+    """The same, for policies of hooks and callbacks alone (no budget, breaker,
+    throttle, rate limiter nor part of the user's), whose calls take the most
+    shortcuts: a success nobody is told of, a retry that is just the next delay."""
+    spec = data.draw(specs("no parts"), "spec")
+    spec["trip"] = data.draw(trips(spec), "trip")
+    tells_the_same_story(spec)
 
 
 class Never:
