@@ -17,6 +17,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_drivers import FakeTime  # a clock that moves only when slept on
 
 from backoff_iter import (
     AdaptiveThrottle,
@@ -34,24 +35,6 @@ from backoff_iter import (
 from backoff_iter.parts import BreakerPart, Part
 
 FORMS = ("@retry", "async @retry", "retrying", "aretrying")
-
-
-class FakeTime:
-    """A clock that moves only when slept on, or as an attempt takes its time."""
-
-    def __init__(self):
-        self.now = 1000.0
-        self.slept = []
-
-    def clock(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.slept.append(seconds)
-        self.now += seconds
-
-    async def asleep(self, seconds):
-        self.sleep(seconds)
 
 
 def key(outcome):
