@@ -390,7 +390,7 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
         raise _checks.ArgumentTypeError(
             "resume", f"resume applies to generator functions only, not to {func!r}"
         )
-    if _checks.is_async(func):
+    if not sync:  # (no stream here: an async function, as found above)
         coroutine_function = cast("Callable[P, Awaitable[R]]", func)
         return cast("Callable[P, R]", _async_wrapper(policy, coroutine_function, timeout_arg))
     return _sync_wrapper(policy, func, timeout_arg)

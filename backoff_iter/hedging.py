@@ -553,9 +553,9 @@ def hedged(
       attempts, and those ending in the same turn of the loop as the
       winner, are not recorded, and what those hedges took comes back with
       the winner's success; a hedge whose call raised as it was made never
-      ran, and gives back what it took at once.  *retry_after*: no further hedge starts
-      before that many seconds from now (clamped to *retry_after_max*; a
-      hint too long to wait sends no further hedge).  *name* names the
+      ran, and gives back what it took at once.  *retry_after*: no further
+      hedge starts before that many seconds from now (clamped to
+      *retry_after_max*; a hint too long to wait sends no further hedge).  *name* names the
       attempts' tasks (``"call attempt 2"``) and the events; *observe*
       gives hooks.
 
