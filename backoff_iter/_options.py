@@ -25,6 +25,7 @@ from .parts import (
     RateLimiterPart,
     ThrottlePart,
     check_part,
+    kept_plans,
     stages,
     timeout_part,
     user_parts,
@@ -460,15 +461,29 @@ class Policy:
             if name not in _READ_AS_GIVEN:
                 derives = True
         if derives:
-            self._derive()
+            self._derive(options)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(
             f"a retry policy is frozen: make a new one with {name}= instead of setting it"
         )
 
-    def _derive(self) -> None:
-        """What the options mean for a call, in one place: the policy's :class:`CallPlan`."""
+    def _derive(self, given: Iterable[str]) -> None:
+        """What the options mean for a call: the policy's :class:`CallPlan`,
+        the one an earlier policy given the same parts and flags worked out
+        where it is kept (:func:`_kept`: a fresh ``retrying()`` loop makes a
+        policy at each call), else worked out now.  *given*: the names of the
+        options given."""
+        plans, key = _kept(self, given)
+        plan = None if plans is None else plans.get(key)
+        if plan is None:
+            plan = self._work_out()
+            if plans is not None:
+                plans[key] = plan
+        _store(self, "plan", plan)
+
+    def _work_out(self) -> CallPlan:
+        """What the options mean for a call, in one place."""
         every_failure = self.throttled is None
         parts: list[Part] = []
         if self.budget is not None:
@@ -522,7 +537,7 @@ class Policy:
                 plan.scoped = True
                 break
         plan.timed = self.deadline is not None or observed
-        _store(self, "plan", plan)
+        return plan
 
     def claim(self) -> None:
         """Refuse a second loop over a policy made from a one-shot iterator."""
@@ -542,3 +557,51 @@ class Policy:
 
 #: What each policy's dict starts from: every default of the class.
 _DEFAULTS: dict[str, Any] = {name: getattr(Policy, name) for name in Policy.__annotations__}
+
+#: The options wrapped as parts by the library (see parts.wrap).
+_PART_OPTIONS = frozenset({"budget", "breaker", "throttle", "rate_limiter"})
+#: The options whose parts are a policy's own (see _kept).
+_OWN_PARTS = frozenset({"parts", "attempt_timeout"})
+#: The plans of the policies given no part, by their flags (see _kept).
+_PLANS_OF_NO_PART: dict[tuple[object, ...], CallPlan] = {}
+#: The most plans kept of policies given no part (each order of the options
+#: given has its own).
+_MOST_KEPT = 64
+
+
+def _kept(
+    policy: Policy, given: Iterable[str]
+) -> tuple[dict[tuple[object, ...], CallPlan] | None, tuple[object, ...]]:
+    """Where *policy*'s plan is kept for the policies made after it, and its
+    key there: what the plan depends on, read from the options *given* (the
+    others are at their defaults) - each part with what its class binds ahead
+    (see :func:`~backoff_iter.parts.kept_plans`), of any other option whether
+    it is set.  A policy given no part finds it in this module, one given only
+    the library's own parts on the first of them.  None (each policy works out
+    its own) for a policy given a part of its own: the user's (``parts=``, a
+    subclass, any other object) or its ``attempt_timeout``'s."""
+    own = policy.__dict__
+    key: tuple[object, ...] = ()
+    plans = None
+    for name in given:
+        if name in _READ_AS_GIVEN:
+            continue
+        value = own[name]
+        if name in _PART_OPTIONS:
+            if value is not None:
+                kept = kept_plans(value)
+                if kept is None:
+                    return None, ()
+                if plans is None:
+                    plans = kept[0]
+                key = (*key, name, value, kept[1])
+        elif name in _OWN_PARTS:
+            if value:  # (a timeout of 0 is refused)
+                return None, ()
+        else:
+            key = (*key, name, not value if name == "observe" else value is None)
+    if plans is None:
+        plans = _PLANS_OF_NO_PART
+        if len(plans) >= _MOST_KEPT:
+            plans.clear()
+    return plans, key

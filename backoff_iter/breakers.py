@@ -172,6 +172,7 @@ class CircuitBreaker:
         "_counts",
         "_opened_by",
         "_prober",
+        "_plans",  # the plans of the policies given it: see parts.kept_plans
     )
 
     failure_ratio: float

@@ -157,6 +157,7 @@ class TokenBucket:
         "_threshold",
         "_lock",
         "_successes",
+        "_plans",  # the plans of the policies given it: see parts.kept_plans
     )
 
     max_tokens: float
@@ -309,6 +310,7 @@ class RetryBudget:
         "_calls",
         "_ends",
         "_deposited",
+        "_plans",  # the plans of the policies given it: see parts.kept_plans
     )
 
     ratio: float
@@ -524,6 +526,7 @@ class RetryQuota:
         "_milli",
         "_lock",
         "_successes",
+        "_plans",  # the plans of the policies given it: see parts.kept_plans
     )
 
     capacity: float

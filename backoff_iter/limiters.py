@@ -116,6 +116,7 @@ class CubicRateLimiter:
         "_capacity",
         "_tokens",
         "_filled_at",
+        "_plans",  # the plans of the policies given it: see parts.kept_plans
     )
 
     def __init__(self, *, clock: Clock = time.monotonic) -> None:

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional, cast
@@ -253,7 +254,8 @@ def stages(parts: list[Part]) -> Stages:
             afters.append(told)
             success = _success(part)
             # (none for a part given twice: position() could not tell its places apart;
-            # asked from the second on: a fresh retrying() loop makes its stages per call)
+            # asked from the second on: a fresh retrying() loop given a part of the
+            # user's makes its stages at each call)
             if success is None or successes is None or (successes and _given(successes, success)):
                 successes = None
             else:
@@ -408,7 +410,8 @@ def _given(
     """Whether *success*'s record is among *successes* already (its part given
     twice): then ``position`` could not tell which of the two raised.  (A
     loop, not any() of a generator, which took four times as long: a fresh
-    ``retrying()`` loop makes its stages, and asks this, at each call.)"""
+    ``retrying()`` loop given a part of the user's makes its stages, and asks
+    this, at each call.)"""
     record = success[0]
     for told, _ in successes:  # noqa: SIM110 (a loop: see above)
         if told is record:
@@ -760,6 +763,52 @@ _OWN: dict[str, frozenset[type]] = {
     "throttle": frozenset({AdaptiveThrottle}),
     "rate_limiter": frozenset(),  # (limiters is imported only when used: checked as any other)
 }
+
+
+#: What the wrappers of the library's own parts read from the part's class as a
+#: policy is made (a method bound ahead, a signature); the rest they read at each call.
+_READ_AHEAD = ("try_retry", "give_back", "record", "_probe_unsent", "_give_back")
+#: For each of the library's own part classes met, a reader of those it has
+#: (None: it has none).
+_AHEAD: dict[type, Callable[[type], object] | None] = {}
+#: The most plans kept on one part (a method patched on its class again and
+#: again makes a plan of its own each time).
+_MOST_KEPT = 16
+
+
+def kept_plans(value: object) -> tuple[dict[tuple[object, ...], Any], object] | None:
+    """Where the plans of the policies given *value* are kept for the policies
+    made after them, and what of its class a plan depends on: for one of the
+    library's own budgets, breakers, throttles and rate limiters (of its very
+    class: slotted, nothing is set on an instance; a subclass is the user's) a
+    dict on the part itself, and the functions of its class that a wrapper
+    binds ahead - a method patched on the class later is then part of a new
+    plan's key.  None for any other object: each policy works out its own plan.
+
+    A plan kept on its part holds the part (a cycle: the part is collected
+    once nothing else holds it, by the garbage collector).
+
+    >>> from backoff_iter import TokenBucket
+    >>> plans, ahead = kept_plans(TokenBucket())
+    >>> plans, kept_plans(object())
+    ({}, None)
+    """
+    kind = type(value)
+    if kind not in _AHEAD:
+        own = vars(kind)
+        if "_plans" not in own:  # (declared by the library's own classes only)
+            return None
+        names = [name for name in _READ_AHEAD if name in own]
+        _AHEAD[kind] = operator.attrgetter(*names) if names else None
+    ahead = _AHEAD[kind]
+    plans: dict[tuple[object, ...], Any]
+    try:
+        plans = value._plans  # type: ignore[attr-defined]
+    except AttributeError:  # its first policy
+        plans = value._plans = {}  # type: ignore[attr-defined]
+    if len(plans) >= _MOST_KEPT:
+        plans.clear()
+    return plans, (None if ahead is None else ahead(kind))
 
 
 def check_part(name: str, value: object) -> None:

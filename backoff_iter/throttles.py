@@ -120,7 +120,17 @@ class AdaptiveThrottle:
     name throttles by them (see :mod:`backoff_iter.fleet`).
     """
 
-    __slots__ = ("k", "window", "_now", "_random", "_counts", "_lock", "_rejected_by", "_accepts")
+    __slots__ = (
+        "k",
+        "window",
+        "_now",
+        "_random",
+        "_counts",
+        "_lock",
+        "_rejected_by",
+        "_accepts",
+        "_plans",  # the plans of the policies given it: see parts.kept_plans
+    )
 
     #: Accepts told but not yet counted, at most: each waits for the next
     #: check (which holds the lock anyway), so that a success takes no lock.

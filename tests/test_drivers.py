@@ -2640,13 +2640,12 @@ def test_parts_without_their_methods_are_rejected():
 
 
 def test_what_the_defaults_mean_is_what_derive_finds():
-    """The bare plan, a policy's default, is the one _derive() works out for no options."""
+    """The bare plan, a policy's default, is the one _work_out() works out for no options."""
     from backoff_iter._options import CallPlan, Policy
 
-    policy = Policy()
-    policy._derive()
+    plan = Policy()._work_out()
     flags = CallPlan.__slots__
-    assert [getattr(policy.plan, f) for f in flags] == [getattr(CallPlan(), f) for f in flags]
+    assert [getattr(plan, f) for f in flags] == [getattr(CallPlan(), f) for f in flags]
 
 
 def test_options_read_as_given_derive_nothing():
@@ -2666,10 +2665,8 @@ def test_options_read_as_given_derive_nothing():
     for name, value in given.items():
         policy = Policy(**{name: value})  # type: ignore[misc]
         assert policy.plan is _BARE, name  # _derive() did not run ...
-        policy._derive()
-        assert [getattr(policy.plan, f) for f in flags] == [
-            getattr(CallPlan(), f) for f in flags
-        ], name
+        plan = policy._work_out()
+        assert [getattr(plan, f) for f in flags] == [getattr(CallPlan(), f) for f in flags], name
     assert Policy(deadline=1.0).plan is not _BARE  # ... and does for any other option
 
 

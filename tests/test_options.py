@@ -16,6 +16,7 @@ from checks import rejects
 
 from backoff_iter import (
     AdaptiveThrottle,
+    BrokenCircuitError,
     CircuitBreaker,
     DecoratorOptions,
     HedgeOptions,
@@ -203,16 +204,18 @@ class _DuckBreaker:
         pass
 
 
-def _loop(**options: Any) -> None:
+def _loop(on_failure: BaseException | None = None, **options: Any) -> None:
     for attempt in retrying([0.0], on=OSError, sleep=lambda seconds: None, **options):
         with attempt:
-            pass
+            if on_failure is not None:
+                raise on_failure
 
 
-def test_each_policy_works_out_its_own_plan_and_keeps_nothing_after():
-    """A plan belongs to its policy: two policies of the same objects have
-    their own, and once the policies are gone, so are the parts they were
-    given (a fleet part's thread stops when its part is collected)."""
+def test_each_policy_given_the_users_parts_works_out_its_own_plan_and_keeps_nothing_after():
+    """A plan of the user's parts belongs to its policy: two policies of the
+    same objects have their own, and once the policies are gone, so are the
+    parts they were given (a fleet part's thread stops when its part is
+    collected)."""
     breaker, mine = _DuckBreaker(), _Refusing()
     assert Policy(breaker=breaker).plan is not Policy(breaker=breaker).plan
     assert Policy(parts=[mine]).plan is not Policy(parts=[mine]).plan
@@ -222,6 +225,107 @@ def test_each_policy_works_out_its_own_plan_and_keeps_nothing_after():
     dropped = [weakref.ref(breaker), weakref.ref(mine)]
     del breaker, mine
     assert [ref() for ref in dropped] == [None, None]
+
+
+def test_a_policy_finds_the_plan_an_earlier_one_given_the_same_parts_and_flags_worked_out():
+    """A fresh retrying() loop makes a policy at each call: given no part, or
+    only the library's own, it finds the plan of the policy before it given
+    the same options in the same order (a call site's) - whatever the values
+    of those that set flags, or the options read as given - and works out its
+    own for another part or another flag."""
+    bucket, breaker, throttle = TokenBucket(), CircuitBreaker(), AdaptiveThrottle()
+    plan = Policy(on=OSError, budget=bucket, deadline=1.0).plan
+    assert Policy(budget=bucket, sleep=print, deadline=5.0).plan is plan
+    assert Policy(budget=bucket).plan is not plan  # no deadline: no time to read
+    assert Policy(budget=TokenBucket(), deadline=1.0).plan is not plan  # another bucket
+    assert Policy(deadline=2.0).plan is Policy(deadline=3.0).plan is not Policy(on_result=id).plan
+    assert Policy(observe=[]).plan is Policy(observe=()).plan  # nothing to tell
+    assert Policy(observe=_no_op).plan is not Policy(observe=[]).plan
+    both = Policy(breaker=breaker, throttle=throttle).plan
+    assert Policy(breaker=breaker, throttle=throttle, on=OSError).plan is both
+    assert Policy(breaker=CircuitBreaker(), throttle=throttle).plan is not both
+    assert Policy(breaker=breaker, throttle=AdaptiveThrottle()).plan is not both
+    assert Policy(deadline=None).plan is not Policy(deadline=1.0).plan
+    # A throttle hears every failure as a throttle unless `throttled` picks them.
+    every = Policy(throttle=throttle).plan
+    picked = Policy(throttle=throttle, throttled=lambda outcome: False).plan
+    assert Policy(throttle=throttle).plan is every is not picked
+    assert [after.__self__.every_failure for after in (*every.afters, *picked.afters)] == [
+        True,
+        False,
+    ]
+    # The user's part, a subclass, an attempt timeout: each policy its own plan.
+    assert Policy(budget=_OneArgumentQuota()).plan is not Policy(budget=_OneArgumentQuota()).plan
+    mine = _OneArgumentQuota()
+    assert Policy(budget=mine).plan is not Policy(budget=mine).plan
+    assert (
+        Policy(budget=bucket, attempt_timeout=1.0).plan
+        is not Policy(budget=bucket, attempt_timeout=1.0).plan
+    )
+
+
+def test_the_plans_kept_are_bounded():
+    """Each order of the options given keeps a plan of its own: few at a call
+    site, but a program making policies of every order keeps a bounded number."""
+    from itertools import permutations
+
+    from backoff_iter import _options, parts
+
+    bucket = TokenBucket()
+    names = ["deadline", "on_result", "retry_after", "before_sleep", "give_up"]
+    for order in permutations(names):  # 120 orders, each a key of its own
+        Policy(**dict.fromkeys(order))  # type: ignore[arg-type]
+        Policy(budget=bucket, **dict.fromkeys(order))  # type: ignore[arg-type]
+        assert len(_options._PLANS_OF_NO_PART) <= _options._MOST_KEPT
+        assert len(bucket._plans) <= parts._MOST_KEPT  # type: ignore[attr-defined]
+    assert len(_options._PLANS_OF_NO_PART) > 1 and len(bucket._plans) > 1  # type: ignore[attr-defined]
+
+
+def _no_op(event: object) -> None:
+    pass
+
+
+def test_a_plan_kept_on_a_library_part_lets_it_be_collected():
+    """A plan kept on the library's own part holds the part in a cycle: once
+    its policies are gone, the garbage collector collects it."""
+    import gc
+
+    def library_parts() -> int:
+        return sum(type(each) in (TokenBucket, CircuitBreaker) for each in gc.get_objects())
+
+    gc.collect()
+    before = library_parts()
+    bucket, breaker = TokenBucket(), CircuitBreaker()
+    _loop(budget=bucket, breaker=breaker)
+    _loop(budget=bucket, breaker=breaker)
+    assert library_parts() == before + 2
+    del bucket, breaker
+    gc.collect()
+    assert library_parts() == before
+
+
+def test_a_method_patched_on_a_library_class_after_a_first_policy_is_the_one_a_later_policy_calls():
+    """A plan kept on the library's own part depends on the methods its class
+    has that the policy binds ahead: a later policy calls one patched on the
+    class (as a test double is), and the one unpatched after."""
+    breaker, quota = CircuitBreaker(), RetryQuota()
+    _loop(breaker=breaker)
+    with mock.patch.object(CircuitBreaker, "record", autospec=True) as record:
+        _loop(breaker=breaker)
+    record.assert_called_once()
+    assert record.call_args.args[:2] == (breaker, True)
+    _loop(breaker=breaker)
+    assert breaker.state == "closed"
+    # A quota's give_back, bound ahead: a later policy gives back through the patched one.
+    now = [0.0]
+    refusing = CircuitBreaker(0.5, 1, break_duration=1.0, clock=lambda: now[0])
+    with pytest.raises(BrokenCircuitError):  # the first try fails, the retry is refused
+        _loop(budget=quota, breaker=refusing, on_failure=OSError())
+    now[0] = 5.0  # half-open: the probe goes, fails, and its retry is refused
+    with mock.patch.object(RetryQuota, "give_back", autospec=True) as give_back:
+        with pytest.raises(BrokenCircuitError):
+            _loop(budget=quota, breaker=refusing, on_failure=OSError())
+    give_back.assert_called_once_with(quota, quota.retry_cost)
 
 
 def test_a_schedule_of_timeouts_is_iterated_afresh_by_each_policy():
