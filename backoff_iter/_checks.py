@@ -12,7 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Real
-from types import FunctionType
+from types import FunctionType, MethodType
 from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
@@ -230,7 +230,7 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
                 f"{name} must be a plain function returning delays, got the async"
                 f" function {function.__qualname__}: delays are drawn, never awaited",
             )
-        if (code.co_argcount or code.co_kwonlyargcount) and _needs_arguments(function):
+        if (code.co_argcount or code.co_kwonlyargcount) and not takes(function, 0):
             raise ArgumentTypeError(
                 name,
                 f"{name} must be a function of no arguments returning fresh delays, got"
@@ -255,15 +255,6 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     if isinstance(delays, Sequence) and not isinstance(delays, (str, bytes)):
         return delays.__iter__, False
     return iterable(name, delays).__iter__, True  # type: ignore[arg-type]
-
-
-def _needs_arguments(function: FunctionType) -> bool:
-    """Whether a plain function has a parameter without a default (read from
-    its code, without inspect: a policy may be made per call)."""
-    code = function.__code__
-    return code.co_argcount > len(function.__defaults__ or ()) or code.co_kwonlyargcount > len(
-        function.__kwdefaults__ or ()
-    )
 
 
 def listed(name: str, delays: Iterable[Any]) -> None:
@@ -388,3 +379,67 @@ def optional_function(name: str, value: F) -> F:
     if value is not None and not callable(value):
         raise ArgumentTypeError(name, f"{name} must be callable or None, got {shown(value)}")
     return value
+
+
+def callback(name: str, value: F, arguments: tuple[str, ...]) -> F:
+    """*value* if it is callable with the positional *arguments* (their names,
+    for the error) as far as :func:`takes` can tell; a TypeError naming *name*
+    otherwise - when the policy is made, not when the hook is first called
+    (a give-up hook, in the middle of an outage).
+
+    >>> callback("give_up", lambda attempt, outcome: None, ("attempt", "outcome")).__name__
+    '<lambda>'
+    >>> callback("give_up", lambda attempt: None, ("attempt", "outcome"))
+    Traceback (most recent call last):
+    ...
+    backoff_iter.ArgumentTypeError: give_up must take 2 arguments (attempt, outcome), got <lambda>(attempt)
+    """
+    function(name, value)
+    if not takes(value, len(arguments)):
+        import inspect  # only for this error
+
+        wanted = f"{len(arguments)} argument{'' if len(arguments) == 1 else 's'}"
+        if arguments:
+            wanted += f" ({', '.join(arguments)})"
+        else:
+            wanted = "no arguments"
+        named = getattr(value, "__qualname__", shown(value))
+        raise ArgumentTypeError(
+            name, f"{name} must take {wanted}, got {named}{inspect.signature(value)}"
+        )
+    return value
+
+
+def optional_callback(name: str, value: F, arguments: tuple[str, ...]) -> F:
+    """:func:`callback`, or None."""
+    return value if value is None else callback(name, value, arguments)
+
+
+_VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect
+
+
+def takes(function: object, count: int) -> bool:
+    """Whether *function* can be called with *count* positional arguments, as
+    far as its code says: a plain Python function, or one bound to an object,
+    is read (without inspect: a policy may be made per call); any other
+    callable (a builtin, a class, a partial, an object with ``__call__``) is
+    taken at its word.
+
+    >>> takes(lambda attempt, outcome, delay=0.0: None, 2), takes(lambda: None, 1)
+    (True, False)
+    >>> takes(lambda *told: None, 3), takes(lambda *, key: None, 0), takes(print, 5)
+    (True, False, True)
+    """
+    bound = 0
+    if isinstance(function, MethodType):
+        function = function.__func__
+        bound = 1  # (its self is given)
+    if not isinstance(function, FunctionType):
+        return True
+    code = function.__code__
+    most = code.co_argcount - bound
+    if most < count and not code.co_flags & _VARARGS:
+        return False
+    if most - len(function.__defaults__ or ()) > count:
+        return False
+    return code.co_kwonlyargcount <= len(function.__kwdefaults__ or ())

@@ -211,7 +211,8 @@ def exception_filter(name: str, on: object) -> tuple[Filter, bool]:
     ):
         classes = on
     elif callable(on) and not isinstance(on, (type, tuple)):
-        return cast("Callable[[BaseException], object]", on), False
+        predicate = cast("Callable[[BaseException], object]", on)
+        return _checks.callback(name, predicate, ("exception",)), False
     else:
         raise _checks.ArgumentTypeError(
             name,

@@ -158,7 +158,9 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         """The statuses retried."""
         self.methods: frozenset[str] = frozenset(method.upper() for method in methods)
         """The methods retried."""
-        self._on_result = _checks.optional_function("on_result", options.pop("on_result", None))
+        self._on_result = _checks.optional_callback(
+            "on_result", options.pop("on_result", None), ("response",)
+        )
         options.setdefault("retry_after", _server_hint)
         given: dict[str, Any] = dict(options)
         given["on_result"] = self._retried

@@ -226,13 +226,17 @@ def _optional_seconds(name: str, value: object) -> float | None:
     return None if value is None else _checks.seconds(name, value, infinite=True)
 
 
-def _function(name: str, value: object) -> object:
-    _checks.function(name, value)
-    return value
+def _callback(*arguments: str) -> Setter:
+    """A setter of a function called with *arguments* (their names), or None."""
+
+    def store(own: dict[str, Any], name: str, value: Any) -> None:
+        own[name] = _checks.optional_callback(name, value, arguments)
+
+    return store
 
 
 def _clock(own: dict[str, Any], name: str, value: Any) -> None:
-    own[name] = _function(name, value)
+    own[name] = _checks.callback(name, value, ())
     own["steady_clock"] = value is _MONOTONIC
 
 
@@ -254,8 +258,8 @@ def _part(name: str, value: object) -> object:
 #: How each option is checked and stored: setter(own, name, value).
 SETTERS: dict[str, Setter] = {
     "on": _on,
-    "on_result": _set(_checks.optional_function),
-    "retry_after": _set(_checks.optional_function),
+    "on_result": _callback("result"),
+    "retry_after": _callback("outcome"),
     "retry_after_max": _set(lambda name, value: _checks.seconds(name, value, infinite=True)),
     "retry_after_beyond": _set(_optional_seconds),
     "budget": _set(_part),
@@ -263,14 +267,14 @@ SETTERS: dict[str, Setter] = {
     "observe": _set(lambda name, value: instrument.hooks(value, name)),
     "deadline": _set(_optional_seconds),
     "clock": _clock,
-    "sleep": _set(_checks.optional_function),
-    "before_sleep": _set(_checks.optional_function),
-    "give_up": _set(_checks.optional_function),
+    "sleep": _callback("seconds"),
+    "before_sleep": _callback("attempt", "outcome", "delay"),
+    "give_up": _callback("attempt", "outcome"),
     "attempt_timeout": _attempt_timeout,
     "rate_limiter": _set(_part),
     "throttle": _set(_part),
     "breaker": _set(_part),
-    "throttled": _set(_checks.optional_function),
+    "throttled": _callback("outcome"),
     "parts": _set(user_parts),
 }
 
@@ -471,7 +475,7 @@ class Policy:
     def _derive(self, given: Iterable[str]) -> None:
         """What the options mean for a call: the policy's :class:`CallPlan`,
         the one an earlier policy given the same parts and flags worked out
-        where it is kept (:func:`_kept`: a fresh ``retrying()`` loop makes a
+        where it is kept (``_kept``: a fresh ``retrying()`` loop makes a
         policy at each call), else worked out now.  *given*: the names of the
         options given."""
         plans, key = _kept(self, given)

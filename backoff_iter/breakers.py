@@ -215,7 +215,7 @@ class CircuitBreaker:
         self.failure_ratio = ratio
         self.minimum_throughput = _checks.count("minimum_throughput", minimum_throughput, minimum=1)
         self.sampling_duration = _checks.positive("sampling_duration", sampling_duration)
-        _checks.function("clock", clock)
+        _checks.callback("clock", clock, ())
         self.break_duration = break_duration
         # The schedule: _upcoming is the next break (taken now, to check it
         # eagerly), then _durations gives the rest; _restart makes it anew.

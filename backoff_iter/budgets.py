@@ -360,7 +360,7 @@ class RetryBudget:
             raise _checks.ArgumentValueError(
                 "window", f"window must be in [1, 60] seconds, got {_checks.shown(window)}"
             )
-        _checks.function("clock", clock)
+        _checks.callback("clock", clock, ())
         self.ratio = ratio
         self.min_per_second = min_per_second
         self.window = window

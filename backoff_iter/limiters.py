@@ -120,7 +120,7 @@ class CubicRateLimiter:
     )
 
     def __init__(self, *, clock: Clock = time.monotonic) -> None:
-        _checks.function("clock", clock)
+        _checks.callback("clock", clock, ())
         self._now = reader(clock)
         self._lock = _thread.allocate_lock()
         start = self._now()

@@ -600,16 +600,8 @@ def _library_signature(value: object, kind: type, method: str) -> bool:
     subclass: the library's own have no dict) is read too, and its signature."""
     if not isinstance(value, kind):
         return False
-    called = getattr(value, method, None)
-    function = getattr(called, "__func__", called)  # a bound method's: its self counted too
-    code = getattr(function, "__code__", None)
-    if code is None:  # not a Python function (a builtin's, a wrapper's): as the library's
-        return True
-    taken = code.co_argcount - (function is not called)  # (a method's self is no argument)
-    return taken >= 2 or bool(code.co_flags & _VARARGS)
-
-
-_VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect
+    # (not a Python function - a builtin's, a wrapper's: as the library's)
+    return _checks.takes(getattr(value, method, None), 2)
 
 
 def _success_call(

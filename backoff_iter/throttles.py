@@ -163,7 +163,7 @@ class AdaptiveThrottle:
     ) -> None:
         self.k = _checks.factor("k", k)
         self.window = _checks.positive("window", window)
-        _checks.function("clock", clock)
+        _checks.callback("clock", clock, ())
         self._random = _jitter.random_source(rng)
         self._now = reader(clock)
         self._counts = SlidingCounts(self.window, _BUCKETS)  # requests, accepts

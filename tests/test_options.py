@@ -163,6 +163,107 @@ def test_a_part_given_as_its_class_is_refused_when_the_policy_is_made(option, pa
         rejects(lambda d=driver: d([0.1], **{option: part}), TypeError, option, f"{part.__name__}(")
 
 
+#: Each function an option takes, with the arguments it is called with.
+_CALLBACKS = {
+    "on": ("exception",),
+    "on_result": ("result",),
+    "retry_after": ("outcome",),
+    "sleep": ("seconds",),
+    "before_sleep": ("attempt", "outcome", "delay"),
+    "give_up": ("attempt", "outcome"),
+    "throttled": ("outcome",),
+    "clock": (),
+    "observe": ("event",),
+}
+
+
+#: Plain functions of 0 to 4 required positional arguments ...
+_TAKING: list[Any] = [
+    lambda: None,
+    lambda a: None,
+    lambda a, b: None,
+    lambda a, b, c: None,
+    lambda a, b, c, d: None,
+]
+#: ... and of 0 to 3, and one more with a default.
+_TAKING_MORE: list[Any] = [
+    lambda more=None: None,
+    lambda a, more=None: None,
+    lambda a, b, more=None: None,
+    lambda a, b, c, more=None: None,
+]
+
+
+def _taking(count: int) -> Any:
+    """A plain function of *count* required positional arguments."""
+    return _TAKING[count]
+
+
+@pytest.mark.parametrize("option, arguments", list(_CALLBACKS.items()))
+def test_a_function_that_cannot_take_its_arguments_is_refused_when_the_policy_is_made(
+    option, arguments
+):
+    """A hook of the wrong arity failed at its first call - a give-up hook in the
+    middle of an outage, a process hook at every call; now each driver refuses
+    it at once, naming the option and the arguments it is called with."""
+    for wrong in (len(arguments) - 1, len(arguments) + 1):
+        if wrong < 0:
+            continue
+        for driver in (retrying, aretrying, retry):
+            rejects(
+                lambda d=driver, w=wrong: d([0.1], **{option: _taking(w)}),
+                TypeError,
+                option,
+                f"must take {len(arguments) or 'no'} argument",
+                *arguments,
+            )
+        rejects(lambda w=wrong: Policy(**{option: [_taking(w)]}), TypeError, option)
+    for right in (
+        _taking(len(arguments)),
+        _TAKING_MORE[len(arguments)],
+        lambda *told: 0,
+        _Hooks().method(len(arguments)),
+        mock.Mock(),  # any other callable: taken at its word
+    ):
+        Policy(**{option: right})
+
+
+class _Hooks:
+    def none(self) -> None:
+        pass
+
+    def one(self, first: object) -> None:
+        pass
+
+    def two(self, first: object, second: object) -> None:
+        pass
+
+    def three(self, first: object, second: object, third: object) -> None:
+        pass
+
+    def method(self, count: int) -> Any:
+        """A method bound to this object, of *count* arguments besides its self."""
+        return getattr(self, ("none", "one", "two", "three")[count])
+
+
+def test_the_other_functions_given_are_refused_when_they_cannot_take_their_arguments():
+    """resume(state), a part's clock(), attempts()'s sleep(seconds), the httpx
+    transport's on_result(response): refused as they are given."""
+    from backoff_iter import CubicRateLimiter, RetryBudget, attempts
+    from backoff_iter.throttles import AdaptiveThrottle as Throttle
+
+    def stream() -> Any:
+        yield 1
+
+    rejects(lambda: retry(resume=lambda: ())(stream), TypeError, "resume", "1 argument (state)")
+    for part in (TokenBucket, RetryBudget, RetryQuota, CircuitBreaker, Throttle, CubicRateLimiter):
+        if "clock" in inspect.signature(part).parameters:
+            rejects(lambda p=part: p(clock=lambda now: 0.0), TypeError, "clock", "no arguments")
+    rejects(lambda: attempts([0.1], sleep=lambda: None), TypeError, "sleep", "(seconds)")
+    pytest.importorskip("httpx")
+    rejects(lambda: RetryTransport(on_result=lambda: True), TypeError, "on_result", "response")
+
+
 def test_the_librarys_own_parts_are_taken_at_sight_as_their_classes_promise():
     """check_part takes the library's own budgets, breaker and throttle by
     their class, without reading their methods: that is sound only while
@@ -272,6 +373,7 @@ def test_the_plans_kept_are_bounded():
     from backoff_iter import _options, parts
 
     bucket = TokenBucket()
+    _options._PLANS_OF_NO_PART.clear()  # (what the tests before left there)
     names = ["deadline", "on_result", "retry_after", "before_sleep", "give_up"]
     for order in permutations(names):  # 120 orders, each a key of its own
         Policy(**dict.fromkeys(order))  # type: ignore[arg-type]

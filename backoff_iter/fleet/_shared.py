@@ -77,7 +77,7 @@ class _SharedState(Store):
                 "sync_interval",
                 f"sync_interval must be in [0, 3600] seconds, got {_checks.shown(sync_interval)}",
             )
-        _checks.function("clock", clock)
+        _checks.callback("clock", clock, ())
         self.sync_interval = sync_interval
         self._clock = _sliding.Readings(clock)
         self._ledger = Ledger()

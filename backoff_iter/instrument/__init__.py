@@ -157,9 +157,10 @@ def event(
 
 
 def hooks(observe: Observe, name: str = "observe") -> tuple[Hook, ...]:
-    """``observe=`` as a tuple of hooks, each checked to be callable - and not
-    one of the functions that make a hook, given uncalled (``observe=log_retries``
-    would call it with the first event, and fail every call from there)."""
+    """``observe=`` as a tuple of hooks, each checked to be callable with the
+    event - and not one of the functions that make a hook, given uncalled
+    (``observe=log_retries`` would call it with the first event, and fail
+    every call from there)."""
     checked = _checks.several(name, observe, callable, "a hook, a list of hooks or None")
     for hook in checked:
         for factory in _FACTORIES:
@@ -170,6 +171,7 @@ def hooks(observe: Observe, name: str = "observe") -> tuple[Hook, ...]:
                     f"{name} must be hooks, got the function {made}, which makes one:"
                     f" {made}() was probably meant",
                 )
+        _checks.callback(name, hook, ("event",))
     return checked
 
 
