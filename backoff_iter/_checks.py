@@ -404,9 +404,8 @@ def callback(name: str, value: F, arguments: tuple[str, ...]) -> F:
         else:
             wanted = "no arguments"
         named = getattr(value, "__qualname__", shown(value))
-        raise ArgumentTypeError(
-            name, f"{name} must take {wanted}, got {named}{inspect.signature(value)}"
-        )
+        parameters = inspect.signature(cast("Callable[..., object]", value))
+        raise ArgumentTypeError(name, f"{name} must take {wanted}, got {named}{parameters}")
     return value
 
 
@@ -430,6 +429,10 @@ def takes(function: object, count: int) -> bool:
     >>> takes(lambda *told: None, 3), takes(lambda *, key: None, 0), takes(print, 5)
     (True, False, True)
     """
+    if type(function) is FunctionType:  # the common case at once: as many as given
+        code = function.__code__
+        if code.co_argcount == count and not code.co_kwonlyargcount:
+            return True
     bound = 0
     if isinstance(function, MethodType):
         function = function.__func__

@@ -228,9 +228,14 @@ def _optional_seconds(name: str, value: object) -> float | None:
 
 def _callback(*arguments: str) -> Setter:
     """A setter of a function called with *arguments* (their names), or None."""
+    count = len(arguments)
 
     def store(own: dict[str, Any], name: str, value: Any) -> None:
-        own[name] = _checks.optional_callback(name, value, arguments)
+        # (asked here, the error made only for a function refused: a call less
+        # for every policy made, as a fresh loop makes one at each call)
+        if value is not None and not (callable(value) and _checks.takes(value, count)):
+            _checks.callback(name, value, arguments)
+        own[name] = value
 
     return store
 

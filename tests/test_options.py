@@ -194,6 +194,15 @@ _TAKING_MORE: list[Any] = [
 ]
 
 
+#: ... and of 0 to 3 with a keyword argument required besides.
+_TAKING_KEY: list[Any] = [
+    lambda *, key: None,
+    lambda a, *, key: None,
+    lambda a, b, *, key: None,
+    lambda a, b, c, *, key: None,
+]
+
+
 def _taking(count: int) -> Any:
     """A plain function of *count* required positional arguments."""
     return _TAKING[count]
@@ -218,6 +227,7 @@ def test_a_function_that_cannot_take_its_arguments_is_refused_when_the_policy_is
                 *arguments,
             )
         rejects(lambda w=wrong: Policy(**{option: [_taking(w)]}), TypeError, option)
+    rejects(lambda: Policy(**{option: _TAKING_KEY[len(arguments)]}), TypeError, option, "key")
     for right in (
         _taking(len(arguments)),
         _TAKING_MORE[len(arguments)],
