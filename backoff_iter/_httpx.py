@@ -129,9 +129,17 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if transport is not None and not isinstance(
             transport, (httpx.BaseTransport, httpx.AsyncBaseTransport)
         ):
+            # (the drivers take their delays first: a newcomer gives them here)
+            meant = (
+                ": the delays go by name, as in RetryTransport(delays=[0.5, 1.0])"
+                if callable(transport)
+                or (isinstance(transport, Iterable) and not isinstance(transport, (str, bytes)))
+                else ""
+            )
             raise _checks.ArgumentTypeError(
                 "transport",
-                f"transport must be an httpx transport or None, got {_checks.shown(transport)}",
+                f"transport must be an httpx transport or None, got"
+                f" {_checks.shown(transport)}{meant}",
             )
         if delays is not None:
             delays = _checks.reusable_delays("delays", delays)

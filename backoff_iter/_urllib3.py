@@ -12,7 +12,7 @@ from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.util.retry import Retry
 
 from . import _checks, _sleeping, instrument
-from ._options import Policy
+from ._options import SETTERS, Policy
 from ._schedule import Schedule
 from .hints import RETRY_AFTER_MAX, longest_retry_after, server_wait, sleep_for
 
@@ -86,6 +86,16 @@ class Urllib3Retry(Retry):
                     parameter,
                     f"{parameter}={kwargs[parameter]!r} is urllib3's own backoff, which"
                     " Urllib3Retry does not use: give its sleeps as delays=",
+                )
+        for option in kwargs:
+            if option in SETTERS:  # the drivers' (none is urllib3's), not taken here
+                raise _checks.ArgumentTypeError(
+                    option,
+                    f"Urllib3Retry() got the retry drivers' option {option}=, which it"
+                    " does not take: urllib3 decides what is retried (its total,"
+                    " connect, read, status, status_forcelist, allowed_methods), and of"
+                    " the drivers' options Urllib3Retry takes delays=, sleep=,"
+                    " retry_after_max=, name= and observe=",
                 )
         # The drivers' options, checked and defaulted where the drivers' are.
         policy = Policy(

@@ -1889,6 +1889,34 @@ def test_urllib3_delays_given_first_are_refused_naming_total(delays):
     assert slept == [0.25]
 
 
+@pytest.mark.parametrize("option", ["on", "budget", "deadline", "on_result", "before_sleep"])
+def test_urllib3_a_drivers_option_it_does_not_take_is_refused_saying_what_it_takes(option):
+    """Urllib3Retry(on=OSError): urllib3 decides what it retries, and its own
+    TypeError ("Retry.__init__() got an unexpected keyword argument 'on'")
+    said nothing of what to do; now refused naming the option and what
+    Urllib3Retry takes of the drivers' options."""
+    rejects(
+        lambda: Urllib3Retry(delays=[0.5], **{option: None}),
+        TypeError,
+        option,
+        "does not take",
+        "status_forcelist",
+        "delays=, sleep=",
+    )
+    assert Urllib3Retry(delays=[0.5], status_forcelist=[503], name="fetch").name == "fetch"
+
+
+@pytest.mark.parametrize("delays", [[0.5, 1.0], (0.5,), lambda: [0.5], iter([0.5])])
+def test_httpx_delays_given_first_are_refused_saying_they_go_by_name(delays):
+    """RetryTransport([0.5, 1.0]) - the delays first, as the drivers take them
+    - is refused naming transport and saying delays=; a string there is no
+    schedule, and is not told so."""
+    rejects(lambda: RetryTransport(delays), TypeError, "transport", "by name", "delays=[")
+    with pytest.raises(TypeError) as raised:
+        RetryTransport("http://x")  # type: ignore[arg-type]
+    assert "by name" not in str(raised.value)
+
+
 def test_tenacity_schedules_made_in_threads_at_once_each_end_with_their_stop(
     switching_often, monkeypatch
 ):
