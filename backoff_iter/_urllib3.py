@@ -38,7 +38,8 @@ class Urllib3Retry(Retry):
     default schedule), given by name; every other argument is urllib3's
     (the first, *total*, too: a schedule there is refused), but its own
     backoff (``backoff_factor``, ``backoff_max``, ``backoff_jitter``), which
-    the delays replace: given, it is an error naming it.  Use it as
+    the delays replace: given, it is an error naming it, as is a retry
+    driver's option it does not take (``on=``: urllib3 decides what is retried).  Use it as
     ``requests.adapters.HTTPAdapter(max_retries=...)`` or as urllib3's
     ``retries=``.  Each request draws from its own schedule (it survives
     the copy urllib3 makes with ``.new()`` at every retry): the n-th retry
