@@ -605,7 +605,9 @@ def _kept(
                     plans = kept[0]
                 key = (*key, name, value, kept[1])
         elif name in _OWN_PARTS:
-            if value:  # (a timeout of 0 is refused)
+            # (what they were made into: a timeout of 0, or an empty iterable
+            # of them, is a timeout part too)
+            if own["timeout_part"] is not None or own["parts"]:
                 return None, ()
         else:
             key = (*key, name, not value if name == "observe" else value is None)

@@ -5,21 +5,28 @@ two agree - so a new option is one field, one default and check, one use."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
+import time
 import weakref
 from pathlib import Path
+from types import FunctionType, MethodType
 from typing import Any
 from unittest import mock
 
 import pytest
 from checks import rejects
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backoff_iter import (
     AdaptiveThrottle,
     BrokenCircuitError,
     CircuitBreaker,
+    CubicRateLimiter,
     DecoratorOptions,
     HedgeOptions,
+    RetryBudget,
     RetryOptions,
     RetryQuota,
     TokenBucket,
@@ -29,7 +36,7 @@ from backoff_iter import (
     retry,
     retrying,
 )
-from backoff_iter._options import SETTERS, Policy
+from backoff_iter._options import SETTERS, CallPlan, Policy
 from backoff_iter.interop import RetryTransport
 from backoff_iter.parts import Part
 
@@ -438,6 +445,97 @@ def test_a_method_patched_on_a_library_class_after_a_first_policy_is_the_one_a_l
         with pytest.raises(BrokenCircuitError):
             _loop(budget=quota, breaker=refusing, on_failure=OSError())
     give_back.assert_called_once_with(quota, quota.retry_cost)
+
+
+@pytest.mark.parametrize("timeouts", [0, 0.0, [], (), range(0)], ids=repr)
+def test_an_attempt_timeout_of_zero_or_of_no_values_keeps_its_plan_to_itself(timeouts):
+    """attempt_timeout=0, or an empty iterable of timeouts (inf: none at all),
+    is a timeout part as any other: a loop given it has its attempts' timeout,
+    and a loop given no attempt_timeout made after it has none (its attempts
+    timed out at once after a loop given 0, where they were found one plan)."""
+    seen: list[float | None] = []
+    for options in ({"attempt_timeout": timeouts}, {}, {"attempt_timeout": timeouts}):
+        for attempt in retrying([0.0], on=OSError, deadline=60.0, sleep=_no_sleep, **options):
+            with attempt:
+                seen.append(attempt.timeout)
+    expected = 0.0 if timeouts == 0 else pytest.approx(60.0, abs=1.0)  # (the deadline's)
+    assert seen == [expected, None, expected]
+
+
+def _no_sleep(seconds: float) -> None:
+    pass
+
+
+class _Heard(Part):
+    def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
+        pass
+
+
+#: The library's own parts that _plans() gives: two of each kind for some,
+#: a breaker and a throttle to be given to each other's option too.
+_BUCKET, _BREAKER, _THROTTLE = TokenBucket(), CircuitBreaker(), AdaptiveThrottle()
+_LIMITER = CubicRateLimiter()
+
+#: For each option, values that change what a plan is, or do not.
+_VALUES: dict[str, list[Any]] = {
+    "on": [OSError, lambda exception: True],
+    "on_result": [None, _no_op],
+    "retry_after": [None, _no_op],
+    "retry_after_max": [1.0],
+    "retry_after_beyond": [None, 2.0],
+    "budget": [None, _BUCKET, TokenBucket(), RetryBudget(), RetryQuota(), _Heard()],
+    "name": ["fetch"],
+    "observe": [None, [], (), _no_op, [_no_op]],
+    "deadline": [None, 0.0, 1.0, float("inf")],
+    "clock": [time.monotonic, lambda: 0.0],
+    "sleep": [None, _no_sleep],
+    "before_sleep": [None, lambda attempt, outcome, delay: None],
+    "give_up": [None, lambda attempt, outcome: None],
+    "attempt_timeout": [None, 0, 1.0, [], [1.0], range(0)],
+    "rate_limiter": [None, _LIMITER, CubicRateLimiter(), _Heard()],
+    "throttle": [None, _THROTTLE, _BREAKER, AdaptiveThrottle(), _Heard()],
+    "breaker": [None, _BREAKER, _THROTTLE, CircuitBreaker(), _Heard()],
+    "throttled": [None, _no_op],
+    "parts": [None, [], [_Heard()], _Heard()],
+}
+
+
+def _shape(value: Any) -> Any:
+    """What a field of a plan is, comparable between plans made apart: each
+    wrapper the library made of a part as its class and fields, the part
+    itself as it is (each plan wraps its parts anew)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(_shape(each) for each in value)
+    if isinstance(value, MethodType):
+        return value.__func__, _shape(value.__self__)
+    if isinstance(value, functools.partial):
+        return _shape(value.func), _shape(value.args)
+    if type(value).__module__ == "backoff_iter.parts":  # a wrapper, or attempt_timeout's part
+        return type(value), tuple(_shape(getattr(value, name)) for name in type(value).__slots__)
+    if isinstance(value, FunctionType) and value.__closure__:  # (a record of one argument)
+        return value.__code__, tuple(_shape(cell.cell_contents) for cell in value.__closure__)
+    return value
+
+
+@settings(max_examples=100)
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(sorted(_VALUES)), st.integers(0, 5)).map(
+            lambda drawn: {name: _VALUES[name][i % len(_VALUES[name])] for name, i in drawn.items()}
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_a_plan_found_again_is_the_one_the_policy_would_work_out(made):
+    """Whatever policies were made before it, with whatever options, a policy's
+    plan (found again or worked out) is, field by field, the one its own
+    options work out."""
+    for options in made:
+        policy = Policy(**options)
+        assert {field: _shape(getattr(policy.plan, field)) for field in CallPlan.__slots__} == {
+            field: _shape(getattr(policy._work_out(), field)) for field in CallPlan.__slots__
+        }, options
 
 
 def test_a_schedule_of_timeouts_is_iterated_afresh_by_each_policy():
