@@ -447,6 +447,29 @@ def test_a_method_patched_on_a_library_class_after_a_first_policy_is_the_one_a_l
     give_back.assert_called_once_with(quota, quota.retry_cost)
 
 
+def test_a_method_patched_onto_a_library_class_with_create_is_read_while_it_is_there():
+    """A double patched onto the library's class with create=True (a budget's
+    optional give_back, which a TokenBucket has not) is called by a policy
+    made while it is there, and a policy made once it is gone works as before
+    it (a plan kept on the part read the class's methods as they were)."""
+    from backoff_iter import parts
+
+    with mock.patch.dict(parts._AHEAD, clear=True):  # (the class first met below)
+        with mock.patch.object(TokenBucket, "give_back", create=True):
+            assert Policy(budget=TokenBucket(), deadline=1.0).plan.allow_drops
+        assert not Policy(budget=TokenBucket(), deadline=1.0).plan.allow_drops
+    # Patched in after a first policy: a later one, given the same part, gives back.
+    bucket, now = TokenBucket(), [0.0]
+    refusing = CircuitBreaker(0.5, 1, break_duration=1.0, clock=lambda: now[0])
+    with pytest.raises(BrokenCircuitError):  # the first try fails, the retry is refused
+        _loop(budget=bucket, breaker=refusing, on_failure=OSError())
+    now[0] = 5.0  # half-open: the probe goes, fails, and its retry is refused
+    with mock.patch.object(TokenBucket, "give_back", create=True) as give_back:
+        with pytest.raises(BrokenCircuitError):
+            _loop(budget=bucket, breaker=refusing, on_failure=OSError())
+    give_back.assert_called_once()
+
+
 @pytest.mark.parametrize("timeouts", [0, 0.0, [], (), range(0)], ids=repr)
 def test_an_attempt_timeout_of_zero_or_of_no_values_keeps_its_plan_to_itself(timeouts):
     """attempt_timeout=0, or an empty iterable of timeouts (inf: none at all),
