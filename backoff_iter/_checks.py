@@ -410,8 +410,15 @@ def callback(name: str, value: F, arguments: tuple[str, ...]) -> F:
 
 
 def optional_callback(name: str, value: F, arguments: tuple[str, ...]) -> F:
-    """:func:`callback`, or None."""
-    return value if value is None else callback(name, value, arguments)
+    """:func:`callback`, or None (which a value neither callable nor None is
+    told it may be).
+
+    >>> optional_callback("on_result", 5, ("result",))
+    Traceback (most recent call last):
+    ...
+    backoff_iter.ArgumentTypeError: on_result must be callable or None, got 5
+    """
+    return value if value is None else callback(name, optional_function(name, value), arguments)
 
 
 _VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect

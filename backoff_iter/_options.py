@@ -234,7 +234,7 @@ def _callback(*arguments: str) -> Setter:
         # (asked here, the error made only for a function refused: a call less
         # for every policy made, as a fresh loop makes one at each call)
         if value is not None and not (callable(value) and _checks.takes(value, count)):
-            _checks.callback(name, value, arguments)
+            _checks.optional_callback(name, value, arguments)
         own[name] = value
 
     return store

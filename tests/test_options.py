@@ -245,6 +245,22 @@ def test_a_function_that_cannot_take_its_arguments_is_refused_when_the_policy_is
         Policy(**{option: right})
 
 
+@pytest.mark.parametrize(
+    "option", ["on_result", "retry_after", "sleep", "before_sleep", "give_up", "throttled"]
+)
+def test_a_function_option_given_neither_a_function_nor_none_is_told_it_may_be_none(option):
+    """An option that takes a function or None says both when given neither."""
+    for driver in (retrying, aretrying, retry):
+        rejects(lambda d=driver: d([0.1], **{option: 5}), TypeError, option, "callable or None")
+
+
+def test_the_other_optional_functions_given_neither_are_told_they_may_be_none():
+    """resume= and the httpx transport's on_result=, as the drivers' options."""
+    rejects(lambda: retry(resume=5), TypeError, "resume", "callable or None")
+    pytest.importorskip("httpx")
+    rejects(lambda: RetryTransport(on_result=5), TypeError, "on_result", "callable or None")
+
+
 class _Hooks:
     def none(self) -> None:
         pass
