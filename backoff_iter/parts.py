@@ -788,7 +788,7 @@ def kept_plans(value: object) -> tuple[dict[tuple[object, ...], Any], object] | 
     ({}, None)
     """
     kind = type(value)
-    own = vars(kind)
+    own = kind.__dict__  # (not vars(): twice the time)
     ahead = _AHEAD.get(kind)
     if ahead is None or ahead[0] != len(own):
         if "_plans" not in own:  # (declared by the library's own classes only)
