@@ -245,6 +245,59 @@ def test_a_function_that_cannot_take_its_arguments_is_refused_when_the_policy_is
         Policy(**{option: right})
 
 
+async def _answer(*told: object) -> bool:
+    """An async function: what it returns is a coroutine, true."""
+    return False
+
+
+class _AsyncHooks:
+    async def hook(self, *told: object) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(
+    "option", ["on", "on_result", "retry_after", "throttled", "give_up", "clock", "observe"]
+)
+def test_an_async_function_given_where_it_is_never_awaited_is_refused(option):
+    """An async predicate's coroutine, never awaited, was its answer, a true
+    one (every result retried, every failure a throttle), an async give_up or
+    hook never ran, an async retry_after or clock failed at its first call:
+    refused by each driver as the policy is made; an async sleep or
+    before_sleep, awaited by the async loops, is taken (a sync loop refuses it
+    as it calls it)."""
+    for driver in (retrying, aretrying, retry):
+        for function in (_answer, _AsyncHooks().hook):
+            rejects(
+                lambda d=driver, f=function: d([0.1], **{option: f}),
+                TypeError,
+                option,
+                "async function",
+                "never awaited",
+            )
+    for driver in (retrying, aretrying, retry):
+        driver([0.1], sleep=_answer, before_sleep=_AsyncHooks().hook)
+
+
+def test_the_other_functions_never_awaited_are_refused_async():
+    """A part's clock, attempts()'s sleep and the httpx transport's on_result
+    are refused async; resume= may be an async generator function."""
+    from backoff_iter import CubicRateLimiter, RetryBudget, attempts
+
+    for part in (RetryBudget, CircuitBreaker, AdaptiveThrottle, CubicRateLimiter):
+        rejects(lambda p=part: p(clock=_answer), TypeError, "clock", "never awaited")
+    rejects(lambda: attempts([0.1], sleep=_answer), TypeError, "sleep", "never awaited")
+
+    async def stream() -> Any:
+        yield 1
+
+    async def resumed(state: object) -> Any:
+        yield 2
+
+    retry(resume=resumed)(stream)
+    pytest.importorskip("httpx")
+    rejects(lambda: RetryTransport(on_result=_answer), TypeError, "on_result", "never awaited")
+
+
 @pytest.mark.parametrize(
     "option", ["on_result", "retry_after", "sleep", "before_sleep", "give_up", "throttled"]
 )
