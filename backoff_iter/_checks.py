@@ -381,11 +381,14 @@ def optional_function(name: str, value: F) -> F:
     return value
 
 
-def callback(name: str, value: F, arguments: tuple[str, ...]) -> F:
+def callback(name: str, value: F, arguments: tuple[str, ...], awaited: bool = False) -> F:
     """*value* if it is callable with the positional *arguments* (their names,
-    for the error) as far as :func:`takes` can tell; a TypeError naming *name*
-    otherwise - when the policy is made, not when the hook is first called
-    (a give-up hook, in the middle of an outage).
+    for the error) as far as :func:`takes` can tell, and, unless what it
+    returns is *awaited* (a sleep, ``before_sleep`` in the async drivers), no
+    async function (its coroutine, never awaited, would be taken for its
+    answer: a true one); a TypeError naming *name* otherwise - when the policy
+    is made, not when the hook is first called (a give-up hook, in the middle
+    of an outage).
 
     >>> callback("give_up", lambda attempt, outcome: None, ("attempt", "outcome")).__name__
     '<lambda>'
@@ -393,9 +396,22 @@ def callback(name: str, value: F, arguments: tuple[str, ...]) -> F:
     Traceback (most recent call last):
     ...
     backoff_iter.ArgumentTypeError: give_up must take 2 arguments (attempt, outcome), got <lambda>(attempt)
+    >>> async def check(result):
+    ...     return result == 503
+    >>> callback("on_result", check, ("result",))
+    Traceback (most recent call last):
+    ...
+    backoff_iter.ArgumentTypeError: on_result must be a plain function, got the async function check: it is called, never awaited
     """
     function(name, value)
-    if not takes(value, len(arguments)):
+    if not takes(value, len(arguments), awaited):
+        named = getattr(value, "__qualname__", shown(value))
+        if takes(value, len(arguments)):  # it takes them, but answers with a coroutine
+            raise ArgumentTypeError(
+                name,
+                f"{name} must be a plain function, got the async function {named}:"
+                " it is called, never awaited",
+            )
         import inspect  # only for this error
 
         wanted = f"{len(arguments)} argument{'' if len(arguments) == 1 else 's'}"
@@ -403,35 +419,52 @@ def callback(name: str, value: F, arguments: tuple[str, ...]) -> F:
             wanted += f" ({', '.join(arguments)})"
         else:
             wanted = "no arguments"
-        named = getattr(value, "__qualname__", shown(value))
         parameters = inspect.signature(cast("Callable[..., object]", value))
         raise ArgumentTypeError(name, f"{name} must take {wanted}, got {named}{parameters}")
     return value
 
 
-def optional_callback(name: str, value: F, arguments: tuple[str, ...]) -> F:
-    """:func:`callback`, or None."""
-    return value if value is None else callback(name, value, arguments)
+def optional_callback(name: str, value: F, arguments: tuple[str, ...], awaited: bool = False) -> F:
+    """:func:`callback`, or None (which a value neither callable nor None is
+    told it may be).
+
+    >>> optional_callback("on_result", 5, ("result",))
+    Traceback (most recent call last):
+    ...
+    backoff_iter.ArgumentTypeError: on_result must be callable or None, got 5
+    """
+    if value is None:
+        return value
+    return callback(name, optional_function(name, value), arguments, awaited)
 
 
 _VARARGS = 0x04  # inspect.CO_VARARGS, without importing inspect
 
 
-def takes(function: object, count: int) -> bool:
-    """Whether *function* can be called with *count* positional arguments, as
-    far as its code says: a plain Python function, or one bound to an object,
-    is read (without inspect: a policy may be made per call); any other
-    callable (a builtin, a class, a partial, an object with ``__call__``) is
-    taken at its word.
+def takes(function: object, count: int, awaited: bool = True) -> bool:
+    """Whether *function* can be called with *count* positional arguments -
+    and, unless what it returns is *awaited*, is no async function - as far
+    as its code says: a plain Python function, or one bound to an object, is
+    read (without inspect: a policy may be made per call); any other callable
+    (a builtin, a class, a partial, an object with ``__call__``) is taken at
+    its word.
 
     >>> takes(lambda attempt, outcome, delay=0.0: None, 2), takes(lambda: None, 1)
     (True, False)
     >>> takes(lambda *told: None, 3), takes(lambda *, key: None, 0), takes(print, 5)
     (True, False, True)
+    >>> async def sleep(seconds):
+    ...     pass
+    >>> takes(sleep, 1), takes(sleep, 1, awaited=False)
+    (True, False)
     """
     if type(function) is FunctionType:  # the common case at once: as many as given
         code = function.__code__
-        if code.co_argcount == count and not code.co_kwonlyargcount:
+        if (
+            code.co_argcount == count
+            and not code.co_kwonlyargcount
+            and (awaited or not code.co_flags & _ASYNC)
+        ):
             return True
     bound = 0
     if isinstance(function, MethodType):
@@ -440,6 +473,8 @@ def takes(function: object, count: int) -> bool:
     if not isinstance(function, FunctionType):
         return True
     code = function.__code__
+    if not awaited and code.co_flags & _ASYNC:
+        return False
     most = code.co_argcount - bound
     if most < count and not code.co_flags & _VARARGS:
         return False

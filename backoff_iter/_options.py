@@ -226,15 +226,16 @@ def _optional_seconds(name: str, value: object) -> float | None:
     return None if value is None else _checks.seconds(name, value, infinite=True)
 
 
-def _callback(*arguments: str) -> Setter:
-    """A setter of a function called with *arguments* (their names), or None."""
+def _callback(*arguments: str, awaited: bool = False) -> Setter:
+    """A setter of a function called with *arguments* (their names), or None;
+    an async function only if what it returns is *awaited* (in async loops)."""
     count = len(arguments)
 
     def store(own: dict[str, Any], name: str, value: Any) -> None:
         # (asked here, the error made only for a function refused: a call less
         # for every policy made, as a fresh loop makes one at each call)
-        if value is not None and not (callable(value) and _checks.takes(value, count)):
-            _checks.callback(name, value, arguments)
+        if value is not None and not (callable(value) and _checks.takes(value, count, awaited)):
+            _checks.optional_callback(name, value, arguments, awaited)
         own[name] = value
 
     return store
@@ -272,8 +273,8 @@ SETTERS: dict[str, Setter] = {
     "observe": _set(lambda name, value: instrument.hooks(value, name)),
     "deadline": _set(_optional_seconds),
     "clock": _clock,
-    "sleep": _callback("seconds"),
-    "before_sleep": _callback("attempt", "outcome", "delay"),
+    "sleep": _callback("seconds", awaited=True),
+    "before_sleep": _callback("attempt", "outcome", "delay", awaited=True),
     "give_up": _callback("attempt", "outcome"),
     "attempt_timeout": _attempt_timeout,
     "rate_limiter": _set(_part),
@@ -605,7 +606,9 @@ def _kept(
                     plans = kept[0]
                 key = (*key, name, value, kept[1])
         elif name in _OWN_PARTS:
-            if value:  # (a timeout of 0 is refused)
+            # (what they were made into: a timeout of 0, or an empty iterable
+            # of them, is a timeout part too)
+            if own["timeout_part"] is not None or own["parts"]:
                 return None, ()
         else:
             key = (*key, name, not value if name == "observe" else value is None)

@@ -272,7 +272,7 @@ def retry(schedule: Any = None, /, **options: Any) -> Any:
         # over another function: serve both.
         return _either_role(decorated, functools.partial(_decorate, func, options))
     resume = options.pop("resume", None)
-    _checks.optional_callback("resume", resume, ("state",))
+    _checks.optional_callback("resume", resume, ("state",), awaited=True)  # (an async generator)
     timeout_arg = options.pop("timeout_arg", None)
     if timeout_arg is not None:
         if not isinstance(timeout_arg, str) or not timeout_arg.isidentifier():

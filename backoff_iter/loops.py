@@ -36,7 +36,7 @@ def attempts(
     platform can sleep) ends the loop: there is no next attempt.
     """
     if sleep is not None:
-        _checks.callback("sleep", sleep, ("seconds",))
+        _checks.callback("sleep", sleep, ("seconds",))  # (never awaited: a sync loop)
     return _attempts(_checks.iterable("delays", delays), sleep)
 
 

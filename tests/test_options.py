@@ -5,21 +5,28 @@ two agree - so a new option is one field, one default and check, one use."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
+import time
 import weakref
 from pathlib import Path
+from types import FunctionType, MethodType
 from typing import Any
 from unittest import mock
 
 import pytest
 from checks import rejects
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backoff_iter import (
     AdaptiveThrottle,
     BrokenCircuitError,
     CircuitBreaker,
+    CubicRateLimiter,
     DecoratorOptions,
     HedgeOptions,
+    RetryBudget,
     RetryOptions,
     RetryQuota,
     TokenBucket,
@@ -29,7 +36,7 @@ from backoff_iter import (
     retry,
     retrying,
 )
-from backoff_iter._options import SETTERS, Policy
+from backoff_iter._options import SETTERS, CallPlan, Policy
 from backoff_iter.interop import RetryTransport
 from backoff_iter.parts import Part
 
@@ -238,6 +245,75 @@ def test_a_function_that_cannot_take_its_arguments_is_refused_when_the_policy_is
         Policy(**{option: right})
 
 
+async def _answer(*told: object) -> bool:
+    """An async function: what it returns is a coroutine, true."""
+    return False
+
+
+class _AsyncHooks:
+    async def hook(self, *told: object) -> bool:
+        return False
+
+
+@pytest.mark.parametrize(
+    "option", ["on", "on_result", "retry_after", "throttled", "give_up", "clock", "observe"]
+)
+def test_an_async_function_given_where_it_is_never_awaited_is_refused(option):
+    """An async predicate's coroutine, never awaited, was its answer, a true
+    one (every result retried, every failure a throttle), an async give_up or
+    hook never ran, an async retry_after or clock failed at its first call:
+    refused by each driver as the policy is made; an async sleep or
+    before_sleep, awaited by the async loops, is taken (a sync loop refuses it
+    as it calls it)."""
+    for driver in (retrying, aretrying, retry):
+        for function in (_answer, _AsyncHooks().hook):
+            rejects(
+                lambda d=driver, f=function: d([0.1], **{option: f}),
+                TypeError,
+                option,
+                "async function",
+                "never awaited",
+            )
+    for driver in (retrying, aretrying, retry):
+        driver([0.1], sleep=_answer, before_sleep=_AsyncHooks().hook)
+
+
+def test_the_other_functions_never_awaited_are_refused_async():
+    """A part's clock, attempts()'s sleep and the httpx transport's on_result
+    are refused async; resume= may be an async generator function."""
+    from backoff_iter import CubicRateLimiter, RetryBudget, attempts
+
+    for part in (RetryBudget, CircuitBreaker, AdaptiveThrottle, CubicRateLimiter):
+        rejects(lambda p=part: p(clock=_answer), TypeError, "clock", "never awaited")
+    rejects(lambda: attempts([0.1], sleep=_answer), TypeError, "sleep", "never awaited")
+
+    async def stream() -> Any:
+        yield 1
+
+    async def resumed(state: object) -> Any:
+        yield 2
+
+    retry(resume=resumed)(stream)
+    pytest.importorskip("httpx")
+    rejects(lambda: RetryTransport(on_result=_answer), TypeError, "on_result", "never awaited")
+
+
+@pytest.mark.parametrize(
+    "option", ["on_result", "retry_after", "sleep", "before_sleep", "give_up", "throttled"]
+)
+def test_a_function_option_given_neither_a_function_nor_none_is_told_it_may_be_none(option):
+    """An option that takes a function or None says both when given neither."""
+    for driver in (retrying, aretrying, retry):
+        rejects(lambda d=driver: d([0.1], **{option: 5}), TypeError, option, "callable or None")
+
+
+def test_the_other_optional_functions_given_neither_are_told_they_may_be_none():
+    """resume= and the httpx transport's on_result=, as the drivers' options."""
+    rejects(lambda: retry(resume=5), TypeError, "resume", "callable or None")
+    pytest.importorskip("httpx")
+    rejects(lambda: RetryTransport(on_result=5), TypeError, "on_result", "callable or None")
+
+
 class _Hooks:
     def none(self) -> None:
         pass
@@ -438,6 +514,120 @@ def test_a_method_patched_on_a_library_class_after_a_first_policy_is_the_one_a_l
         with pytest.raises(BrokenCircuitError):
             _loop(budget=quota, breaker=refusing, on_failure=OSError())
     give_back.assert_called_once_with(quota, quota.retry_cost)
+
+
+def test_a_method_patched_onto_a_library_class_with_create_is_read_while_it_is_there():
+    """A double patched onto the library's class with create=True (a budget's
+    optional give_back, which a TokenBucket has not) is called by a policy
+    made while it is there, and a policy made once it is gone works as before
+    it (a plan kept on the part read the class's methods as they were)."""
+    from backoff_iter import parts
+
+    with mock.patch.dict(parts._AHEAD, clear=True):  # (the class first met below)
+        with mock.patch.object(TokenBucket, "give_back", create=True):
+            assert Policy(budget=TokenBucket(), deadline=1.0).plan.allow_drops
+        assert not Policy(budget=TokenBucket(), deadline=1.0).plan.allow_drops
+    # Patched in after a first policy: a later one, given the same part, gives back.
+    bucket, now = TokenBucket(), [0.0]
+    refusing = CircuitBreaker(0.5, 1, break_duration=1.0, clock=lambda: now[0])
+    with pytest.raises(BrokenCircuitError):  # the first try fails, the retry is refused
+        _loop(budget=bucket, breaker=refusing, on_failure=OSError())
+    now[0] = 5.0  # half-open: the probe goes, fails, and its retry is refused
+    with mock.patch.object(TokenBucket, "give_back", create=True) as give_back:
+        with pytest.raises(BrokenCircuitError):
+            _loop(budget=bucket, breaker=refusing, on_failure=OSError())
+    give_back.assert_called_once()
+
+
+@pytest.mark.parametrize("timeouts", [0, 0.0, [], (), range(0)], ids=repr)
+def test_an_attempt_timeout_of_zero_or_of_no_values_keeps_its_plan_to_itself(timeouts):
+    """attempt_timeout=0, or an empty iterable of timeouts (inf: none at all),
+    is a timeout part as any other: a loop given it has its attempts' timeout,
+    and a loop given no attempt_timeout made after it has none (its attempts
+    timed out at once after a loop given 0, where they were found one plan)."""
+    seen: list[float | None] = []
+    for options in ({"attempt_timeout": timeouts}, {}, {"attempt_timeout": timeouts}):
+        for attempt in retrying([0.0], on=OSError, deadline=60.0, sleep=_no_sleep, **options):
+            with attempt:
+                seen.append(attempt.timeout)
+    expected = 0.0 if timeouts == 0 else pytest.approx(60.0, abs=1.0)  # (the deadline's)
+    assert seen == [expected, None, expected]
+
+
+def _no_sleep(seconds: float) -> None:
+    pass
+
+
+class _Heard(Part):
+    def after_attempt(self, outcome: Any, kind: str, number: int, spent: float) -> None:
+        pass
+
+
+#: The library's own parts that _plans() gives: two of each kind for some,
+#: a breaker and a throttle to be given to each other's option too.
+_BUCKET, _BREAKER, _THROTTLE = TokenBucket(), CircuitBreaker(), AdaptiveThrottle()
+_LIMITER = CubicRateLimiter()
+
+#: For each option, values that change what a plan is, or do not.
+_VALUES: dict[str, list[Any]] = {
+    "on": [OSError, lambda exception: True],
+    "on_result": [None, _no_op],
+    "retry_after": [None, _no_op],
+    "retry_after_max": [1.0],
+    "retry_after_beyond": [None, 2.0],
+    "budget": [None, _BUCKET, TokenBucket(), RetryBudget(), RetryQuota(), _Heard()],
+    "name": ["fetch"],
+    "observe": [None, [], (), _no_op, [_no_op]],
+    "deadline": [None, 0.0, 1.0, float("inf")],
+    "clock": [time.monotonic, lambda: 0.0],
+    "sleep": [None, _no_sleep],
+    "before_sleep": [None, lambda attempt, outcome, delay: None],
+    "give_up": [None, lambda attempt, outcome: None],
+    "attempt_timeout": [None, 0, 1.0, [], [1.0], range(0)],
+    "rate_limiter": [None, _LIMITER, CubicRateLimiter(), _Heard()],
+    "throttle": [None, _THROTTLE, _BREAKER, AdaptiveThrottle(), _Heard()],
+    "breaker": [None, _BREAKER, _THROTTLE, CircuitBreaker(), _Heard()],
+    "throttled": [None, _no_op],
+    "parts": [None, [], [_Heard()], _Heard()],
+}
+
+
+def _shape(value: Any) -> Any:
+    """What a field of a plan is, comparable between plans made apart: each
+    wrapper the library made of a part as its class and fields, the part
+    itself as it is (each plan wraps its parts anew)."""
+    if isinstance(value, (tuple, list)):
+        return tuple(_shape(each) for each in value)
+    if isinstance(value, MethodType):
+        return value.__func__, _shape(value.__self__)
+    if isinstance(value, functools.partial):
+        return _shape(value.func), _shape(value.args)
+    if type(value).__module__ == "backoff_iter.parts":  # a wrapper, or attempt_timeout's part
+        return type(value), tuple(_shape(getattr(value, name)) for name in type(value).__slots__)
+    if isinstance(value, FunctionType) and value.__closure__:  # (a record of one argument)
+        return value.__code__, tuple(_shape(cell.cell_contents) for cell in value.__closure__)
+    return value
+
+
+@settings(max_examples=100)
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(sorted(_VALUES)), st.integers(0, 5)).map(
+            lambda drawn: {name: _VALUES[name][i % len(_VALUES[name])] for name, i in drawn.items()}
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_a_plan_found_again_is_the_one_the_policy_would_work_out(made):
+    """Whatever policies were made before it, with whatever options, a policy's
+    plan (found again or worked out) is, field by field, the one its own
+    options work out."""
+    for options in made:
+        policy = Policy(**options)
+        assert {field: _shape(getattr(policy.plan, field)) for field in CallPlan.__slots__} == {
+            field: _shape(getattr(policy._work_out(), field)) for field in CallPlan.__slots__
+        }, options
 
 
 def test_a_schedule_of_timeouts_is_iterated_afresh_by_each_policy():
