@@ -505,15 +505,25 @@ def test_a_method_patched_on_a_library_class_after_a_first_policy_is_the_one_a_l
     _loop(breaker=breaker)
     assert breaker.state == "closed"
     # A quota's give_back, bound ahead: a later policy gives back through the patched one.
+    give_back = _given_back_through(
+        quota, mock.patch.object(RetryQuota, "give_back", autospec=True)
+    )
+    give_back.assert_called_once_with(quota, quota.retry_cost)
+
+
+def _given_back_through(budget: Any, patched: Any) -> Any:
+    """Two loops given *budget* and a breaker that refuses each one's retry
+    (the first try fails and opens it; the second loop's probe, half-open,
+    fails too): the first loop makes the plan, the second runs within
+    *patched* (a patch of how the budget gives back), whose mock is returned."""
     now = [0.0]
     refusing = CircuitBreaker(0.5, 1, break_duration=1.0, clock=lambda: now[0])
     with pytest.raises(BrokenCircuitError):  # the first try fails, the retry is refused
-        _loop(budget=quota, breaker=refusing, on_failure=OSError())
+        _loop(budget=budget, breaker=refusing, on_failure=OSError())
     now[0] = 5.0  # half-open: the probe goes, fails, and its retry is refused
-    with mock.patch.object(RetryQuota, "give_back", autospec=True) as give_back:
-        with pytest.raises(BrokenCircuitError):
-            _loop(budget=quota, breaker=refusing, on_failure=OSError())
-    give_back.assert_called_once_with(quota, quota.retry_cost)
+    with patched as given_back, pytest.raises(BrokenCircuitError):
+        _loop(budget=budget, breaker=refusing, on_failure=OSError())
+    return given_back
 
 
 def test_a_method_patched_onto_a_library_class_with_create_is_read_while_it_is_there():
@@ -528,15 +538,8 @@ def test_a_method_patched_onto_a_library_class_with_create_is_read_while_it_is_t
             assert Policy(budget=TokenBucket(), deadline=1.0).plan.allow_drops
         assert not Policy(budget=TokenBucket(), deadline=1.0).plan.allow_drops
     # Patched in after a first policy: a later one, given the same part, gives back.
-    bucket, now = TokenBucket(), [0.0]
-    refusing = CircuitBreaker(0.5, 1, break_duration=1.0, clock=lambda: now[0])
-    with pytest.raises(BrokenCircuitError):  # the first try fails, the retry is refused
-        _loop(budget=bucket, breaker=refusing, on_failure=OSError())
-    now[0] = 5.0  # half-open: the probe goes, fails, and its retry is refused
-    with mock.patch.object(TokenBucket, "give_back", create=True) as give_back:
-        with pytest.raises(BrokenCircuitError):
-            _loop(budget=bucket, breaker=refusing, on_failure=OSError())
-    give_back.assert_called_once()
+    patched = mock.patch.object(TokenBucket, "give_back", create=True)
+    _given_back_through(TokenBucket(), patched).assert_called_once()
 
 
 @pytest.mark.parametrize("timeouts", [0, 0.0, [], (), range(0)], ids=repr)
