@@ -283,6 +283,13 @@ SETTERS: dict[str, Setter] = {
     "throttled": _callback("outcome"),
     "parts": _set(user_parts),
 }
+#: A sync loop's: it never awaits what its sleep or before_sleep returns, so
+#: an async one is refused as the policy is made, not at the first retry.
+SYNC_SETTERS: dict[str, Setter] = {
+    **SETTERS,
+    "sleep": _callback("seconds"),
+    "before_sleep": _callback("attempt", "outcome", "delay"),
+}
 
 
 #: The parts wrapping the options budget=, breaker=, throttle= and rate_limiter=.
@@ -449,6 +456,9 @@ class Policy:
     plan: CallPlan = _BARE  # worked out by _derive(); the bare plan for a policy of defaults
     warned: bool = False  # the endless-schedule warning was given
 
+    #: How the options are checked and stored (a sync loop's refuse an async sleep).
+    setters = SETTERS
+
     def __init__(self, delays: Delays | None = None, **options: Unpack[RetryOptions]) -> None:
         own = self.__dict__
         own.update(_DEFAULTS)
@@ -463,8 +473,9 @@ class Policy:
         if not options:
             return  # every option at its default, and so what it means (the bare plan)
         derives = False  # an option whose meaning _derive works out
+        setters = type(self).setters
         for name, value in options.items():
-            setter = SETTERS.get(name)
+            setter = setters.get(name)
             if setter is None:
                 raise _checks.ArgumentTypeError(name, _unexpected(type(self).__name__, name))
             setter(own, name, value)

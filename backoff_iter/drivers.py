@@ -47,7 +47,7 @@ from ._core import (
     tell_broken,
     tell_refused,
 )
-from ._options import Policy
+from ._options import SYNC_SETTERS, Policy
 from .parts import SUCCESS, succeeded
 
 if TYPE_CHECKING:
@@ -121,6 +121,7 @@ class retrying(Policy, Iterable[Attempt]):
     """
 
     __slots__ = ()
+    setters = SYNC_SETTERS  # its sleep and before_sleep are never awaited
 
     if TYPE_CHECKING:
 

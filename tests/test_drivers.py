@@ -766,6 +766,30 @@ def test_retry_over_a_sync_function_refuses_an_async_sleep_or_before_sleep_at_de
     assert retry([1.0], sleep=lambda s: None, before_sleep=print)(fetch)() == "ok"
 
 
+def test_a_sync_loop_refuses_an_async_sleep_or_before_sleep_as_it_is_made():
+    """retrying(sleep=asyncio.sleep) - a sync loop, which never awaits it - is
+    refused when the loop is made, naming the option (it was refused at the
+    first retry: in an outage); aretrying takes both, and awaits them."""
+    import asyncio
+
+    async def before_sleep(attempt, outcome, delay):
+        told.append(delay)
+
+    for option, hook in (("sleep", asyncio.sleep), ("before_sleep", before_sleep)):
+        rejects(lambda o=option, h=hook: retrying([1.0], **{o: h}), TypeError, option, "async")
+    told: list[float] = []
+
+    async def main() -> int:
+        async for attempt in aretrying([0.0], on=OSError, before_sleep=before_sleep):
+            async with attempt:
+                if attempt.number == 1:
+                    raise OSError
+                return attempt.number
+        raise AssertionError
+
+    assert asyncio.run(main()) == 2 and told == [0.0]
+
+
 def test_attempts_and_the_drivers_obey_a_patched_time_sleep(monkeypatch):
     """time.sleep is looked up at each sleep by attempts() and by every sync driver."""
     slept = []
