@@ -263,8 +263,8 @@ def test_an_async_function_given_where_it_is_never_awaited_is_refused(option):
     one (every result retried, every failure a throttle), an async give_up or
     hook never ran, an async retry_after or clock failed at its first call:
     refused by each driver as the policy is made; an async sleep or
-    before_sleep, awaited by the async loops, is taken (a sync loop refuses it
-    as it calls it)."""
+    before_sleep, awaited by the async loops, is taken (a sync retrying() loop
+    refuses it as it is made, @retry over a plain function as it decorates)."""
     for driver in (retrying, aretrying, retry):
         for function in (_answer, _AsyncHooks().hook):
             rejects(
@@ -274,7 +274,7 @@ def test_an_async_function_given_where_it_is_never_awaited_is_refused(option):
                 "async function",
                 "never awaited",
             )
-    for driver in (retrying, aretrying, retry):
+    for driver in (aretrying, retry):
         driver([0.1], sleep=_answer, before_sleep=_AsyncHooks().hook)
 
 
