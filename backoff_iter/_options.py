@@ -610,7 +610,7 @@ def _kept(
         value = own[name]
         if name in _PART_OPTIONS:
             if value is not None:
-                kept = kept_plans(value)
+                kept = kept_plans(value, plans is None)  # (kept on the first part only)
                 if kept is None:
                     return None, ()
                 if plans is None:

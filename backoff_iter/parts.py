@@ -770,7 +770,9 @@ _AHEAD: dict[type, tuple[int, Callable[[type], object] | None]] = {}
 _MOST_KEPT = 16
 
 
-def kept_plans(value: object) -> tuple[dict[tuple[object, ...], Any], object] | None:
+def kept_plans(
+    value: object, here: bool = True
+) -> tuple[dict[tuple[object, ...], Any] | None, object] | None:
     """Where the plans of the policies given *value* are kept for the policies
     made after them, and what of its class a plan depends on: for one of the
     library's own budgets, breakers, throttles and rate limiters (of its very
@@ -778,6 +780,8 @@ def kept_plans(value: object) -> tuple[dict[tuple[object, ...], Any], object] | 
     dict on the part itself, and the functions of its class that a wrapper
     binds ahead - a method patched on the class later is then part of a new
     plan's key.  None for any other object: each policy works out its own plan.
+    Unless the plans are kept *here* (on the first of a policy's parts, not
+    the others), no dict is made on the part: None in its place.
 
     A plan kept on its part holds the part (a cycle: the part is collected
     once nothing else holds it, by the garbage collector).
@@ -786,6 +790,8 @@ def kept_plans(value: object) -> tuple[dict[tuple[object, ...], Any], object] | 
     >>> plans, ahead = kept_plans(TokenBucket())
     >>> plans, kept_plans(object())
     ({}, None)
+    >>> kept_plans(TokenBucket(), here=False)[0] is None
+    True
     """
     kind = type(value)
     own = kind.__dict__  # (not vars(): twice the time)
@@ -795,6 +801,9 @@ def kept_plans(value: object) -> tuple[dict[tuple[object, ...], Any], object] | 
             return None
         names = [name for name in _READ_AHEAD if name in own]
         ahead = _AHEAD[kind] = len(own), (operator.attrgetter(*names) if names else None)
+    reads = None if ahead[1] is None else ahead[1](kind)
+    if not here:
+        return None, reads
     plans: dict[tuple[object, ...], Any]
     try:
         plans = value._plans  # type: ignore[attr-defined]
@@ -802,7 +811,7 @@ def kept_plans(value: object) -> tuple[dict[tuple[object, ...], Any], object] | 
         plans = value._plans = {}  # type: ignore[attr-defined]
     if len(plans) >= _MOST_KEPT:
         plans.clear()
-    return plans, (None if ahead[1] is None else ahead[1](kind))
+    return plans, reads
 
 
 def check_part(name: str, value: object) -> None:

@@ -469,6 +469,18 @@ def test_the_plans_kept_are_bounded():
     assert len(_options._PLANS_OF_NO_PART) > 1 and len(bucket._plans) > 1  # type: ignore[attr-defined]
 
 
+def test_a_plan_is_kept_on_the_first_of_its_parts_and_nothing_on_the_others():
+    """The parts after the first hold no dict of plans: only the first keeps
+    them, and a part first met second keeps them once it comes first."""
+    bucket, breaker = TokenBucket(), CircuitBreaker()
+    plan = Policy(budget=bucket, breaker=breaker).plan
+    assert Policy(budget=bucket, breaker=breaker).plan is plan
+    assert list(bucket._plans.values()) == [plan]  # type: ignore[attr-defined]
+    assert not hasattr(breaker, "_plans")  # (an empty slot)
+    alone = Policy(breaker=breaker).plan
+    assert list(breaker._plans.values()) == [alone]  # type: ignore[attr-defined]
+
+
 def _no_op(event: object) -> None:
     pass
 
