@@ -8,13 +8,14 @@ and ours (given ``sleep=``) all pay only for their own logic.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from itertools import islice
 from typing import Any, Callable
 
-from timing import ns_per_call
+from timing import ainterleaved, arepeated, interleaved, repeated
 
 import backoff_iter
 
@@ -177,19 +178,33 @@ def contenders(operation: Callable[[], int]) -> dict[str, Callable[[], int]]:
 
 
 def overhead(calls: int, repeats: int) -> list[tuple[str, float, float]]:
-    """(name, ns per successful call, ns per retry) for every contender."""
-    rows = []
+    """(name, ns per successful call, ns per retry) for every contender, the
+    contenders timed in turn in each of *repeats* rounds (a noisy neighbour
+    slows them alike; the best round of each is kept)."""
     with _sleep_is_free():
         succeed = contenders(Flaky(0))
         retried = contenders(Flaky(RETRIES))
-        for name, call in succeed.items():
-            success = ns_per_call(call, calls, repeats)
-            if name.startswith("bare"):
-                rows.append((name, success, float("nan")))
-                continue
-            with_retries = ns_per_call(retried[name], max(1, calls // RETRIES), repeats)
-            rows.append((name, success, (with_retries - success) / RETRIES))
-    return rows
+        n = max(1, calls // RETRIES)
+        success = interleaved(
+            {name: repeated(call, calls) for name, call in succeed.items()}, calls, repeats
+        )
+        with_retries = interleaved(
+            {name: repeated(retried[name], n) for name in succeed if not name.startswith("bare")},
+            n,
+            repeats,
+        )
+    return _rows(success, with_retries)
+
+
+def _rows(
+    success: dict[str, float], with_retries: dict[str, float]
+) -> list[tuple[str, float, float]]:
+    """(name, ns per successful call, ns per retry), in the contenders' order;
+    NaN per retry for a bare call, which never retries."""
+    return [
+        (name, ns, (with_retries[name] - ns) / RETRIES if name in with_retries else math.nan)
+        for name, ns in success.items()
+    ]
 
 
 def async_forms(
@@ -248,35 +263,18 @@ def async_overhead(calls: int, repeats: int) -> list[tuple[str, float, float]]:
     async def measure() -> list[tuple[str, float, float]]:
         succeed = await _async_contenders(flaky_async(0))
         retried = await _async_contenders(flaky_async(RETRIES))
-        rows = []
-        for name, call in succeed.items():
-            success = await _ns_per_await(call, calls, repeats)
-            if name.startswith("bare"):
-                rows.append((name, success, float("nan")))
-                continue
-            with_retries = await _ns_per_await(retried[name], max(1, calls // RETRIES), repeats)
-            rows.append((name, success, (with_retries - success) / RETRIES))
-        return rows
+        n = max(1, calls // RETRIES)
+        success = await ainterleaved(
+            {name: arepeated(call, calls) for name, call in succeed.items()}, calls, repeats
+        )
+        with_retries = await ainterleaved(
+            {name: arepeated(retried[name], n) for name in succeed if not name.startswith("bare")},
+            n,
+            repeats,
+        )
+        return _rows(success, with_retries)
 
     return asyncio.run(measure())
-
-
-async def _ns_per_await(
-    call: Callable[[], Coroutine[Any, Any, int]], n: int, repeats: int
-) -> float:
-    import gc
-
-    best = float("inf")
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            start = time.perf_counter_ns()
-            for _ in range(n):
-                await call()
-            best = min(best, time.perf_counter_ns() - start)
-    finally:
-        gc.enable()
-    return best / n
 
 
 __all__: list[Any] = ["async_overhead", "overhead"]

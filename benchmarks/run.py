@@ -307,7 +307,8 @@ def report(
         f"**Retry drivers**: ns per successful call, and ns per retry ({drivers.RETRIES}"
         " failures, then success; sleep is a no-op). The delays come from a factory"
         " (``lambda: islice(constant(0), 10)``), as the guides write it. *overhead*"
-        " is over the bare call; *per retry* is compared with the hand-written loop's.",
+        " is over the bare call; *per retry* is compared with the hand-written loop's."
+        " The contenders are timed in turn, round after round, and each keeps its best.",
         "",
     ]
     out += driver_table(drivers.overhead(calls, repeats), SYNC_GOALS)

@@ -42,16 +42,6 @@ def ns_per_value(make: Callable[[], Iterator[float]], n: int, repeats: int) -> f
     return best_ns(run, n, repeats)
 
 
-def ns_per_call(call: Callable[[], object], n: int, repeats: int) -> float:
-    """Nanoseconds per call of a zero-argument function."""
-
-    def run() -> None:
-        for _ in range(n):
-            call()
-
-    return best_ns(run, n, repeats)
-
-
 def interleaved(runs: dict[str, Callable[[], object]], units: int, rounds: int) -> dict[str, float]:
     """ns per unit of each run, the best of *rounds* rounds that time every run in
     turn: a noisy neighbour (this machine is shared) slows them all alike, and
