@@ -5,6 +5,7 @@
     python benchmarks/run.py --rst docs/benchmarks.rst   # the docs' tables
     python benchmarks/run.py --save 3.13.json            # keep this run's targets
     python benchmarks/run.py --rst docs/benchmarks.rst --others 3.9.json 3.13.json
+    python benchmarks/run.py --rst docs/benchmarks.rst --readme README.rst   # and the README's
 
 The first table, every target of issue 28 ("pay only for what you use"),
 is ``benchmarks/costs.py``; ``--save`` writes its rows as JSON, and
@@ -13,6 +14,9 @@ is ``benchmarks/costs.py``; ``--save`` writes its rows as JSON, and
 is not installed is left out of the tables.  ``--rst FILE`` writes the tables
 as reStructuredText: between the ``.. benchmark-start`` and
 ``.. benchmark-end`` lines if FILE has them, else as the whole file.
+``--readme FILE`` writes the targets this run missed, each with its figure
+and where its time goes, between FILE's ``.. speed-start`` and
+``.. speed-end`` lines (which it must have).
 """
 
 from __future__ import annotations
@@ -222,6 +226,27 @@ def costs_section(rows: list[costs.Row], others: Sequence[dict[str, object]]) ->
         lines.append(cells)
     out += table(["path", "target", platform.python_version(), *versions], lines)
     return out
+
+
+def missed_section(rows: list[costs.Row]) -> list[str]:
+    """The targets this run missed, each with its figure and where its time goes
+    (the README's table), after the run's machine and versions."""
+    missed = [
+        [row.path, row.reference, row.measured, row.target, row.where or "—"]
+        for row in rows
+        if not row.met
+    ]
+    out = [
+        "Written by ``python benchmarks/run.py --readme README.rst``, in the run whose"
+        " tables the benchmarks page shows.",
+        "",
+        *environment(),
+        "",
+    ]
+    if not missed:
+        return [*out, "Every target was met."]
+    header = ["path", "against", "measured", "target", "where the time goes"]
+    return out + table(header, missed)
 
 
 def save(path: str, rows: list[costs.Row]) -> None:
@@ -469,9 +494,17 @@ def report(
     return out, found
 
 
-def write_rst(path: str, lines: list[str]) -> None:
+def write_rst(
+    path: str,
+    lines: list[str],
+    start: str = ".. benchmark-start",
+    end: str = ".. benchmark-end",
+    marked: bool = False,
+) -> None:
+    """Write *lines* into *path* between its *start* and *end* lines, or as the
+    whole file if it has none - unless the markers must be there (*marked*):
+    then a file without them is left alone and a SystemExit says so."""
     text = "\n".join(lines) + "\n"
-    start, end = ".. benchmark-start", ".. benchmark-end"
     try:
         with open(path, encoding="utf-8") as existing:
             current = existing.read()
@@ -481,6 +514,8 @@ def write_rst(path: str, lines: list[str]) -> None:
         head, rest = current.split(start, 1)
         _, tail = rest.split(end, 1)
         text = f"{head}{start}\n\n{text}\n{end}{tail}"
+    elif marked:
+        raise SystemExit(f"{path} has no {start!r} and {end!r} lines to write between")
     with open(path, "w", encoding="utf-8") as target:
         target.write(text)
 
@@ -490,6 +525,9 @@ def main(argv: Sequence[str] = ()) -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run, under 30 s")
     parser.add_argument("--rst", metavar="FILE", help="also write the tables as reST")
     parser.add_argument("--save", metavar="FILE", help="also write the targets' rows as JSON")
+    parser.add_argument(
+        "--readme", metavar="FILE", help="also write the missed targets into FILE's marked block"
+    )
     parser.add_argument(
         "--others", metavar="FILE", nargs="+", default=[], help="saved runs to show beside"
     )
@@ -505,6 +543,8 @@ def main(argv: Sequence[str] = ()) -> int:
         write_rst(args.rst, lines)
     if args.save:
         save(args.save, found)
+    if args.readme:
+        write_rst(args.readme, missed_section(found), ".. speed-start", ".. speed-end", True)
     return 0
 
 

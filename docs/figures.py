@@ -35,10 +35,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 START, END = ".. figures-start:", ".. figures-end"
-#: Sections other runners write: benchmarks/run.py --rst docs/benchmarks.rst, and
-#: tests/mutation/mutate.py --table (CONTRIBUTING's mutation record).
+#: Sections other runners write: benchmarks/run.py --rst docs/benchmarks.rst (and
+#: --readme README.rst), and tests/mutation/mutate.py --table (CONTRIBUTING's
+#: mutation record).
 WRITTEN_ELSEWHERE = [
     (".. benchmark-start", ".. benchmark-end"),
+    (".. speed-start", ".. speed-end"),
     (".. mutation-start", ".. mutation-end"),
 ]
 RULE = re.compile(r"^=+( +=+)+$")  # a simple table's rule: two columns or more

@@ -40,8 +40,18 @@ def rows(out):
 def test_quick_benchmark_prints_every_row(tmp_path):
     """Every strategy, every installed peer, every driver and the reST output appear as table rows."""
     rst = tmp_path / "bench.rst"
+    readme = tmp_path / "README.rst"
+    readme.write_text("Intro\n\n.. speed-start\n\n.. speed-end\n\nMore\n")
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--rst", str(rst)],
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "run.py"),
+            "--quick",
+            "--rst",
+            str(rst),
+            "--readme",
+            str(readme),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -86,6 +96,14 @@ def test_quick_benchmark_prints_every_row(tmp_path):
     # What the run printed, from its first line: under CI's coverage a worker of the
     # study may print coverage's own warning before it.
     assert rst.read_text() == out[out.index("Machine:") :]
+    # --readme: the targets the first table says were missed, and only those.
+    first = out[out.index("**Pay only for what you use**") :].split("\n\n", 2)[1]
+    missed = {path for (_, path), cells in rows(first).items() if cells[-1].startswith("MISSED")}
+    written = readme.read_text()
+    assert written.startswith("Intro\n\n.. speed-start\n") and written.endswith(
+        ".. speed-end\n\nMore\n"
+    )
+    assert {path for _, path in rows(written)} == missed
 
 
 def test_before_and_after_times_every_form_of_both_commits():
@@ -145,6 +163,46 @@ def test_rst_output_replaces_only_the_marked_section(tmp_path):
     assert target.read_text() == (
         "intro\n.. benchmark-start\n\nnew table\n\n.. benchmark-end\noutro\n"
     )
+
+
+def _run_module():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import run
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return run
+
+
+def test_the_readme_block_lists_the_missed_targets_only_with_where_their_time_goes():
+    """--readme writes the rows the run missed (path, reference, figure, target, where),
+    after the machine and versions; a run that met every target says so."""
+    run = _run_module()
+    import costs
+
+    met = costs.Row("fast path", "hand", 1.0, 1.0, "x", 2.0)
+    missed = costs.Row("slow path", "google", 3.0, 1.0, "x", 2.0, where="_core.py:decide 40%")
+    lines = run.missed_section([met, missed])
+    assert lines[0].startswith("Written by ``python benchmarks/run.py --readme README.rst``")
+    assert any(line.startswith("Machine:") for line in lines)
+    assert rows("\n".join(lines)) == {
+        ("path", "slow path"): ["google", "3.00x", "<= 2x", "_core.py:decide 40%"]
+    }
+    assert run.missed_section([met])[-1] == "Every target was met."
+
+
+def test_the_readme_block_is_written_between_its_markers_or_not_at_all(tmp_path):
+    """A file without the markers is left alone (not overwritten whole, as --rst may)."""
+    run = _run_module()
+    plain = tmp_path / "README.rst"
+    plain.write_text("The README\n")
+    with pytest.raises(SystemExit, match="speed-start"):
+        run.write_rst(str(plain), ["table"], ".. speed-start", ".. speed-end", True)
+    assert plain.read_text() == "The README\n"
+    text = (ROOT / "README.rst").read_text(encoding="utf-8")
+    assert text.count(".. speed-start") == 1 and text.count(".. speed-end") == 1
+    assert text.index(".. speed-start") < text.index(".. speed-end")
+    assert "--readme README.rst" in run.__doc__
 
 
 def test_the_benchmarks_page_marks_the_one_section_that_run_py_rewrites():
