@@ -109,8 +109,13 @@ def wait(name: str, value: object) -> float:
     an integer beyond floats included).  A non-number is an
     ``ArgumentTypeError``, a negative or NaN one an ``ArgumentValueError``,
     each naming *name*; never an ``OverflowError``."""
-    if isinstance(value, float) and 0.0 <= value <= LONGEST:
-        return value + 0.0  # a float subclass (numpy's) as a float
+    if isinstance(value, float):
+        if value.__class__ is not float:
+            # A float subclass (numpy's float64) as the float it holds: numpy's + 0.0
+            # is numpy's again, and a subclass's own comparisons may say anything.
+            value = float.__float__(value)
+        if 0.0 <= value <= LONGEST:
+            return value + 0.0  # (-0.0 as 0.0)
     if (not isinstance(value, (int, float)) or isinstance(value, bool)) and not is_real(value):
         raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {shown(value)}")
     try:

@@ -936,6 +936,43 @@ def test_every_real_number_is_slept_as_a_float(run):
     assert math.copysign(1.0, time.slept[-1]) == 1.0  # Decimal("-0") as 0.0, not -0.0
 
 
+class Boasting(float):
+    """A float subclass whose own comparisons and conversion say anything."""
+
+    def __float__(self):
+        raise LookupError("not asked")
+
+    def __le__(self, other):
+        return True
+
+    def __ge__(self, other):
+        return True
+
+
+@each_driver
+def test_a_float_subclass_delay_or_hint_is_slept_as_the_plain_float_it_holds(run):
+    """numpy's float64, from the delays or a retry_after hint, reaches sleep as a float (its + 0.0
+    was numpy's again); a subclass's own comparisons are not asked: -1 held is refused."""
+    import numpy  # (matplotlib's, of the test extra)
+
+    time = FakeTime()
+    hints = iter([None, numpy.float64(3.0)])
+    delays = [numpy.float64(0.5), Boasting(0.25), numpy.float64(-0.0)]
+    run(
+        iter(delays),
+        Operation([OSError()] * 3),
+        time,
+        retry_after=lambda outcome: next(hints, None),
+    )
+    assert time.slept == [0.5, 3.0, 0.0]
+    assert [type(d) for d in time.slept] == [float] * 3
+    assert math.copysign(1.0, time.slept[-1]) == 1.0
+    error = OSError("real")
+    with pytest.raises(ValueError, match="delays") as raised:
+        run(iter([Boasting(-1.0)]), Operation([error]), FakeTime())
+    assert raised.value.__context__ is error
+
+
 @each_driver
 def test_errors_of_hooks_sleep_and_delays_keep_the_failure_as_context(run):
     """before_sleep, sleep or the delays raising: the new error's __context__ is the real failure."""
