@@ -78,6 +78,8 @@ def number(name: str, value: object, *, endless: bool = False) -> float:
         raise ArgumentValueError(name, f"{name} is too large for a float, got {got}") from None
     except ValueError:  # Decimal('sNaN')
         raise ArgumentValueError(name, f"{name} must be a number, got {short(value)}") from None
+    except Exception as error:  # a number of the caller's whose own __float__ broke
+        raise unconvertible(name, value, error, "be a real number") from error
 
 
 def is_real(value: object) -> bool:
@@ -124,11 +126,32 @@ def wait(name: str, value: object) -> float:
         result = math.inf if value > 0 else -math.inf  # type: ignore[operator]
     except ValueError:  # Decimal('sNaN')
         result = math.nan
+    except Exception as error:  # a number of the user's whose own __float__ broke
+        raise unconvertible(name, value, error, "give numbers of seconds") from error
     if not result >= 0.0:
         raise ArgumentValueError(
             name, f"{name} must give non-negative numbers of seconds, got {short(value)}"
         )
     return result + 0.0 if result <= LONGEST else math.inf  # (-0.0 as 0.0)
+
+
+def unconvertible(name: str, value: object, error: Exception, wanted: str) -> ArgumentTypeError:
+    """The error naming *name* for a *value* that says it is a real number but
+    whose ``float()`` raised *error*: the caller's bad argument, not our crash.
+
+    >>> class Broken(float):
+    ...     def __float__(self):
+    ...         raise LookupError("no value")
+    >>> number("base", Broken(1.0))
+    Traceback (most recent call last):
+    ...
+    backoff_iter.ArgumentTypeError: base must be a real number, got 1.0, whose float() raised LookupError: no value
+    """
+    return ArgumentTypeError(
+        name,
+        f"{name} must {wanted}, got {short(value)}, whose float() raised"
+        f" {error.__class__.__name__}: {error}",
+    )
 
 
 def short(value: object, most: int = 60) -> str:

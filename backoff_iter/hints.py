@@ -195,6 +195,8 @@ def _moment(now: object) -> float:
         return math.inf if now > 0 else -math.inf  # type: ignore[operator]
     except ValueError:  # Decimal('sNaN')
         return math.nan
+    except Exception as error:  # a number of the caller's whose own __float__ broke
+        raise _checks.unconvertible("now", now, error, "be a real number") from error
 
 
 def _epoch(match: re.Match[str], *, two_digit_year: bool, now: float) -> float | None:

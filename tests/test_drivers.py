@@ -974,6 +974,25 @@ def test_a_float_subclass_delay_or_hint_is_slept_as_the_plain_float_it_holds(run
 
 
 @each_driver
+def test_a_delay_whose_own_float_raises_is_a_type_error_naming_delays(run):
+    """A Decimal (or any number) of the user's delays whose float() raises: TypeError naming
+    delays and what broke, its error the cause, the retried failure further down the chain."""
+    from decimal import Decimal
+
+    class UnreadableDecimal(Decimal):
+        def __float__(self):
+            raise LookupError("no float here")
+
+    error = OSError("real")
+    with pytest.raises(TypeError, match=r"delays.*LookupError: no float here") as raised:
+        run(iter([UnreadableDecimal("0.5")]), Operation([error]), FakeTime())
+    assert isinstance(raised.value.__cause__, LookupError)
+    assert raised.value.__cause__.__context__ is error
+    with pytest.raises(TypeError, match="delays"):  # a list: when the policy is made
+        retrying([UnreadableDecimal("0.5")])
+
+
+@each_driver
 def test_errors_of_hooks_sleep_and_delays_keep_the_failure_as_context(run):
     """before_sleep, sleep or the delays raising: the new error's __context__ is the real failure."""
 

@@ -147,6 +147,17 @@ def test_a_bad_now_is_the_callers_error():
     rejects(lambda: parse_retry_after("5", now="today"), TypeError, "now", "'today'")
 
 
+def test_a_now_whose_own_float_raises_is_the_callers_error():
+    """now= a Fraction whose float() raises: a TypeError naming now and what broke."""
+    from fractions import Fraction
+
+    class Unreadable(Fraction):
+        def __float__(self):
+            raise LookupError("no float here")
+
+    rejects(lambda: parse_retry_after("5", now=Unreadable(3)), TypeError, "now", "LookupError")
+
+
 @pytest.mark.parametrize("now", [math.inf, -math.inf, math.nan])
 def test_a_date_against_a_clock_that_is_no_number_gives_none(now):
     """now= inf, -inf or NaN: no moment to measure a date from, so no hint (seconds still are)."""

@@ -572,6 +572,31 @@ def test_bad_arguments_raise_at_the_call_naming_parameter_and_value(strategy, kw
     rejects(lambda: strategy(**kwargs), error, name, repr(kwargs[name]))
 
 
+class Unreadable(Decimal):
+    """A Decimal whose own float() breaks."""
+
+    def __float__(self):
+        raise LookupError("no float here")
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: exponential(Unreadable("0.5")), "base"),
+        (lambda: linear(1.0, Unreadable("2")), "step"),
+        (lambda: decorrelated(1.0, cap=Unreadable("9")), "cap"),
+        (lambda: constant(Unreadable("1")), "delay"),
+    ],
+)
+def test_a_number_whose_own_float_raises_is_refused_naming_the_parameter(call, name):
+    """A real number whose float() raises is the caller's bad argument: a TypeError naming the
+    parameter, the value and what broke (its error the cause), as the strategy is made."""
+    rejects(call, TypeError, name, "Decimal(", "LookupError: no float here")
+    with pytest.raises(TypeError) as raised:
+        call()
+    assert isinstance(raised.value.__cause__, LookupError)
+
+
 def test_numbers_of_other_types_are_accepted_as_floats():
     """ints, Fractions and Decimals-like Reals work; the delays are floats."""
     from fractions import Fraction
