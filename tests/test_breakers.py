@@ -521,6 +521,23 @@ def test_broken_circuit_error_is_its_own_exception_with_retry_after():
     assert again.retry_after == 4.5 and str(again) == str(error)
 
 
+def test_broken_circuit_error_made_by_hand_says_open_and_a_half_open_one_pickles_as_such():
+    """BrokenCircuitError(4.5) is an open circuit's refusal; a refusal while the probe is out
+    says so, and says it again once unpickled (as a worker process re-raises it)."""
+    assert (
+        str(BrokenCircuitError(4.5)) == "the circuit is open: calls are refused for another 4.5 s"
+    )
+    breaker, clock = opened()
+    clock.now = 5.0
+    breaker.check()  # the probe goes
+    error = refused(breaker)
+    assert str(error) == (
+        "the circuit is half open, its probe still out: calls are refused for another 5 s"
+    )
+    again = pickle.loads(pickle.dumps(error))
+    assert str(again) == str(error) and again.retry_after == 5.0
+
+
 def test_repr_shows_the_options_and_the_state():
     """repr names the options as given and the state now."""
     breaker, _ = opened()
@@ -528,6 +545,13 @@ def test_repr_shows_the_options_and_the_state():
         "CircuitBreaker(failure_ratio=0.5, minimum_throughput=2, sampling_duration=30.0,"
         " break_duration=5.0) open"
     )
+
+
+class NoIterator:
+    """An iterable by its look (it has __iter__) whose __iter__ returns no iterator."""
+
+    def __iter__(self):
+        return 5
 
 
 @pytest.mark.parametrize(
@@ -552,6 +576,7 @@ def test_repr_shows_the_options_and_the_state():
         (lambda: CircuitBreaker(break_duration=["5"]), TypeError, "break_duration"),
         (lambda: CircuitBreaker(break_duration=lambda: 5), TypeError, "break_duration"),
         (lambda: CircuitBreaker(break_duration=lambda: iter(())), ValueError, "break_duration"),
+        (lambda: CircuitBreaker(break_duration=NoIterator()), TypeError, "break_duration"),
         (lambda: CircuitBreaker(clock=1), TypeError, "clock"),
     ],
 )
@@ -577,6 +602,17 @@ def test_a_refusal_carries_the_failure_that_opened_the_circuit_as_its_cause():
     cause = refused(breaker).__cause__
     assert isinstance(cause, ConnectionResetError) and cause.args == (104, "reset by peer")
     assert cause is not failure and cause.__traceback__ is None
+
+
+def test_a_failed_probe_makes_its_own_failure_the_cause_of_the_refusals_after_it():
+    """Opened by one failure, reopened by the probe's: the next refusal's cause is the probe's failure."""
+    breaker, clock = opened()  # opened with no failure told: no cause
+    assert refused(breaker).__cause__ is None
+    clock.now = 5.0
+    breaker.check()  # the probe
+    breaker.record(False, TimeoutError("the probe timed out"))
+    cause = refused(breaker).__cause__
+    assert isinstance(cause, TimeoutError) and cause.args == ("the probe timed out",)
 
 
 def test_a_call_refused_after_its_own_failure_has_that_failure_as_cause():

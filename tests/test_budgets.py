@@ -379,13 +379,76 @@ def test_a_ratio_that_fills_the_bucket_fills_it_with_one_success():
     assert bucket.tokens == 10.0
 
 
-def test_a_ratio_of_1000_or_more_need_not_be_whole_thousandths():
-    """token_ratio=2500.0005 fills any bucket with one success: no thousandths to count, no error."""
-    bucket = TokenBucket(max_tokens=10, token_ratio=2500.0005)
+@pytest.mark.parametrize("token_ratio", [1000.0005, 2500.0005])
+def test_a_ratio_of_1000_or_more_need_not_be_whole_thousandths(token_ratio):
+    """token_ratio=1000.0005 or 2500.0005 fills any bucket with one success: no thousandths
+    to count, no error."""
+    bucket = TokenBucket(max_tokens=10, token_ratio=token_ratio)
     for _ in range(10):
         bucket.record_failure(True)
     bucket.record_success(True)
     assert bucket.tokens == 10.0
+
+
+def test_a_failure_leaves_what_the_bucket_holds_above_one_token():
+    """2.001 tokens less two failures leave 0.001: only a failure beyond empty is clamped to 0."""
+    bucket = TokenBucket(max_tokens=2.001, token_ratio=0.1)
+    bucket.record_failure(True)
+    bucket.record_failure(False)
+    assert bucket.tokens == 0.001
+    bucket.record_failure(False)
+    assert bucket.tokens == 0.0
+
+
+def test_the_defaults_are_the_documented_ones():
+    """TokenBucket(): 10 tokens, a success adds 0.1; RetryBudget(): a reserve of 10 a second
+    over 10 s, 100 retries with no call; both read back as given."""
+    bucket = TokenBucket()
+    assert (bucket.max_tokens, bucket.token_ratio, bucket.tokens) == (10.0, 0.1, 10.0)
+    bucket.record_failure(True)
+    bucket.record_success(True)
+    assert bucket.tokens == 9.1
+    budget = RetryBudget(clock=lambda: 0.0)
+    assert (budget.ratio, budget.min_per_second, budget.window) == (0.2, 10.0, 10.0)
+    assert sum(budget.try_retry(None) for _ in range(101)) == 100
+
+
+def test_the_options_read_back_as_floats_and_repr_shows_them():
+    """Each budget's attributes are its arguments as floats (None for a timeout_cost not
+    given), and repr shows them."""
+    bucket = TokenBucket(max_tokens=4, token_ratio=0.5)
+    assert (bucket.max_tokens, bucket.token_ratio) == (4.0, 0.5)
+    assert repr(bucket) == "TokenBucket(max_tokens=4.0, token_ratio=0.5) with 4.0 tokens"
+    budget = RetryBudget(ratio=0.5, min_per_second=0, window=2.5)
+    assert (budget.ratio, budget.min_per_second, budget.window) == (0.5, 0.0, 2.5)
+    assert repr(budget) == "RetryBudget(ratio=0.5, min_per_second=0.0, window=2.5)"
+    assert RetryQuota().timeout_cost is None
+    quota = RetryQuota(retry_cost=5, throttle_cost=5, timeout_cost=10)
+    assert quota.timeout_cost == 10.0
+    assert repr(quota) == (
+        "RetryQuota(capacity=500.0, retry_cost=5.0, throttle_cost=5.0, success_refund=1.0,"
+        " timeout_cost=10.0) with 500.0 available"
+    )
+
+
+def test_the_smallest_sizes_are_taken():
+    """A thousandth is the least capacity and cost, 0 the least refund, 1000 the most ratio."""
+    quota = RetryQuota(
+        capacity=0.001, retry_cost=0.001, throttle_cost=0.001, timeout_cost=0.001, success_refund=0
+    )
+    assert quota.try_retry(TimeoutError()) == 0.001 and quota.try_retry(None) == 0.0
+    quota.record_success(True)  # a refund of 0
+    assert quota.available == 0.0
+    assert RetryBudget(ratio=1000).ratio == 1000
+
+
+def test_a_budget_starts_with_nothing_deposited():
+    """ratio=0.999, no reserve: one call's deposit is short of a retry by a thousandth."""
+    budget = RetryBudget(ratio=0.999, min_per_second=0, clock=lambda: 0.0)
+    budget.record_failure(True)
+    assert not budget.try_retry(None)
+    budget.record_failure(True)
+    assert budget.try_retry(None)
 
 
 def test_retry_quota_takes_botocores_costs_a_retry_14_a_throttle_5():
@@ -466,6 +529,24 @@ def test_retry_quota_gives_back_what_a_recovered_calls_last_retry_took_and_a_ref
     quota.record_success(False)  # a recovered call whose driver reported nothing spent
     quota.record_failure(True)  # a failure costs nothing by itself, and gives nothing back
     assert quota.available == 89.0
+
+
+def test_retry_quota_gives_back_a_spent_below_one_unit():
+    """A retry costing 0.5 that the call recovered from: its 0.5 comes back."""
+    quota = RetryQuota(capacity=10, retry_cost=0.5)
+    taken = quota.try_retry(OSError())
+    assert (taken, quota.available) == (0.5, 9.5)
+    quota.record_success(False, taken)
+    assert quota.available == 10.0
+
+
+def test_retry_quota_give_back_returns_what_was_taken_and_no_refund():
+    """give_back(14) after two retries of 14 from 30: 16, not a clean call's refund beside it."""
+    quota = RetryQuota(capacity=30)
+    taken = [quota.try_retry(OSError()), quota.try_retry(OSError())]
+    assert taken == [14.0, 14.0] and quota.available == 2.0
+    quota.give_back(taken[1])
+    assert quota.available == 16.0
 
 
 def test_a_hedged_call_whose_first_attempt_won_gets_its_hedges_back():
@@ -605,6 +686,11 @@ def test_every_budget_takes_spent_and_answers_what_a_retry_took():
     "make, name",
     [
         (lambda: TokenBucket(max_tokens=0), "max_tokens"),
+        (lambda: TokenBucket(max_tokens="10"), "max_tokens"),
+        (lambda: RetryBudget(ratio="0.2"), "ratio"),
+        (lambda: RetryBudget(min_per_second="10"), "min_per_second"),
+        (lambda: RetryBudget(window="10"), "window"),
+        (lambda: RetryQuota(capacity=1e12 + 0.5), "capacity"),
         (lambda: TokenBucket(max_tokens=1001), "max_tokens"),
         (lambda: TokenBucket(max_tokens=math.nan), "max_tokens"),
         (lambda: TokenBucket(token_ratio=0), "token_ratio"),
@@ -780,6 +866,37 @@ def test_calls_noted_in_a_slot_are_deposited_there_when_a_retry_moves_the_window
     budget.record_failure(True)
     now[0] = 1.5  # a slot later: the retry moves the window
     assert [budget.try_retry(None) for _ in range(4)] == [True, True, True, False]
+
+
+@pytest.mark.parametrize("retry_in_slot_0", [False, True])
+def test_calls_noted_in_a_slot_leave_the_window_with_it(retry_in_slot_0):
+    """Three calls in slot 0 (the first deposits, two are noted), taken in by a retry within
+    slot 0 or by the call that moves the window to slot 1: a window later all three leave
+    with slot 0, and what is left is slot 1's alone (a call and its retry: nothing)."""
+    now = [0.0]
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=10, clock=lambda: now[0])
+    for _ in range(3):
+        budget.record_failure(True)
+    if retry_in_slot_0:
+        assert budget.try_retry(None)
+    now[0] = 1.5
+    budget.record_failure(True)
+    assert budget.try_retry(None)
+    now[0] = 10.5  # slot 0 has left the window; slot 1 has not
+    assert not budget.try_retry(None)
+    budget.record_failure(True)
+    assert [budget.try_retry(None), budget.try_retry(None)] == [True, False]
+
+
+def test_more_calls_in_a_slot_than_are_noted_leave_the_window_all_together():
+    """1,100 calls in one slot (past the 1,024 noted without the lock, one takes them in):
+    when the slot leaves the window, all 1,100 leave with it."""
+    now = [0.5]
+    budget = RetryBudget(ratio=1.0, min_per_second=0, window=2, clock=lambda: now[0])
+    for _ in range(1100):
+        budget.record_success(True)
+    now[0] = 2.5
+    assert not budget.try_retry(None)
 
 
 def test_a_retry_at_a_slots_very_end_is_charged_to_the_next_slot():

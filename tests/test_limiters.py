@@ -228,6 +228,22 @@ def test_acquire_sleeps_exactly_until_the_token_is_there():
     assert len(slept) == 2
 
 
+def test_acquire_takes_a_token_that_is_there_at_once_without_sleeping():
+    """With 1.5 tokens (or the bucket full), acquire and aacquire return 0.0 without a sleep
+    and take one token each: no wait is drawn from a token already there."""
+    limiter, clock = on_and_empty()
+    clock.now += (1.5 - limiter.tokens) / limiter.rate
+    assert limiter.tokens == pytest.approx(1.5)
+    slept = []
+    assert limiter.acquire(sleep=slept.append) == 0.0
+    assert limiter.tokens == pytest.approx(0.5)
+    clock.now += 100.0  # the bucket full: max(1, rate) tokens
+    assert limiter.tokens == limiter.rate > 2
+    assert asyncio.run(limiter.aacquire(sleep=slept.append)) == 0.0
+    assert limiter.tokens == pytest.approx(limiter.rate - 1)
+    assert slept == []
+
+
 def test_acquire_looks_time_sleep_up_at_each_call_and_obeys_no_sleep(monkeypatch):
     """The default sleep is time.sleep as it is when called; under no_sleep the wait is recorded."""
     limiter, _ = on_and_empty()

@@ -192,6 +192,16 @@ def test_a_call_on_the_first_reading_of_a_slot_is_counted_in_that_slot():
     assert [budget.try_retry(None), budget.try_retry(None)] == [True, False]
 
 
+def test_a_call_finds_the_end_of_its_slot_so_the_next_take_the_short_way():
+    """Slots of 2.5 / 3 s: a call at 1.0 (slot 1) sets the end of its slot to the first
+    reading of slot 2 - not -inf, which would send every call of the slot to the lock."""
+    budget = RetryBudget(window=2.5, clock=lambda: 1.0)
+    budget.record_failure(True)
+    width = 2.5 / 3
+    end = budget._ends
+    assert math.floor(end / width) == 2 and math.floor(math.nextafter(end, -math.inf) / width) == 1
+
+
 class Counting:
     """A clock that counts its readings."""
 
@@ -204,7 +214,8 @@ class Counting:
 
 
 def test_a_retry_budget_reads_its_clock_once_per_call_and_per_decision():
-    """A deposit reads the clock once, the short way or not, and so does try_retry."""
+    """A deposit reads the clock once, the short way or not, and so does try_retry, within
+    the newest slot or moving the window."""
     clock = Counting()
     budget = RetryBudget(clock=clock)
     budget.record_success(True)  # the first: under the lock
@@ -213,6 +224,9 @@ def test_a_retry_budget_reads_its_clock_once_per_call_and_per_decision():
     budget.record_failure(True)  # a new slot: under the lock
     budget.try_retry(None)
     assert clock.readings == 4
+    clock.now = 7.0
+    budget.try_retry(None)  # a new slot: the window moves
+    assert clock.readings == 5
 
 
 class PlainCounts(SlidingCounts):
@@ -357,6 +371,26 @@ def test_a_reading_on_a_bucket_edge_moves_the_window():
         assert counts.totals(3.5) == (both[0] - 1, both[1])
 
 
+def test_an_accept_waiting_at_a_bucket_edge_is_counted_in_the_bucket_it_begins():
+    """3 buckets of 1 s from 0.5: an accept told at exactly 1.5, taken in by a check at 1.5,
+    is the new bucket's, as add_second's would be: it is still counted at 3.5, when the
+    bucket of 0.5 has left the window."""
+    counts = SlidingCounts(3.0, 3)
+    counts.add_first(0.5)
+    assert counts.count_first(1.5, collections.deque([1.5])) == (1, 1)
+    assert counts.totals(3.5) == (1, 1)
+
+
+def test_a_reading_finds_the_end_of_its_bucket_so_the_next_take_the_short_way():
+    """3 buckets of 1 s from 0.5: after a count at 0.5 the newest bucket ends at 1.5, after
+    one at 2.0 at 2.5 - found, not -inf, which would move the window at every reading."""
+    counts = SlidingCounts(3.0, 3)
+    counts.add_first(0.5)
+    assert counts._ends == 1.5
+    counts.add_second(2.0)
+    assert counts._ends == 2.5
+
+
 def test_a_cleared_window_starts_again_at_its_next_reading():
     """After clear() (a breaker closing), a count at 0.6 leaves a window of 3 s at 3.6."""
     counts = SlidingCounts(3.0, 3)
@@ -382,6 +416,7 @@ def test_a_window_whose_bucket_edge_falls_on_zero_moves_at_once():
 
 
 @example(readings=[-1e308, 5.0])  # a first float reading below -2**1000: no good one
+@example(readings=[math.nan, 2.0**1000, 1.5 * 2.0**1000])  # 2**1000 is a good first one
 @given(
     readings=st.lists(
         st.one_of(

@@ -24,6 +24,13 @@ git -C "$root" ls-files -z | (cd "$root" && xargs -0 tar -cf -) | tar -xf - -C "
 {
     printf '\n[mutmut]\nsource_paths = backoff_iter\nonly_mutate =\n'
     tr ',' '\n' <<<"$modules" | sed 's/^/    /'
+    # Some tests load a script of benchmarks/ by its path (the simulated event
+    # loop of benchmarks/hedging.py): mutmut copies only the sources and tests/.
+    printf 'also_copy =\n    benchmarks\n'
+    # Each run in a fresh fork of a process that only collected the tests: with
+    # mutmut's default (forks of the process that ran them all for its stats),
+    # a parameter consumed by its first run - a one-shot iterator - is empty.
+    printf 'process_isolation = forkserver\n'
     printf 'pytest_add_cli_args_test_selection =\n'
     printf '    %s\n' "$@"
     printf 'pytest_add_cli_args =\n    -p\n    no:cacheprovider\n'
