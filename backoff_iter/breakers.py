@@ -176,7 +176,7 @@ class CircuitBreaker:
     )
 
     failure_ratio: float
-    """The share of failures at which the circuit opens, as given."""
+    """The share of failures at which the circuit opens as given (a float)."""
     minimum_throughput: int
     """The calls the sampling duration must count before the circuit may open."""
     sampling_duration: float

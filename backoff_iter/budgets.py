@@ -161,9 +161,9 @@ class TokenBucket:
     )
 
     max_tokens: float
-    """The bucket's size, as given."""
+    """The bucket's size as given (a float)."""
     token_ratio: float
-    """Tokens a success adds, as given."""
+    """Tokens a success adds as given (a float)."""
 
     def __new__(
         cls, max_tokens: float = 10.0, token_ratio: float = 0.1, *, store: Store | None = None
@@ -464,8 +464,8 @@ class RetryBudget:
                     del calls[:added]
                     deposit = added * self._deposit
                     slots[index] += deposit
+                    # (no _deposited: the fleet's class, which reads it, has its own try_retry)
                     self._balance += deposit
-                    self._deposited += deposit
             else:
                 index = self._advance(now)
             if self._reserve + self._balance < self._UNIT:
@@ -530,15 +530,15 @@ class RetryQuota:
     )
 
     capacity: float
-    """The quota's size, as given."""
+    """The quota's size as given (a float)."""
     retry_cost: float
-    """What a retry takes, as given."""
+    """What a retry takes as given (a float)."""
     throttle_cost: float
-    """What a retry after a throttle takes, as given."""
+    """What a retry after a throttle takes as given (a float)."""
     timeout_cost: float | None
-    """What a retry after a timeout takes, as given (None: as any retry)."""
+    """What a retry after a timeout takes as given (a float; None: as any retry)."""
     success_refund: float
-    """What a call that succeeded at once gives back, as given."""
+    """What a call that succeeded at once gives back as given (a float)."""
 
     def __new__(
         cls,

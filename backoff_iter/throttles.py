@@ -137,9 +137,9 @@ class AdaptiveThrottle:
     _WAITING = 64
 
     k: float
-    """Requests allowed per accepted request, as given."""
+    """Requests allowed per accepted request as given (a float)."""
     window: float
-    """Seconds the requests and accepts are counted over, as given."""
+    """Seconds the requests and accepts are counted over as given (a float)."""
 
     def __new__(
         cls,
