@@ -5447,3 +5447,45 @@ def test_a_give_up_after_a_late_hook_is_told_of_the_attempt_that_failed(run):
         ("retry", 1, None),
         ("give_up", 2, "deadline"),
     ]
+
+
+def test_a_loop_whose_body_catches_the_error_of_a_broken_before_sleep_ends():
+    """before_sleep raises after attempt 1 failed and the body catches that error: the
+    loop ends there (no RuntimeError of an attempt that never ran), having slept nothing."""
+    time, caught = FakeTime(), []
+
+    def broken(attempt, outcome, delay):
+        raise LookupError("the hook's bug")
+
+    for attempt in retrying([1.0, 1.0], on=OSError, before_sleep=broken,
+                            sleep=time.sleep, clock=time.clock):  # fmt: skip
+        try:
+            with attempt:
+                raise OSError("down")
+        except LookupError as error:
+            caught.append(error)
+    assert len(caught) == 1 and time.slept == []
+
+
+def test_a_bare_first_try_under_a_users_clock_tells_its_name_its_call_id_and_elapsed():
+    """@retry with a clock of the user's: a success at the first try tells the policy's
+    name, a call id of its own and the time the try took, as a call that retried does;
+    an on_result that raises on the first result tells its error after that time too."""
+    time, events = FakeTime(), []
+    operation = Operation([OSError(), "a", "b"], time, duration=2.0)
+    decorated = retry([0.5], on=OSError, observe=events.append, sleep=time.sleep, clock=time.clock)(
+        operation
+    )
+    assert decorated() == "a" and decorated() == "b"
+    retried, first = events[-2], events[-1]
+    assert (first.kind, first.name, first.elapsed) == ("success", retried.name, 2.0)
+    assert first.name is not None and first.call_id not in (None, retried.call_id)
+
+    def on_result(result):
+        raise LookupError("the predicate's bug")
+
+    events.clear()
+    checked = retry([0.5], on_result=on_result, observe=events.append, clock=time.clock)
+    with pytest.raises(LookupError):
+        checked(Operation(["c"], time, duration=3.0))()
+    assert [(e.kind, e.elapsed) for e in events] == [("error", 3.0)]
