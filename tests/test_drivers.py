@@ -10,6 +10,7 @@ import math
 import sys
 import time
 import traceback
+import warnings
 from decimal import Decimal
 from fractions import Fraction
 from itertools import islice
@@ -34,7 +35,7 @@ from backoff_iter import (
     retry,
     retrying,
 )
-from backoff_iter.parts import ERROR, FAILURE, SUCCESS, BreakerPart
+from backoff_iter.parts import ERROR, FAILURE, SUCCESS, THROTTLE, BreakerPart
 from backoff_iter.parts import Part as PartBase
 
 
@@ -5253,3 +5254,238 @@ def test_a_jitter_draw_that_ends_the_call_after_the_budget_paid_gives_the_retry_
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         _ends_with_the_quota_whole(run, error, delays)
+
+
+# -- what mutmut's pass over the core found no test pinning (review-mutcore) --------
+
+
+class Throttled(Exception):
+    """A failure the tests' throttled= predicate names."""
+
+
+class Taker(PartBase):
+    """A part whose retries each take 2.0, recording what it is asked and told."""
+
+    def __init__(self):
+        self.asked, self.told = [], []
+
+    def allow_retry(self, outcome, kind):
+        self.asked.append((outcome, kind))
+        return 2.0
+
+    def after_attempt(self, outcome, kind, number, spent):
+        self.told.append((outcome, kind, number, spent))
+
+
+@each_driver
+def test_a_part_that_takes_hears_each_outcome_with_its_kind_number_and_spent(run):
+    """A throttle, a failure, a success: allow_retry is asked with each failure and its
+    kind; after_attempt hears each outcome, its kind, its number and what the retry took."""
+    throttle, failure = Throttled(), OSError()
+    part = Taker()
+    operation = Operation([throttle, failure, "done"])
+    options = {"on": (Throttled, OSError), "throttled": lambda o: isinstance(o, Throttled)}
+    options["on_result"] = lambda result: False  # (the loops hand their result over)
+    assert run([0.5, 0.5], operation, FakeTime(), parts=[part], **options) == "done"
+    assert part.asked == [(throttle, THROTTLE), (failure, FAILURE)]
+    assert part.told == [
+        (throttle, THROTTLE, 1, 0.0),
+        (failure, FAILURE, 2, 2.0),
+        ("done", SUCCESS, 3, 2.0),
+    ]
+
+
+@each_driver
+def test_a_throttled_predicate_that_breaks_still_tells_the_parts_the_failure(run):
+    """throttled= raising ends the call with its error; the parts hear the failure
+    (the outcome and its attempt's number), as the attempt did fail."""
+    failure = OSError("down")
+    part = Taker()
+
+    def throttled(outcome):
+        raise LookupError("broken predicate")
+
+    operation = Operation([OSError(), failure])
+    predicate = {"throttled": lambda o: o is failure and throttled(o)}
+    with pytest.raises(LookupError):
+        run([0.5, 0.5], operation, FakeTime(), on=OSError, parts=[part], **predicate)
+    assert part.told[-1] == (failure, FAILURE, 2, 2.0)
+
+
+@each_driver
+def test_a_before_sleep_hook_past_the_deadline_hands_give_up_the_attempt_and_failure(run):
+    """before_sleep takes the call past its deadline: no sleep, the failure stands, and
+    give_up is handed the attempt that failed and its failure."""
+    time, error, seen = FakeTime(), OSError("down"), []
+
+    def slow(attempt, outcome, delay):
+        time.now += 20.0
+
+    def give_up(attempt, outcome):
+        seen.append((attempt.number, outcome))
+
+    with pytest.raises(OSError) as raised:
+        run([1.0, 1.0], Operation([error]), time, on=OSError, deadline=10.0,
+            before_sleep=slow, give_up=give_up)  # fmt: skip
+    assert raised.value is error and seen == [(1, error)] and time.slept == []
+
+
+@each_driver
+def test_a_hint_raised_by_at_most_beyond_still_gives_up_past_the_deadline(run):
+    """retry_after_beyond raises the 0.5 s delay to 5.5 s of a 30 s hint: with 3 s left
+    that honoured wait ends past the deadline, so the call gives up instead of
+    sleeping the 3 s left."""
+    time, error = FakeTime(), OSError()
+    with pytest.raises(OSError) as raised:
+        run([0.5, 0.5], Operation([error]), time, on=OSError, deadline=3.0,
+            retry_after=lambda outcome: 30.0, retry_after_beyond=5.0)  # fmt: skip
+    assert raised.value is error and time.slept == []
+    time = FakeTime()
+    assert run([0.5], Operation([OSError()]), time, on=OSError, deadline=9.0,
+               retry_after=lambda outcome: 30.0, retry_after_beyond=5.0) == "ok"  # fmt: skip
+    assert time.slept == [5.5]
+
+
+@each_driver
+def test_a_long_delay_under_a_deadline_is_no_endless_schedule(run):
+    """A delay past ENDLESS_DELAY (an hour) with a deadline to bound it: no warning."""
+    time = FakeTime()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run([5000.0], Operation([OSError()]), time, on=OSError, deadline=1e6) == "ok"
+    assert time.slept == [5000.0]
+
+
+@pytest.mark.parametrize("form", ["loop", "decorator"])
+def test_the_endless_schedule_warning_names_the_users_line(form):
+    """The warning after 101 retries with no deadline points at this file, the
+    user's code, not at a frame of the library."""
+    time = FakeTime()
+    operation = Operation([OSError()] * 101)
+
+    def loop():
+        for attempt in retrying([0.0] * 200, on=OSError, sleep=time.sleep):
+            with attempt:
+                operation()
+
+    call = loop if form == "loop" else retry([0.0] * 200, on=OSError, sleep=time.sleep)(operation)
+    with pytest.warns(RuntimeWarning, match="101 retries") as caught:
+        call()
+    assert [w.filename for w in caught] == [__file__]
+
+
+def test_an_async_attempt_entered_in_its_own_block_ends_the_loop_with_the_error():
+    """`async with attempt:` nested in its own block is the caller's bug: the error
+    propagates out of the loop, never swallowed by the outer block's exit."""
+    ran = []
+
+    async def main():
+        async for attempt in aretrying([0.0, 0.0], on=RuntimeError, sleep=FakeTime().asleep):
+            async with attempt:
+                ran.append(attempt.number)
+                async with attempt:
+                    pass
+
+    with pytest.raises(RuntimeError, match="not the current attempt"):
+        asyncio.run(main())
+    assert ran == [1]
+
+
+class Interrupt(BaseException):
+    """An interruption (no Exception), as a part's wait may be cut by one."""
+
+
+def test_a_part_interrupted_before_a_retry_keeps_no_failure_as_its_cause():
+    """A part's before_attempt interrupted (a BaseException) before attempt 2: the
+    interruption propagates without the retried failure as its __cause__."""
+
+    class Cut(PartBase):
+        def before_attempt(self, call):
+            if call.number == 2:
+                raise Interrupt
+            return 0.0
+
+    with pytest.raises(Interrupt) as raised:
+        for attempt in retrying([0.0], on=OSError, parts=[Cut()], sleep=FakeTime().sleep):
+            with attempt:
+                raise OSError("first")
+    assert raised.value.__cause__ is None
+
+
+def test_a_loop_whose_body_catches_the_give_up_after_a_late_hook_ends():
+    """before_sleep ran past the deadline and the body catches the failure that stands:
+    the loop ends there (no RuntimeError of an attempt that never ran)."""
+    time, caught = FakeTime(), []
+
+    def slow(attempt, outcome, delay):
+        time.now += 20.0
+
+    for attempt in retrying([1.0, 1.0], on=OSError, deadline=10.0, before_sleep=slow,
+                            sleep=time.sleep, clock=time.clock):  # fmt: skip
+        try:
+            with attempt:
+                raise OSError("down")
+        except OSError as error:
+            caught.append(error)
+    assert len(caught) == 1 and time.slept == []
+
+
+@each_driver
+def test_a_give_up_after_a_late_hook_is_told_of_the_attempt_that_failed(run):
+    """before_sleep runs past the deadline after attempt 2 failed: the hooks hear the
+    give-up ("deadline") of attempt 2, after the retry of attempt 1."""
+    time, events = FakeTime(), []
+
+    def slow(attempt, outcome, delay):
+        if attempt.number == 2:
+            time.now += 20.0
+
+    with pytest.raises(OSError):
+        run([1.0, 1.0], Operation([OSError(), OSError()]), time, on=OSError, deadline=10.0,
+            before_sleep=slow, observe=events.append)  # fmt: skip
+    assert [(e.kind, e.number, e.reason) for e in events] == [
+        ("retry", 1, None),
+        ("give_up", 2, "deadline"),
+    ]
+
+
+def test_a_loop_whose_body_catches_the_error_of_a_broken_before_sleep_ends():
+    """before_sleep raises after attempt 1 failed and the body catches that error: the
+    loop ends there (no RuntimeError of an attempt that never ran), having slept nothing."""
+    time, caught = FakeTime(), []
+
+    def broken(attempt, outcome, delay):
+        raise LookupError("the hook's bug")
+
+    for attempt in retrying([1.0, 1.0], on=OSError, before_sleep=broken,
+                            sleep=time.sleep, clock=time.clock):  # fmt: skip
+        try:
+            with attempt:
+                raise OSError("down")
+        except LookupError as error:
+            caught.append(error)
+    assert len(caught) == 1 and time.slept == []
+
+
+def test_a_bare_first_try_under_a_users_clock_tells_its_name_its_call_id_and_elapsed():
+    """@retry with a clock of the user's: a success at the first try tells the policy's
+    name, a call id of its own and the time the try took, as a call that retried does;
+    an on_result that raises on the first result tells its error after that time too."""
+    time, events = FakeTime(), []
+    operation = Operation([OSError(), "a", "b"], time, duration=2.0)
+    decorated = retry([0.5], on=OSError, observe=events.append, sleep=time.sleep, clock=time.clock)(
+        operation
+    )
+    assert decorated() == "a" and decorated() == "b"
+    retried, first = events[-2], events[-1]
+    assert (first.kind, first.name, first.elapsed) == ("success", retried.name, 2.0)
+    assert first.name is not None and first.call_id not in (None, retried.call_id)
+
+    def on_result(result):
+        raise LookupError("the predicate's bug")
+
+    events.clear()
+    checked = retry([0.5], on_result=on_result, observe=events.append, clock=time.clock)
+    with pytest.raises(LookupError):
+        checked(Operation(["c"], time, duration=3.0))()
+    assert [(e.kind, e.elapsed) for e in events] == [("error", 3.0)]

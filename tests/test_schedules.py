@@ -13,6 +13,7 @@ from test_drivers import RUNNERS, FakeTime, Operation, each_driver
 
 from backoff_iter import exponential, per_failure, retrying
 from backoff_iter.interop import tenacity_wait
+from backoff_iter.parts import Part
 
 
 class Throttle(Exception):
@@ -333,3 +334,100 @@ def test_with_attempt_timeouts_a_jittered_draw_that_leaves_no_time_asks_no_budge
                 run(schedules, operation, time, observe=events.append, **options)
             assert (quota.available, time.slept) == (100.0, [])
             assert [(event.kind, event.reason) for event in events] == [("give_up", "deadline")]
+
+
+# -- what mutmut's pass over the core found no test pinning (review-mutcore) --------
+
+
+class Ledger(Part):
+    """A part that takes 2.0 per retry (0: refuses), recording what it is asked and given back."""
+
+    def __init__(self, take=2.0):
+        self.take, self.asked, self.dropped = take, [], []
+
+    def allow_retry(self, outcome, kind):
+        self.asked.append((outcome, kind))
+        return self.take
+
+    def attempt_dropped(self, taken):
+        self.dropped.append(taken)
+
+
+class Counted:
+    """A random source that counts its draws."""
+
+    def __init__(self):
+        self.source, self.draws = Random(7), 0
+
+    def random(self):
+        self.draws += 1
+        return self.source.random()
+
+
+def _jittered(rng):
+    return per_failure(default=lambda: exponential(1.0), jitter="full", rng=rng)
+
+
+def _timed(time, ends):
+    """An operation failing each call, call n ending *ends[n - 1]* seconds into the call."""
+    calls = []
+
+    def operation():
+        calls.append(1)
+        time.now = 100.0 + ends[len(calls) - 1]
+        raise ConnectionError(len(calls))
+
+    return operation
+
+
+@each_driver
+def test_a_jittered_retry_with_no_time_left_asks_no_part_and_gives_nothing_back(run):
+    """per_failure's jitter under a deadline: the second failure ends exactly at it, so
+    the call gives up ("deadline") without asking the part, and the retry that ran is
+    never given back."""
+    time, part, events = FakeTime(), Ledger(), []
+    with pytest.raises(ConnectionError):
+        run(_jittered(Random(1)), _timed(time, [0.0, 10.0]), time, on=ConnectionError,
+            deadline=10.0, parts=[part], observe=events.append)  # fmt: skip
+    assert [outcome.args for outcome, kind in part.asked] == [(1,)]
+    assert part.dropped == []
+    assert [(e.kind, e.reason) for e in events][-1] == ("give_up", "deadline")
+
+
+@each_driver
+def test_a_jittered_draw_leaving_the_next_attempt_no_time_asks_no_part(run):
+    """With attempt_timeout, the jitter is drawn before the parts are asked: a draw past
+    what is left of the deadline gives up ("deadline") with the part never asked, and
+    the retry that ran is never given back."""
+    time, part, events = FakeTime(), Ledger(), []
+    with pytest.raises(ConnectionError):
+        run(_jittered(Random(1)), _timed(time, [0.0, 9.9999]), time, on=ConnectionError,
+            deadline=10.0, attempt_timeout=5.0, parts=[part], observe=events.append)  # fmt: skip
+    assert [outcome.args for outcome, kind in part.asked] == [(1,)]
+    assert part.dropped == []
+    assert [(e.kind, e.reason) for e in events][-1] == ("give_up", "deadline")
+
+
+@each_driver
+def test_a_part_refusing_a_jittered_retry_is_asked_of_its_kind_and_no_jitter_is_drawn(run):
+    """The parts are asked before the jitter is drawn (the AWS SDKs' order): a part
+    refusing a throttle is asked with it and its kind, the call gives up ("budget"),
+    and the random source is never read - even under a deadline."""
+    time, part, events, rng = FakeTime(), Ledger(take=0), [], Counted()
+    with pytest.raises(Throttle) as raised:
+        run(_jittered(rng), Operation([Throttle()]), time, on=Throttle, throttled=is_throttle,
+            deadline=1000.0, parts=[part], observe=events.append)  # fmt: skip
+    assert part.asked == [(raised.value, "throttle")]
+    assert rng.draws == 0 and time.slept == []
+    assert [(e.kind, e.reason) for e in events][-1] == ("give_up", "budget")
+
+
+@each_driver
+def test_a_failures_schedule_running_out_is_a_give_up_of_reason_exhausted(run):
+    """per_failure's one delay spent, the second failure stands: a give-up "exhausted"."""
+    time, events = FakeTime(), []
+    with pytest.raises(ConnectionError):
+        run(per_failure(default=[0.5]), Operation([ConnectionError()] * 2), time,
+            on=ConnectionError, observe=events.append)  # fmt: skip
+    assert [(e.kind, e.reason) for e in events] == [("retry", None), ("give_up", "exhausted")]
+    assert time.slept == [0.5]

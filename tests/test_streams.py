@@ -1168,3 +1168,98 @@ def test_an_async_line_reader_is_resumed_by_its_line_count():
     with cutting_server(lines=lines, cuts=2, cut_after=1000) as server, no_sleep():
         assert asyncio.run(main(f"{server.url}/lines")) == lines
     assert len(server.requests) == 3
+
+
+# -- what mutmut's pass over the core found no test pinning (review-mutcore) --------
+
+
+class _Hears:
+    """A part recording each attempt it hears of: (outcome, kind, number)."""
+
+    def __init__(self):
+        from backoff_iter.parts import Part
+
+        heard = self.heard = []
+
+        class Hears(Part):
+            def after_attempt(self, outcome, kind, number, spent):
+                heard.append((outcome, kind, number))
+
+        self.part = Hears()
+
+
+def _cut_after_one(cut):
+    def items():
+        yield 0
+        raise cut
+
+    return items
+
+
+def test_a_committed_throttle_is_told_as_one_and_give_up_is_handed_its_attempt():
+    """A stream cut after an item, the cut a throttle: the parts hear it as a throttle of
+    attempt 1, and give_up is handed that attempt and the failure."""
+    cut, hears, given_up = ConnectionError("cut"), _Hears(), []
+    decorated = retry([0.0], on=ConnectionError, throttled=lambda outcome: outcome is cut,
+                      parts=[hears.part], give_up=lambda a, o: given_up.append((a.number, o)))  # fmt: skip
+    with no_sleep(), pytest.raises(ConnectionError) as raised:
+        list(decorated(_cut_after_one(cut))())
+    assert raised.value is cut
+    assert hears.heard == [(cut, "throttle", 1)] and given_up == [(1, cut)]
+
+
+def test_a_committed_failure_no_policy_retries_is_told_as_an_error_of_its_attempt():
+    """A stream cut after an item by a failure on= does not match: the parts hear that
+    failure as an error of attempt 1."""
+    cut, hears = ConnectionError("cut"), _Hears()
+    decorated = retry([0.0], on=KeyError, parts=[hears.part])
+    with no_sleep(), pytest.raises(ConnectionError):
+        list(decorated(_cut_after_one(cut))())
+    assert hears.heard == [(cut, "error", 1)]
+
+
+def test_a_stream_closed_after_items_is_told_as_an_answered_attempt_of_its_number():
+    """close() after items of the second attempt: the parts hear attempt 2 end as an
+    error with no outcome (the dependency answered), after attempt 1's failure."""
+    source, hears = Source(before=[1]), _Hears()
+    stream = retry([0.0], on=ConnectionError, parts=[hears.part])(source.items)()
+    with no_sleep():
+        assert next(stream) == 0
+    stream.close()
+    assert [(kind, number) for outcome, kind, number in hears.heard] == [
+        ("failure", 1),
+        ("error", 2),
+    ]
+    assert hears.heard[-1][0] is None
+
+
+def test_a_committed_failure_throttled_breaks_on_is_told_once_as_a_plain_failure():
+    """throttled= raising on a stream's committed failure: the parts hear that failure
+    once, as a plain failure of attempt 1; the call ends with the predicate's error."""
+    cut, hears = ConnectionError("cut"), _Hears()
+
+    def throttled(outcome):
+        raise LookupError("the predicate's bug")
+
+    decorated = retry([0.0], on=ConnectionError, throttled=throttled, parts=[hears.part])
+    with no_sleep(), pytest.raises(LookupError):
+        list(decorated(_cut_after_one(cut))())
+    assert hears.heard == [(cut, "failure", 1)]
+
+
+def test_a_part_failing_as_it_hears_a_committed_failure_hears_it_once():
+    """A part that raises as it hears a stream's committed failure is told once: its
+    error ends the call."""
+    from backoff_iter.parts import Part
+
+    cut, heard = ConnectionError("cut"), []
+
+    class Breaks(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            heard.append((outcome, kind, number))
+            raise LookupError("the part's bug")
+
+    decorated = retry([0.0], on=ConnectionError, parts=[Breaks()])
+    with no_sleep(), pytest.raises(LookupError):
+        list(decorated(_cut_after_one(cut))())
+    assert heard == [(cut, "failure", 1)]
