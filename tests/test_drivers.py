@@ -538,6 +538,18 @@ def test_bad_arguments_raise_at_the_call(call, error, words):
     rejects(call, error, *words)
 
 
+def test_a_bare_retry_decorates_in_a_process_that_never_loaded_the_strategies(monkeypatch):
+    """``import backoff_iter`` loads no strategy (each name on first use): a bare @retry
+    then asks of no strategy module, and decorates the function it is given."""
+    monkeypatch.delitem(sys.modules, "backoff_iter.strategies")
+
+    @retry
+    def fetch():
+        return "ok"
+
+    assert fetch() == "ok"
+
+
 def test_a_factory_returning_a_non_iterable_is_reported_on_first_failure():
     """The delays factory runs only after a failure; a bad result names 'delays'."""
     fetch = retry(lambda: 3)(Operation([OSError()]))
@@ -3634,6 +3646,14 @@ def test_events_name_a_callable_object_and_a_function_of_main_by_their_qualified
     ]
 
 
+def test_a_builtin_method_of_no_module_is_decorated_and_named_by_its_qualified_name():
+    """A method descriptor (str.upper) has no __module__: @retry takes it all the same,
+    and its events name it str.upper."""
+    seen = []
+    assert retry([0.0], observe=seen.append)(str.upper)("ok") == "OK"
+    assert [e.name for e in seen] == ["str.upper"]
+
+
 # -- cancellation and TaskGroups (issue 23: 7, 8, 9) ------------------------------------------------
 
 
@@ -4269,6 +4289,51 @@ def test_an_interruption_after_an_option_that_raised_on_a_first_success_ends_the
     assert str(raised.value.__context__) == "throttle broke"
     assert ends == [("error", "KeyboardInterrupt")]
     assert log == [("throttle", (True,)), ("breaker", (True,))]
+
+
+class _HearsOutcomes(PartBase):
+    """A part of the user's that logs the kind and the outcome of each attempt it hears."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def after_attempt(self, outcome, kind, number, spent):
+        self.log.append((kind, outcome))
+
+
+@pytest.mark.parametrize("form", ["@retry", "async @retry"])
+def test_a_first_success_a_part_broke_reaches_the_parts_after_with_its_result(form):
+    """@retry's bare first try returns "ok" 2 s after it began; a part raises as it hears
+    of it and the next is interrupted: the part after them hears the result itself, and
+    the hooks hear the interruption end the call 2 s in (counted from the first try)."""
+    log: list[tuple[str, tuple[object, ...]]] = []
+    heard: list[tuple[object, ...]] = []
+    ends = []
+    now = [10.0]
+
+    def ok():
+        now[0] = 12.0
+        return "ok"
+
+    async def aok():
+        return ok()
+
+    parts = [
+        _HearsOutcomes(heard),
+        _InterruptedOn(log, SUCCESS, "interrupted"),
+        _BreaksOn(log, SUCCESS, "first"),
+    ]
+    options = {"on": OSError, "parts": parts, "clock": lambda: now[0], "observe": ends.append}
+    with pytest.raises(KeyboardInterrupt) as raised:
+        if form == "@retry":
+            retry([0.0], **options)(ok)()
+        else:
+            asyncio.run(retry([0.0], **options)(aok)())
+    assert str(raised.value.__context__) == "first broke"
+    assert heard == [(SUCCESS, "ok")]
+    assert [(e.kind, type(e.outcome), e.elapsed) for e in ends] == [
+        ("error", KeyboardInterrupt, 2.0)
+    ]
 
 
 @pytest.mark.parametrize("form", ["@retry", "async @retry", "retrying", "aretrying"])

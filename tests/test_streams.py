@@ -869,13 +869,20 @@ def test_asend_and_athrow_into_an_async_stream_resumed_from_a_plain_async_iterat
     asyncio.run(main(lambda stream: stream.athrow(ValueError("the consumer's")), ValueError))
 
 
-@pytest.mark.parametrize("returned", [42, None, "coroutine", list])
+class AwaitableWithoutClose:
+    """An awaitable that is no coroutine: it has no close() to call."""
+
+    def __await__(self):
+        yield from ()
+
+
+@pytest.mark.parametrize("returned", [42, None, "coroutine", list, AwaitableWithoutClose()])
 def test_a_resume_returning_what_is_not_items_ends_the_stream_at_once_naming_resume(returned):
-    """resume returning a number, None, a coroutine (an async def) or a class (list: iter()
-    asks the type, and a class is no iterable) is the user's bug: an
-    ArgumentTypeError naming resume, never retried, even under on=Exception (it was retried
-    as a TypeError, resume called again each time); the hooks hear an error; no coroutine is
-    left un-awaited to warn."""
+    """resume returning a number, None, a coroutine (an async def), a class (list: iter()
+    asks the type, and a class is no iterable) or an awaitable without close() is the user's
+    bug: an ArgumentTypeError naming resume, never retried, even under on=Exception (it was
+    retried as a TypeError, resume called again each time); the hooks hear an error; no
+    coroutine is left un-awaited to warn (and what has no close() is not asked to)."""
     from backoff_iter._checks import ArgumentTypeError
 
     source = Source(after=1, cut=[1])
@@ -903,6 +910,26 @@ def test_a_resume_returning_what_is_not_items_ends_the_stream_at_once_naming_res
     assert raised.value.parameter == "resume" and got == [0, 1] and resume.calls == 1
     assert [event.kind for event in events] == ["retry", "error"]
     assert all(inspect.getcoroutinestate(made) == "CORO_CLOSED" for made in made)
+
+
+def test_a_resume_returning_what_iter_reads_by_index_goes_on_from_it():
+    """resume may return an object with __getitem__ alone (the old sequence protocol, which
+    iter() and a for loop read): the stream goes on from it, not refused as no iterable."""
+
+    class FromIndex:
+        def __init__(self, start):
+            self.start = start
+
+        def __getitem__(self, index):
+            if self.start + index >= 10:
+                raise IndexError(index)
+            return self.start + index
+
+    source = Source(after=4, cut=[1])
+    stream = retry([0.0], resume=lambda state: FromIndex(state.count))(source.items)
+    with no_sleep():
+        assert list(stream()) == list(range(10))
+    assert source.calls == 1
 
 
 @pytest.mark.parametrize("returned", [[3, 4], 42])
@@ -1115,6 +1142,56 @@ def test_an_attempt_timeout_bounds_the_first_item_of_each_attempt_not_the_gaps()
 
     assert run_async("trio", main) == [0, 1, 2]
     assert calls == [0.0, 1.5]
+
+
+def test_timeout_arg_hands_each_attempt_of_a_stream_its_timeout():
+    """A sync and an async generator function given timeout_arg= get each attempt's
+    timeout (attempt_timeout=[2.0, 4.0]) as that keyword, the retried attempt too."""
+    got = []
+
+    def items(*, timeout):
+        got.append(timeout)
+        if len(got) % 2:
+            raise ConnectionError("refused")
+        yield from range(2)
+
+    async def aitems(*, timeout):
+        for item in items(timeout=timeout):
+            yield item
+
+    options = {"attempt_timeout": [2.0, 4.0], "timeout_arg": "timeout", "sleep": lambda s: None}
+    assert list(retry([0.0], **options)(items)()) == [0, 1]
+
+    async def main():
+        return [item async for item in retry([0.0], **options)(aitems)()]
+
+    assert asyncio.run(main()) == [0, 1]
+    assert got == [2.0, 4.0, 2.0, 4.0]
+
+
+def test_an_attempt_timeout_cuts_the_first_item_of_an_async_stream_under_asyncio_too():
+    """attempt_timeout=0.05 under asyncio: a first item that hangs is cut with TimeoutError
+    (asyncio.timeout tells its own expiry by the type of what it is handed), before_sleep
+    sees it, and the stream is called again."""
+    calls, seen = [], []
+
+    async def slow_start():
+        calls.append(len(calls) + 1)
+        if len(calls) == 1:
+            await asyncio.sleep(10)
+        for number in range(3):
+            yield number
+
+    def hook(attempt, outcome, delay):
+        seen.append(type(outcome))
+
+    stream = retry([0.0], attempt_timeout=0.05, before_sleep=hook, sleep=lambda s: None)(slow_start)
+
+    async def main():
+        return [item async for item in stream()]
+
+    assert asyncio.run(main()) == [0, 1, 2]
+    assert calls == [1, 2] and seen == [TimeoutError]
 
 
 # -- a real download, cut twice, resumed with Range ----------------------------------------------
