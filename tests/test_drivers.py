@@ -5477,20 +5477,37 @@ def test_a_part_interrupted_before_a_retry_keeps_no_failure_as_its_cause():
     assert raised.value.__cause__ is None
 
 
-def test_a_loop_whose_body_catches_the_give_up_after_a_late_hook_ends():
-    """before_sleep ran past the deadline and the body catches the failure that stands:
-    the loop ends there (no RuntimeError of an attempt that never ran)."""
-    time, caught = FakeTime(), []
-
-    def slow(attempt, outcome, delay):
+def _late(time):  # before_sleep runs past the deadline: the failure stands
+    def hook(attempt, outcome, delay):
         time.now += 20.0
 
-    for attempt in retrying([1.0, 1.0], on=OSError, deadline=10.0, before_sleep=slow,
-                            sleep=time.sleep, clock=time.clock):  # fmt: skip
+    return hook
+
+
+def _broken(time):  # before_sleep raises: its error stands
+    def hook(attempt, outcome, delay):
+        raise LookupError("the hook's bug")
+
+    return hook
+
+
+@pytest.mark.parametrize(
+    ("make_hook", "deadline", "stands"),
+    [(_late, 10.0, OSError), (_broken, None, LookupError)],
+    ids=["give-up-after-a-late-hook", "error-of-a-broken-hook"],
+)
+def test_a_loop_whose_body_catches_what_ends_the_call_ends(make_hook, deadline, stands):
+    """before_sleep, after attempt 1 failed, runs past the deadline (the failure
+    stands) or raises (its error stands), and the body catches what stands: the loop
+    ends there (no RuntimeError of an attempt that never ran), having slept nothing."""
+    time, caught = FakeTime(), []
+    for attempt in retrying([1.0, 1.0], on=OSError, deadline=deadline,
+                            before_sleep=make_hook(time), sleep=time.sleep,
+                            clock=time.clock):  # fmt: skip
         try:
             with attempt:
                 raise OSError("down")
-        except OSError as error:
+        except stands as error:
             caught.append(error)
     assert len(caught) == 1 and time.slept == []
 
@@ -5512,24 +5529,6 @@ def test_a_give_up_after_a_late_hook_is_told_of_the_attempt_that_failed(run):
         ("retry", 1, None),
         ("give_up", 2, "deadline"),
     ]
-
-
-def test_a_loop_whose_body_catches_the_error_of_a_broken_before_sleep_ends():
-    """before_sleep raises after attempt 1 failed and the body catches that error: the
-    loop ends there (no RuntimeError of an attempt that never ran), having slept nothing."""
-    time, caught = FakeTime(), []
-
-    def broken(attempt, outcome, delay):
-        raise LookupError("the hook's bug")
-
-    for attempt in retrying([1.0, 1.0], on=OSError, before_sleep=broken,
-                            sleep=time.sleep, clock=time.clock):  # fmt: skip
-        try:
-            with attempt:
-                raise OSError("down")
-        except LookupError as error:
-            caught.append(error)
-    assert len(caught) == 1 and time.slept == []
 
 
 def test_a_bare_first_try_under_a_users_clock_tells_its_name_its_call_id_and_elapsed():
