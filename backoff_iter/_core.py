@@ -742,6 +742,8 @@ class Call:
             outcome = result
         else:
             self.last = None  # the call is over: it keeps no failure (nor its frames)
+            if result is _NO_RESULT:  # a loop body that returned handed over no result
+                result = None
             try:  # (a part that raises ends the call: its hooks hear that error)
                 if self.took and plan.shares is not None:  # a part hears what it took
                     self.tell_parts(result, SUCCESS, self.number)
@@ -750,8 +752,8 @@ class Call:
             except BaseException as error:
                 self._broken(error)
                 raise
-            if self._hooks:  # a loop body that returned handed over no result
-                self.emit("success", None if result is _NO_RESULT else result, self.number)
+            if self._hooks:
+                self.emit("success", result, self.number)
             return None
         kind = FAILURE
         told = False  # the parts heard of the attempt

@@ -5553,3 +5553,24 @@ def test_a_bare_first_try_under_a_users_clock_tells_its_name_its_call_id_and_ela
     with pytest.raises(LookupError):
         checked(Operation(["c"], time, duration=3.0))()
     assert [(e.kind, e.elapsed) for e in events] == [("error", 3.0)]
+
+
+@pytest.mark.parametrize("run", [run_loop, run_async_loop])
+@pytest.mark.parametrize("failures", [0, 1])
+def test_a_loop_body_that_returns_without_a_result_tells_the_parts_none(run, failures):
+    """A loop body that returns without attempt.set_result hands over no result: the parts
+    hear None, as the hooks do - whether the call took a retry (every part hears what it
+    took) or succeeded at once - never the loop's private marker of "no result"."""
+    heard = []
+    events = []
+    error = ConnectionResetError("reset")
+    run(
+        [0.0],
+        Operation([error] * failures + ["ignored"]),
+        FakeTime(),
+        on=OSError,
+        parts=[_HearsOutcomes(heard)],
+        observe=events.append,
+    )
+    assert heard == [(FAILURE, error)] * failures + [(SUCCESS, None)]
+    assert [(e.kind, e.outcome) for e in events][-1] == ("success", None)
