@@ -295,13 +295,17 @@ def _refuse_options(options: dict[str, Any]) -> None:
         )
 
 
+# The adapters made on first use, by the peer each needs (the docs extra installs them all).
+_PEERS = {
+    "Urllib3Retry": "urllib3",
+    "RetryTransport": "httpx",
+    "botocore_retries": "botocore",
+}
+
+
 def __getattr__(name: str) -> Any:
     """Urllib3Retry, RetryTransport and botocore_retries, each imported with its peer on first use."""
-    peer = {
-        "Urllib3Retry": "urllib3",
-        "RetryTransport": "httpx",
-        "botocore_retries": "botocore",
-    }.get(name)
+    peer = _PEERS.get(name)
     if peer is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module

@@ -145,3 +145,18 @@ def test_the_parts_guides_show_each_parts_whole_signature(page):
                 star = True
             words.append(shown(parameter))
         assert written == ", ".join(words), name
+
+
+def test_the_docs_extra_installs_every_peer_the_reference_documents_an_adapter_of():
+    """``pip install '.[docs]'`` then the README's sphinx-build: autodoc imports each of
+    interop's adapters, which exists only with its peer installed (httpx for
+    RetryTransport...), so the docs extra names every peer of interop._PEERS."""
+    import configparser
+
+    from backoff_iter import interop
+
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    docs = config["options.extras_require"]["docs"].split()
+    named = {re.match(r"[\w.-]+", requirement).group().lower() for requirement in docs}
+    assert set(interop._PEERS.values()) <= named
