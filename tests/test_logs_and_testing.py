@@ -265,6 +265,21 @@ def test_log_retries_tells_an_http_answer_by_its_status_and_an_error_without_a_m
     assert [r.retry_message for r in caplog.records] == ["HTTP 503", "HTTP 502", ""]
 
 
+def test_a_delay_below_a_tenth_of_a_second_is_logged_in_milliseconds(caplog):
+    """"retrying in 0.00 s" told a reader nothing of a 1 ms delay: below 0.1 s the line
+    says milliseconds, to three figures; from 0.1 s on, seconds to two places."""
+    caplog.set_level(logging.WARNING, logger="svc")
+    hook = log_retries(logging.getLogger("svc"))
+    with no_sleep():
+        retry([0.001, 0.0625, 0.1], name="fetch", observe=hook)(failing(3))()
+    assert [r.getMessage().rpartition("; ")[2] for r in caplog.records] == [
+        "retrying in 1 ms",
+        "retrying in 62.5 ms",
+        "retrying in 0.10 s",
+    ]
+    assert [r.retry_delay for r in caplog.records] == [0.001, 0.0625, 0.1]
+
+
 def test_a_message_of_several_lines_is_logged_on_one_line(caplog):
     """httpx's raise_for_status() error has two lines, and a message may carry a
     server's text: the record before a retry was two lines (or a line forged),

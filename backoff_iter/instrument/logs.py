@@ -183,7 +183,7 @@ class RetryLogger:
             action = (
                 "waiting for an attempt still running"
                 if delay is None
-                else f"retrying in {delay:.2f} s"
+                else f"retrying in {_duration(delay)}"
             )
         elif kind == "give_up":
             action = f"giving up ({event.reason})"
@@ -232,6 +232,19 @@ class RetryLogger:
                 part.translate(_CONTROLS) for part in (name, failure, message)
             )
         logger.log(level, text, name, event.number, failure, message, action, **keywords)
+
+
+def _duration(seconds: float) -> str:
+    """A delay as a reader takes it in: seconds to two places, or below a
+    tenth of one (not zero) milliseconds to three figures, where two places
+    would read 0.00.
+
+    >>> _duration(0.25), _duration(0.0), _duration(0.001), _duration(0.0625)
+    ('0.25 s', '0.00 s', '1 ms', '62.5 ms')
+    """
+    if 0.0 < seconds < 0.1:
+        return f"{seconds * 1000:.3g} ms"
+    return f"{seconds:.2f} s"
 
 
 def _described(outcome: object) -> str:
