@@ -464,7 +464,6 @@ class RetryBudget:
                     del calls[:added]
                     deposit = added * self._deposit
                     slots[index] += deposit
-                    # (no _deposited: the fleet's class, which reads it, has its own try_retry)
                     self._balance += deposit
             else:
                 index = self._advance(now)
