@@ -266,7 +266,7 @@ def test_log_retries_tells_an_http_answer_by_its_status_and_an_error_without_a_m
 
 
 def test_a_delay_below_a_tenth_of_a_second_is_logged_in_milliseconds(caplog):
-    """"retrying in 0.00 s" told a reader nothing of a 1 ms delay: below 0.1 s the line
+    """A line saying "retrying in 0.00 s" told a reader nothing of a 1 ms delay: below 0.1 s it
     says milliseconds, to three figures; from 0.1 s on, seconds to two places."""
     caplog.set_level(logging.WARNING, logger="svc")
     hook = log_retries(logging.getLogger("svc"))
