@@ -82,6 +82,7 @@ _permanent_classes = _Classes(
         "io": ("UnsupportedOperation",),  # an OSError and a ValueError: the caller's
         "ssl": ("SSLCertVerificationError",),
         "httpx": ("UnsupportedProtocol", "LocalProtocolError", "HTTPStatusError"),
+        "urllib.error": ("HTTPError",),  # urlopen's answer of a 4xx or 5xx: by its status
         "requests.exceptions": (
             "HTTPError",
             "InvalidURL",
@@ -99,16 +100,65 @@ _permanent_classes = _Classes(
 )
 
 #: The statuses of an answer that another attempt may well not get (the HTTP
-#: integrations' default): a requests ``HTTPError`` or an httpx
-#: ``HTTPStatusError`` of one is transient.
+#: integrations' default): a requests ``HTTPError``, an httpx
+#: ``HTTPStatusError`` or a urllib ``HTTPError`` of one is transient.
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 
 
 def _retryable_status(exc: BaseException) -> bool:
-    """Whether *exc* is an HTTP status error of requests or httpx
-    (``raise_for_status()``) whose answer was one of :data:`RETRYABLE_STATUSES`."""
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    return status in RETRYABLE_STATUSES
+    """Whether *exc* is an HTTP status error - of requests or httpx
+    (``raise_for_status()``, the answer's ``status_code``), or urllib's
+    ``HTTPError`` (its ``code``) - whose answer was one of
+    :data:`RETRYABLE_STATUSES`.  A status that is no int is none of them."""
+    try:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        if status is None:
+            status = getattr(exc, "code", None)
+    except Exception:  # a property of the user's exception that raises
+        return False
+    return isinstance(status, int) and status in RETRYABLE_STATUSES
+
+
+# How far is_transient looks down an exception's causes for a certificate that
+# does not verify: requests' SSLError holds it four links down (its first
+# argument, urllib3's MaxRetryError, whose reason is urllib3's SSLError, whose
+# first argument is the ssl module's error); a chain longer, or a cycle, is cut.
+_CAUSES_LOOKED_AT = 12
+
+
+def _certificate_refused(exc: BaseException) -> bool:
+    """Whether a certificate that does not verify is what *exc* wraps: in its
+    ``__cause__`` or ``__context__`` (httpx's ``ConnectError``), its
+    ``reason`` (urllib's ``URLError``, urllib3's ``MaxRetryError``) or its
+    arguments (requests' and urllib3's ``SSLError``), looked at breadth first
+    and no further than :data:`_CAUSES_LOOKED_AT` exceptions, whatever the
+    exceptions hold or raise when asked."""
+    refused = _certificate_classes()
+    if not refused:  # the ssl module was never loaded: no TLS, no certificate
+        return False
+    queue, seen = [exc], {id(exc)}
+    for current in queue:  # grows as it is read; bounded by the cut below
+        try:
+            if isinstance(current, refused):
+                return True
+            links = (
+                current.__cause__,
+                current.__context__,
+                getattr(current, "reason", None),
+                *current.args[:4],
+            )
+        except Exception:  # an exception of the user's that raises when asked
+            continue
+        for link in links:
+            if isinstance(link, BaseException) and id(link) not in seen:
+                if len(seen) == _CAUSES_LOOKED_AT:
+                    return False
+                seen.add(id(link))
+                queue.append(link)
+    return False
+
+
+_certificate_classes = _Classes((), {"ssl": ("SSLCertVerificationError",)})
 
 
 # The timeouts: every library's read and connect timeouts.
@@ -154,14 +204,17 @@ def is_transient(exc: BaseException) -> bool:
     as retrying it would only fail again, slower; so do the ``OSError`` errors
     that are no failure of a connection - a file missing, existing or
     refused (``FileNotFoundError``, ``PermissionError``...), a certificate
-    that does not verify (``ssl.SSLCertVerificationError``) - httpx's
-    ``UnsupportedProtocol`` and ``LocalProtocolError``, and requests'
-    errors of the request itself (``InvalidURL``, ``MissingSchema``,
-    ``TooManyRedirects``, ``JSONDecodeError``...), every one an ``OSError``.
-    The status errors of ``raise_for_status()`` - requests' ``HTTPError``,
-    httpx's ``HTTPStatusError`` - are transient only for an answer of 429,
-    502, 503 or 504, never for a 404.  Pass ``on=Exception``
-    to retry everything, or ``on=(OSError, MyError)`` to name your own.
+    that does not verify (``ssl.SSLCertVerificationError``, and the
+    errors that wrap one: urllib's ``URLError``, requests' ``SSLError``,
+    httpx's ``ConnectError``) - httpx's ``UnsupportedProtocol`` and
+    ``LocalProtocolError``, and requests' errors of the request itself
+    (``InvalidURL``, ``MissingSchema``, ``TooManyRedirects``,
+    ``JSONDecodeError``...), every one an ``OSError``.  The status errors -
+    of ``raise_for_status()``, requests' ``HTTPError`` and httpx's
+    ``HTTPStatusError``, and urllib's ``HTTPError`` - are transient only for
+    an answer of 429, 502, 503 or 504, never for a 404.  Pass
+    ``on=Exception`` to retry everything, or ``on=(OSError, MyError)`` to
+    name your own.
 
     >>> is_transient(ConnectionResetError()), is_transient(TimeoutError())
     (True, True)
@@ -169,7 +222,9 @@ def is_transient(exc: BaseException) -> bool:
     (False, False)
     """
     if isinstance(exc, _transient_classes()):
-        return not isinstance(exc, _permanent_classes()) or _retryable_status(exc)
+        if isinstance(exc, _permanent_classes()):
+            return _retryable_status(exc)
+        return not _certificate_refused(exc)
     group = getattr(exc, "exceptions", None)
     if isinstance(group, tuple) and group and _is_group(exc):
         return all(is_transient(member) for member in group)

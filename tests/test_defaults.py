@@ -8,14 +8,19 @@ schedule with no end is warned about.  Every form of driver is checked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
+import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from itertools import islice
 from pathlib import Path
+from urllib.error import HTTPError
 
 import pytest
 from checks import rejects
@@ -172,22 +177,178 @@ def test_an_oserror_that_is_no_failure_of_a_connection_is_not_transient():
 def _requests_get(url):
     import requests
 
-    return requests.get(url, timeout=5)
+    response = requests.get(url, timeout=5)
+    response.raise_for_status()
+    return response.text
 
 
 def _httpx_get(url):
     import httpx
 
-    return httpx.get(url, timeout=5)
+    response = httpx.get(url, timeout=5)
+    response.raise_for_status()
+    return response.text
 
 
-@pytest.mark.parametrize("get", [_requests_get, _httpx_get], ids=["requests", "httpx"])
+def _urllib_get(url):
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=5) as response:  # raises HTTPError itself
+        return response.read().decode()
+
+
+GETS = [_requests_get, _httpx_get, _urllib_get]
+GET_IDS = ["requests", "httpx", "urllib"]
+
+
+@contextlib.contextmanager
+def untrusted_tls_server():
+    """A TLS server on 127.0.0.1 whose certificate (tests/data/untrusted.pem,
+    self-signed) no client trusts: every handshake fails at the client's
+    check.  Yields its URL and the list of connections it accepted."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(Path(__file__).parent / "data" / "untrusted.pem")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)  # closing it would not wake an accept() that waits
+    accepted, over = [], threading.Event()
+
+    def serve():
+        while not over.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:  # a timeout: is the test over?
+                continue
+            accepted.append(connection)
+            connection.settimeout(5)
+            with contextlib.suppress(OSError):  # the client refuses the certificate
+                context.wrap_socket(connection, server_side=True).close()
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{listener.getsockname()[1]}/", accepted
+    finally:
+        over.set()
+        thread.join(5)
+        listener.close()
+
+
+@pytest.mark.parametrize("get", GETS, ids=GET_IDS)
+def test_a_certificate_that_does_not_verify_fails_at_once_in_every_http_client(get):
+    """A bare ``@retry`` around a request to a server whose certificate does not
+    verify tried it once: urllib wraps the ssl module's error in a ``URLError``
+    (its ``reason``), requests in an ``SSLError`` (a ``ConnectionError``, four
+    links down), httpx in a ``ConnectError`` (its ``__cause__``) - each an
+    ``OSError`` or transport error that was retried ten times."""
+    with untrusted_tls_server() as (url, accepted), no_sleep() as slept:
+
+        @retry
+        def fetch():
+            return get(url)
+
+        with pytest.raises(Exception) as raised:
+            fetch()
+    assert isinstance(raised.value, (OSError, importlib.import_module("httpx").TransportError))
+    assert not is_transient(raised.value)
+    assert (len(accepted), slept) == (1, [])
+
+
+@pytest.mark.parametrize("get", GETS, ids=GET_IDS)
+def test_a_refused_connection_in_every_http_client_is_still_transient(get):
+    """The same wrappers around a connection refused (a port nobody listens on):
+    retried, as the certificate check must not make every wrapper permanent."""
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        port = closed.getsockname()[1]
+    with pytest.raises(Exception) as raised:
+        get(f"http://127.0.0.1:{port}/")
+    assert is_transient(raised.value)
+
+
+def test_a_certificate_error_deep_in_a_chain_is_found_and_a_hostile_chain_never_breaks_it():
+    """The walk down causes, contexts, reasons and arguments: a certificate error
+    found through each link; a cycle and a chain longer than the walk end it
+    (transient, as without the walk); an exception whose ``args`` or ``reason``
+    raises is looked past."""
+    certificate = ssl.SSLCertVerificationError("certificate verify failed")
+
+    def caused(link):
+        error = ConnectionError("wrapped")
+        error.__cause__ = link
+        return error
+
+    def context(link):
+        error = ConnectionError("wrapped")
+        error.__context__ = link
+        return error
+
+    def reason(link):
+        error = ConnectionError("wrapped")
+        error.reason = link
+        return error
+
+    for wrap in (caused, context, reason, lambda link: ConnectionError("wrapped", link)):
+        assert not is_transient(wrap(certificate)), wrap
+        assert is_transient(wrap(ConnectionResetError())), wrap
+    assert not is_transient(caused(reason(ConnectionError(context(certificate)))))
+    deep = certificate
+    for _ in range(40):
+        deep = caused(deep)
+    assert is_transient(deep)  # past the walk's reach: looked no further
+    first, second = ConnectionError("a"), ConnectionError("b")
+    first.__cause__, second.__cause__ = second, first
+    assert is_transient(first)
+
+    class Hostile(ConnectionError):
+        @property
+        def args(self):
+            raise RuntimeError("args")
+
+        @property
+        def reason(self):
+            raise RuntimeError("reason")
+
+    hostile = Hostile()
+    hostile.__cause__ = certificate
+    assert is_transient(hostile)  # asking it raised: nothing found, retried as before
+    assert not is_transient(caused(ConnectionError(certificate)))
+    beside = context(certificate)
+    beside.__cause__ = hostile  # looked at first, past, then the certificate beside it
+    assert not is_transient(beside)
+
+
+def test_a_status_error_whose_status_is_no_number_or_raises_is_not_transient():
+    """A status error's status is read from what the user's code may have built:
+    an unhashable one, or a ``code`` property that raises, fails at once, as an
+    unknown status does - never a TypeError out of the filter."""
+    import requests
+
+    class Answer:
+        def __init__(self):
+            self.status_code = [503]  # unhashable: "in" a frozenset raised TypeError
+
+    class Raising(HTTPError):
+        @property
+        def code(self):
+            raise RuntimeError("no code")
+
+        @code.setter
+        def code(self, value):  # HTTPError.__init__ sets it
+            pass
+
+    assert not is_transient(requests.HTTPError("503", response=Answer()))
+    assert not is_transient(Raising("http://127.0.0.1/", 503, "down", {}, None))
+    assert is_transient(HTTPError("http://127.0.0.1/", 503, "down", {}, None))
+
+
+@pytest.mark.parametrize("get", GETS, ids=GET_IDS)
 @pytest.mark.parametrize(
     ("status", "retried"), [(404, False), (400, False), (503, True), (429, True), (502, True)]
 )
 def test_a_status_error_is_transient_only_for_a_status_worth_retrying(get, status, retried):
     """``raise_for_status()`` of a real answer from a local server, by requests
-    and by httpx: a 404 fails at once under a bare ``@retry``, a 503 or a 429
+    and by httpx, and urllib's ``HTTPError`` (an ``OSError``, retried for a 404
+    once): a 404 fails at once under a bare ``@retry``, a 503 or a 429
     is retried (as the HTTP integrations retry them), as their answers say."""
     import httpx
     import requests
@@ -197,14 +358,12 @@ def test_a_status_error_is_transient_only_for_a_status_worth_retrying(get, statu
 
         @retry([0.5])
         def fetch():
-            response = get(server.url)
-            response.raise_for_status()
-            return response.text
+            return get(server.url)
 
         if retried:
             assert fetch() == "ok"
         else:
-            with pytest.raises((requests.HTTPError, httpx.HTTPStatusError)):
+            with pytest.raises((requests.HTTPError, httpx.HTTPStatusError, HTTPError)):
                 fetch()
     assert len(server.seen) == (2 if retried else 1)
     assert slept == ([0.5] if retried else [])
@@ -226,12 +385,13 @@ def test_knowing_the_http_clients_imports_none_of_them():
     """is_transient looks only at the libraries already loaded: none is imported to ask."""
     code = (
         "import sys; from backoff_iter import is_transient; is_transient(KeyError());"
-        " print(sorted(m for m in ('httpx', 'requests', 'urllib3') if m in sys.modules))"
+        " print(is_transient(ConnectionResetError()), is_transient(KeyError()),"
+        " sorted(m for m in ('httpx', 'requests', 'urllib3', 'ssl') if m in sys.modules))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
-    assert result.stdout.strip() == "[]"
+    assert result.stdout.strip() == "True False []"  # no ssl: no certificate to look for
 
 
 def test_hedged_calls_fail_at_once_on_a_programming_error():
