@@ -10,7 +10,7 @@ from __future__ import annotations
 import _thread
 import sys
 from collections.abc import Callable
-from typing import Union, cast
+from typing import Any, Union, cast
 
 from . import _checks
 
@@ -109,53 +109,71 @@ def _retryable_status(exc: BaseException) -> bool:
     """Whether *exc* is an HTTP status error - of requests or httpx
     (``raise_for_status()``, the answer's ``status_code``), or urllib's
     ``HTTPError`` (its ``code``) - whose answer was one of
-    :data:`RETRYABLE_STATUSES`.  A status that is no int is none of them."""
+    :data:`RETRYABLE_STATUSES`.  A status that is no int, or that raises
+    when read, compared or hashed, is none of them."""
     try:
         status = getattr(getattr(exc, "response", None), "status_code", None)
-        if status is None:
-            status = getattr(exc, "code", None)
-    except Exception:  # a property of the user's exception that raises
+        if status is None and isinstance(exc, _urllib_status_errors()):
+            status = exc.code  # type: ignore[attr-defined]
+        return issubclass(type(status), int) and status in RETRYABLE_STATUSES
+    except Exception:  # a property, or an int subclass, of the user's that raises
         return False
-    return isinstance(status, int) and status in RETRYABLE_STATUSES
 
+
+_urllib_status_errors = _Classes((), {"urllib.error": ("HTTPError",)})
 
 # How far is_transient looks down an exception's causes for a certificate that
 # does not verify: requests' SSLError holds it four links down (its first
 # argument, urllib3's MaxRetryError, whose reason is urllib3's SSLError, whose
-# first argument is the ssl module's error); a chain longer, or a cycle, is cut.
+# first argument is the ssl module's error); a longer chain is cut, and an
+# exception met twice (a cycle) is looked at once.
 _CAUSES_LOOKED_AT = 12
 
 
 def _certificate_refused(exc: BaseException) -> bool:
     """Whether a certificate that does not verify is what *exc* wraps: in its
-    ``__cause__`` or ``__context__`` (httpx's ``ConnectError``), its
-    ``reason`` (urllib's ``URLError``, urllib3's ``MaxRetryError``) or its
-    arguments (requests' and urllib3's ``SSLError``), looked at breadth first
-    and no further than :data:`_CAUSES_LOOKED_AT` exceptions, whatever the
-    exceptions hold or raise when asked."""
+    ``__cause__`` (httpx's ``ConnectError``), its ``__context__`` unless it
+    was raised ``from`` something (or ``from None``), its ``reason``
+    (urllib's ``URLError``, urllib3's ``MaxRetryError``) or its first
+    arguments (requests' and urllib3's ``SSLError``); looked at breadth
+    first, no more than :data:`_CAUSES_LOOKED_AT` exceptions in all, each of
+    these asked on its own: one that raises when asked is passed over.
+
+    An error raised while one was handled - a certificate refused, then a
+    mirror tried that reset the connection - holds it as its context all the
+    same, and is taken as refused: raise it ``from`` its own cause, or
+    ``from None``, to say otherwise."""
     refused = _certificate_classes()
     if not refused:  # the ssl module was never loaded: no TLS, no certificate
         return False
     queue, seen = [exc], {id(exc)}
-    for current in queue:  # grows as it is read; bounded by the cut below
-        try:
-            if isinstance(current, refused):
-                return True
-            links = (
-                current.__cause__,
-                current.__context__,
-                getattr(current, "reason", None),
-                *current.args[:4],
-            )
-        except Exception:  # an exception of the user's that raises when asked
-            continue
-        for link in links:
-            if isinstance(link, BaseException) and id(link) not in seen:
-                if len(seen) == _CAUSES_LOOKED_AT:
-                    return False
-                seen.add(id(link))
-                queue.append(link)
+    for current in queue:  # grows as it is read, to the bound below
+        if issubclass(type(current), refused):
+            return True
+        for read in _LINKS:
+            try:
+                links = read(current)
+            except Exception:  # an exception of the user's that raises when asked
+                continue
+            for link in links:
+                # (issubclass of its type: isinstance would ask the object its
+                # __class__, which a proxy may answer by raising)
+                if (
+                    len(seen) < _CAUSES_LOOKED_AT
+                    and issubclass(type(link), BaseException)
+                    and id(link) not in seen
+                ):
+                    seen.add(id(link))
+                    queue.append(link)
     return False
+
+
+# What an exception may wrap, each read on its own (see _certificate_refused).
+_LINKS: tuple[Callable[[BaseException], tuple[Any, ...]], ...] = (
+    lambda exc: (exc.__cause__, None if exc.__suppress_context__ else exc.__context__),
+    lambda exc: (getattr(exc, "reason", None),),
+    lambda exc: exc.args[:4],
+)
 
 
 _certificate_classes = _Classes((), {"ssl": ("SSLCertVerificationError",)})

@@ -310,11 +310,82 @@ def test_a_certificate_error_deep_in_a_chain_is_found_and_a_hostile_chain_never_
 
     hostile = Hostile()
     hostile.__cause__ = certificate
-    assert is_transient(hostile)  # asking it raised: nothing found, retried as before
+    assert not is_transient(hostile)  # its args and reason raise: its cause is read all the same
+    assert is_transient(caused(Hostile()))  # nothing found past what raised: retried
     assert not is_transient(caused(ConnectionError(certificate)))
-    beside = context(certificate)
-    beside.__cause__ = hostile  # looked at first, past, then the certificate beside it
-    assert not is_transient(beside)
+
+    class Proxy:  # an argument whose __class__ raises, as an unbound proxy's does
+        @property
+        def __class__(self):
+            raise RuntimeError("unbound")
+
+    assert is_transient(ConnectionError(Proxy()))
+    assert not is_transient(ConnectionError(Proxy(), certificate))
+
+    class Unsure(ConnectionError):  # whether its context counts: asking raises
+        @property
+        def __suppress_context__(self):
+            raise RuntimeError("unsure")
+
+    assert not is_transient(Unsure(certificate))  # its arguments are read all the same
+
+    class Mismatch(ssl.SSLCertVerificationError):  # a subclass of the ssl module's
+        pass
+
+    assert not is_transient(caused(Mismatch("hostname mismatch")))
+
+
+def test_the_walk_takes_in_twelve_exceptions_and_no_more():
+    """The bound, exactly: a certificate error that is the twelfth exception
+    looked at is found, the thirteenth is not (a chain of causes, one each)."""
+
+    def chain(wrappers):
+        error = ssl.SSLCertVerificationError("certificate verify failed")
+        for _ in range(wrappers):
+            wrapper = ConnectionError("wrapped")
+            wrapper.__cause__ = error
+            error = wrapper
+        return error
+
+    assert [is_transient(chain(wrappers)) for wrappers in (10, 11, 12)] == [False, False, True]
+
+
+def test_a_certificate_error_already_queued_is_found_past_the_walks_bound():
+    """The bound stops what is queued, not what was: a certificate error among an
+    error's own arguments is found though its siblings hold more than the walk
+    takes in."""
+    busy = [
+        Exception("busy", ValueError(), KeyError(), TypeError(), LookupError()) for _ in range(3)
+    ]
+    wrapper = ConnectionError(busy[0], ssl.SSLCertVerificationError("certificate verify failed"))
+    wrapper.__cause__, wrapper.__context__ = busy[1], busy[2]
+    assert not is_transient(wrapper)
+
+
+def test_an_error_raised_from_none_or_its_own_cause_is_not_held_to_a_handled_certificate():
+    """A certificate refused and handled, then a mirror tried that reset the
+    connection: raised ``from None`` (or from its own cause) the reset is
+    retried; raised while handling it, without ``from``, it is taken as refused,
+    as is said."""
+
+    def mirror(how):
+        try:
+            raise ssl.SSLCertVerificationError("certificate verify failed")
+        except ssl.SSLError:
+            reset = ConnectionResetError("the mirror reset")
+            if how == "from None":
+                raise reset from None
+            if how == "from its cause":
+                raise reset from TimeoutError()
+            raise reset  # noqa: B904 - raised in the handler: the case under test
+
+    outcomes = {}
+    for how in ("from None", "from its cause", "in the handler"):
+        try:
+            mirror(how)
+        except ConnectionResetError as error:
+            outcomes[how] = is_transient(error)
+    assert outcomes == {"from None": True, "from its cause": True, "in the handler": False}
 
 
 def test_a_status_error_whose_status_is_no_number_or_raises_is_not_transient():
@@ -337,6 +408,23 @@ def test_a_status_error_whose_status_is_no_number_or_raises_is_not_transient():
             pass
 
     assert not is_transient(requests.HTTPError("503", response=Answer()))
+
+    class Denied(PermissionError):
+        code = 503  # a code of its own: no urllib HTTPError, no HTTP status
+
+    class Hash(int):
+        def __hash__(self):
+            raise RuntimeError("no hash")
+
+    class Status:
+        def __init__(self, status_code):
+            self.status_code = status_code
+
+    assert not is_transient(Denied())
+    assert not is_transient(requests.HTTPError("503", response=Status(503.0)))  # no int
+    assert not is_transient(requests.HTTPError("no answer"))
+    assert not is_transient(requests.HTTPError("503", response=Status(Hash(503))))
+    assert is_transient(requests.HTTPError("503", response=Status(503)))
     assert not is_transient(Raising("http://127.0.0.1/", 503, "down", {}, None))
     assert is_transient(HTTPError("http://127.0.0.1/", 503, "down", {}, None))
 
@@ -457,8 +545,12 @@ def test_a_bare_retry_logs_a_warning_per_retry_of_a_connection_error(caplog, sle
     name = f"{__name__}.test_a_bare_retry_logs_a_warning_per_retry_of_a_connection_error.<locals>.fetch"
     assert [level for level, _ in logged] == ["WARNING", "WARNING"]
     for (_, message), number, delay in zip(logged, (1, 2), slept):
-        # the default schedule is jittered: a delay below 0.1 s is logged in milliseconds
-        shown = f"{delay * 1000:.3g} ms" if 0 < delay < 0.1 else f"{delay:.2f} s"
+        # the default schedule is jittered: a delay below 0.1 s is logged in
+        # milliseconds, unless three figures of them would say 100
+        milliseconds = f"{delay * 1000:.3g}"
+        shown = (
+            f"{milliseconds} ms" if 0 < delay < 0.1 and milliseconds != "100" else f"{delay:.2f} s"
+        )
         assert message == (
             f"{name}: attempt {number} failed (ConnectionResetError: reset by peer);"
             f" retrying in {shown}"
