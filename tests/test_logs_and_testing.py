@@ -271,13 +271,14 @@ def test_a_delay_below_a_tenth_of_a_second_is_logged_in_milliseconds(caplog):
     caplog.set_level(logging.WARNING, logger="svc")
     hook = log_retries(logging.getLogger("svc"))
     with no_sleep():
-        retry([0.001, 0.0625, 0.1], name="fetch", observe=hook)(failing(3))()
+        retry([0.001, 0.0625, 0.09999, 0.1], name="fetch", observe=hook)(failing(4))()
     assert [r.getMessage().rpartition("; ")[2] for r in caplog.records] == [
         "retrying in 1 ms",
         "retrying in 62.5 ms",
+        "retrying in 0.10 s",  # not "100 ms": what rounds to a tenth of a second says so
         "retrying in 0.10 s",
     ]
-    assert [r.retry_delay for r in caplog.records] == [0.001, 0.0625, 0.1]
+    assert [r.retry_delay for r in caplog.records] == [0.001, 0.0625, 0.09999, 0.1]
 
 
 def test_a_message_of_several_lines_is_logged_on_one_line(caplog):

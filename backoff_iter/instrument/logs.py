@@ -168,7 +168,8 @@ class RetryLogger:
         return level if (self._logger or self.logger).isEnabledFor(level) else None
 
     def __call__(self, event: RetryEvent) -> None:
-        """Log a retry ("fetch: attempt 2 failed (OSError: reset); retrying in 0.40 s"),
+        """Log a retry ("fetch: attempt 2 failed (OSError: reset); retrying in 0.40 s",
+        or below a tenth of a second "retrying in 62.5 ms"),
         a give-up ("...; giving up (exhausted)"), or an error that ends a call
         after a retry ("...; not retried"); other events are not logged, nor
         an interruption (a cancellation, ``KeyboardInterrupt``)."""
@@ -241,9 +242,13 @@ def _duration(seconds: float) -> str:
 
     >>> _duration(0.25), _duration(0.0), _duration(0.001), _duration(0.0625)
     ('0.25 s', '0.00 s', '1 ms', '62.5 ms')
+    >>> _duration(0.09999)  # three figures would say 100 ms: a tenth of a second
+    '0.10 s'
     """
     if 0.0 < seconds < 0.1:
-        return f"{seconds * 1000:.3g} ms"
+        milliseconds = f"{seconds * 1000:.3g}"
+        if milliseconds != "100":
+            return f"{milliseconds} ms"
     return f"{seconds:.2f} s"
 
 
