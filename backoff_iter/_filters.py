@@ -224,8 +224,10 @@ def is_transient(exc: BaseException) -> bool:
     refused (``FileNotFoundError``, ``PermissionError``...), a certificate
     that does not verify (``ssl.SSLCertVerificationError``, and the
     errors that wrap one: urllib's ``URLError``, requests' ``SSLError``,
-    httpx's ``ConnectError``) - httpx's ``UnsupportedProtocol`` and
-    ``LocalProtocolError``, and requests' errors of the request itself
+    httpx's ``ConnectError``, and any error raised while one was handled,
+    unless raised ``from`` another cause or ``from None``) - httpx's
+    ``UnsupportedProtocol`` and ``LocalProtocolError``, and requests' errors
+    of the request itself
     (``InvalidURL``, ``MissingSchema``, ``TooManyRedirects``,
     ``JSONDecodeError``...), every one an ``OSError``.  The status errors -
     of ``raise_for_status()``, requests' ``HTTPError`` and httpx's

@@ -258,10 +258,9 @@ def test_a_certificate_that_does_not_verify_fails_at_once_in_every_http_client(g
 def test_a_refused_connection_in_every_http_client_is_still_transient(get):
     """The same wrappers around a connection refused (a port nobody listens on):
     retried, as the certificate check must not make every wrapper permanent."""
-    with socket.create_server(("127.0.0.1", 0)) as closed:
-        port = closed.getsockname()[1]
-    with pytest.raises(Exception) as raised:
-        get(f"http://127.0.0.1:{port}/")
+    with socket.socket() as held, pytest.raises(Exception) as raised:
+        held.bind(("127.0.0.1", 0))  # bound, never listening: refused, and no one else's
+        get(f"http://127.0.0.1:{held.getsockname()[1]}/")
     assert is_transient(raised.value)
 
 
