@@ -26,15 +26,17 @@ its call made at the first failure; its successes need no call at all.
 **The parts**, each with this library's defaults: ``token_bucket`` is
 ``TokenBucket(max_tokens=10, token_ratio=0.1)``, ``retry_budget``
 ``RetryBudget(ratio=0.2, min_per_second=10, window=10)``, ``retry_quota``
-``RetryQuota(capacity=500, retry_cost=14, throttle_cost=5,
-success_refund=1)`` (botocore 1.44's; no failure here is named a
-throttle, so each retry costs 14), ``cubic`` ``CubicRateLimiter()``, ``sre_throttle``
+``RetryQuota(capacity=500, retry_cost=14, success_refund=1)`` (botocore
+1.44's, whose throttles are named error codes, never a timeout: each
+retry here costs 14, its ``throttle_cost`` too), ``cubic``
+``CubicRateLimiter()``, ``sre_throttle``
 ``AdaptiveThrottle(k=2, window=120)`` and ``breaker``
 ``CircuitBreaker(failure_ratio=0.1, minimum_throughput=100,
 sampling_duration=30, break_duration=5)``.  A run's *budgets* entry is
 ``none``, or one budget and any of the three others joined by ``+``
-(``breaker+token_bucket``).  As the drivers' default ``throttled`` says,
-every failure counts as a throttle to the limiter and the throttle.  With
+(``breaker+token_bucket``).  The clients' ``throttled`` names a timeout,
+the server's one sign of overload, a throttle to the limiter and the
+throttle; a transient error comes whatever the load, and is none.  With
 *budget_scope* ``"process"`` every client has its own budget; with
 ``"fleet"`` each client's budget, throttle and breaker is a member of one
 fleet store per part, shared by all (the arithmetic of
@@ -70,6 +72,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 from collections.abc import Callable, Iterable, Iterator
@@ -99,12 +102,17 @@ __all__ = [
     "simulate_overload",
 ]
 
+# What a retry costs a quota at the library's defaults (botocore's: 14).
+_RETRY_COST: float = inspect.signature(RetryQuota).parameters["retry_cost"].default
+
 #: The budgets a run can give its clients, by name; each is made with the
 #: run's simulated clock and, for a fleet, the store its clients share.
 BUDGETS: dict[str, Callable[[Callable[[], float], Store | None], Budget]] = {
     "token_bucket": lambda clock, store: TokenBucket(store=store),
     "retry_budget": lambda clock, store: RetryBudget(clock=clock, store=store),
-    "retry_quota": lambda clock, store: RetryQuota(store=store),
+    # botocore names no timeout a throttle: a timeout, the storm's throttle to the limiter
+    # and the throttle (see _overloaded), costs the quota what any retry does.
+    "retry_quota": lambda clock, store: RetryQuota(throttle_cost=_RETRY_COST, store=store),
 }
 
 #: The other parts a client may have, by name: the policy's option each
@@ -146,6 +154,12 @@ RECOVERED_SHARE = 0.9  # goodput at least 90% of the arrivals ...
 RECOVERED_FOR = 5  # ... for 5 s in a row
 
 _FAILURES = (TimeoutError, ConnectionError)  # what the clients retry: both, as is_transient does
+
+
+def _overloaded(outcome: object) -> bool:
+    """The clients' ``throttled``: a timeout, the one sign of overload the server gives.
+    A transient error (*error_rate*) comes whatever the load: it is no throttle."""
+    return isinstance(outcome, TimeoutError)
 
 
 class OverloadRun(NamedTuple):
@@ -403,7 +417,7 @@ class _Model(NamedTuple):
                 )
             if budget is not None:
                 options["budget"] = BUDGETS[budget](clock, stores.get(budget))
-            policies.append(_client(delays, clock, **options))
+            policies.append(_client(delays, clock, throttled=_overloaded, **options))
         return policies
 
     def run(

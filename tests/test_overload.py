@@ -30,6 +30,9 @@ small = {"rate": 50.0, "capacity": 60.0, "seconds": 30.0, "spike_at": 5.0, "spik
 storm = {"rate": 50.0, "capacity": 60.0, "seconds": 60.0, "spike_at": 5.0, "spike_for": 5.0}
 # A total outage at a steady 50 requests a second: every attempt fails at once.
 outage = {"rate": 50.0, "capacity": 60.0, "seconds": 60.0, "spike": 1.0, "error_rate": 1.0}
+# A server that answers nothing in time (the timeout, 1 µs, is shorter than any service):
+# every attempt times out, the storm's sign of overload, a throttle to the limiter.
+stalled = {**outage, "error_rate": 0.0, "timeout": 1e-6}
 
 REFUSING = ("sre_throttle", "breaker")  # parts that refuse attempts before they are sent
 COMBINATIONS = [
@@ -440,19 +443,44 @@ def test_a_breaker_in_a_total_outage_sends_what_its_defaults_allow():
 
 
 def test_the_sre_throttle_rejects_as_its_formula_says():
-    """With no accepts, the n-th request goes with probability 1 / (n + 1): about the
-    harmonic number H(requests) are sent in all (the window, 120 s, holds the whole run)."""
-    [run] = simulate_overload(["none"], ["sre_throttle"], seed=1, **outage)
+    """With no accepts (every attempt times out), the n-th request goes with probability
+    1 / (n + 1): about the harmonic number H(requests) are sent in all (the window, 120 s,
+    holds the whole run)."""
+    [run] = simulate_overload(["none"], ["sre_throttle"], seed=1, **stalled)
     expected = sum(1 / (n + 1) for n in range(run.requests))
     assert abs(run.attempts - expected) <= 4 * math.sqrt(expected)
 
 
 def test_the_rate_limiter_delays_attempts_but_never_drops_one():
-    """Every failure is a throttle: the limiter slows the client to its floor, so most
+    """Every timeout is a throttle: the limiter slows the client to its floor, so most
     attempts go after the arrivals stopped, but all of them go (1 + retries each)."""
-    [run] = simulate_overload(["full_jitter"], ["cubic"], retries=3, seed=1, **outage)
+    [run] = simulate_overload(["full_jitter"], ["cubic"], retries=3, seed=1, **stalled)
     assert run.amplification == 4.0
     assert sum(run.series["attempts"]) < run.attempts / 2
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_transient_errors_are_no_throttle_to_a_limiter_or_a_throttle(seed):
+    """A light load (50/s to a server of 1000/s) with transient errors only: the CUBIC
+    limiter never slows (goodput keeps up with the arrivals: recovered at once, ~100% in
+    the last 20 s) and the SRE throttle refuses almost nothing, though errors are 1%, or 50%."""
+    light = {"rate": 50.0, "capacity": 1000.0, "seconds": 60.0, "spike": 1.0, "seed": seed}
+    [limited] = simulate_overload(["full_jitter"], ["cubic"], error_rate=0.01, **light)
+    assert limited.recovery_seconds == 0.0
+    assert limited.goodput_last_20s >= 0.99
+    [throttled] = simulate_overload(["none"], ["sre_throttle"], error_rate=0.5, **light)
+    assert throttled.requests - throttled.attempts <= 2  # refused: a first request's chance
+
+
+@pytest.mark.parametrize("scope, quotas", [("process", 2), ("fleet", 1)])
+def test_a_quota_takes_botocores_14_for_a_timeouts_retry_though_it_is_a_throttle(scope, quotas):
+    """Timeouts are throttles to the limiter and the throttle, but botocore names none a
+    throttle: with nothing succeeding, a quota of 500 pays for 35 retries at 14 (not 100 at
+    a throttle's 5), one quota per client of two, or one the two share."""
+    [run] = simulate_overload(
+        ["full_jitter"], ["retry_quota"], budget_scope=scope, clients=2, seed=1, **stalled
+    )
+    assert run.attempts - run.requests == quotas * (500 // 14)
 
 
 def test_combinations_run_in_any_order_and_bad_ones_are_refused():
