@@ -421,6 +421,33 @@ def test_a_mistyped_name_in_a_list_is_offered_the_name_meant(cli, typed, named, 
     assert line.endswith(f"did you mean {meant!r}?"), line
 
 
+@pytest.mark.parametrize(
+    "option, given, message",
+    [
+        ("--strategies", "full_jitter,full_jitter", "'full_jitter' given twice"),
+        ("--strategies", "none,full_jitter,none", "'none' given twice"),
+        ("--budgets", "none,token_bucket,none", "'none' given twice"),
+        ("--budgets", "breaker+token_bucket,breaker+token_bucket", "'breaker+token_bucket' given"),
+        (
+            "--budgets",
+            "breaker+token_bucket,token_bucket+breaker",
+            "is 'breaker+token_bucket' again",
+        ),
+    ],
+)
+def test_overload_refuses_a_name_given_twice_naming_the_option_and_the_name(
+    cli, storm, option, given, message
+):
+    """`--strategies full,full` ran each pair twice: a name (or a budget's parts in
+    another order) given twice is bad usage naming the option and the name, before any work."""
+    result = cli("overload", option, given)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert f"error: argument {option}: " in line and message in line, line
+    assert line.endswith("give each once"), line
+    assert storm == []
+
+
 def test_an_unrecognized_word_near_no_option_is_offered_none(cli):
     """A stray word, or an option near none of the command's, is named with nothing offered."""
     for extra in ("stray", "--zzzzzz"):

@@ -50,7 +50,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     storm = overload.simulate_overload
     parser.add_argument(
         "--strategies",
-        type=names_among(["none", *strategies.STRATEGIES]),
+        type=names_among(["none", *strategies.STRATEGIES], once=True),
         default=list(default(storm, "strategies")),
         metavar="NAMES",
         help="comma-separated: none (no retries), "
@@ -59,7 +59,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--budgets",
-        type=names_among(["none", *overload.BUDGETS, *overload.PARTS], joined="+"),
+        type=names_among(["none", *overload.BUDGETS, *overload.PARTS], joined="+", once=True),
         default=list(default(storm, "budgets")),
         metavar="NAMES",
         help="comma-separated runs: none, or one budget ("
