@@ -4,8 +4,12 @@ check by hand, whose every decision is the library's own.
 
 Time is in seconds.  Requests arrive as a Poisson process at *rate* per
 second, multiplied by *spike* from *spike_at* for *spike_for* seconds;
-arrivals stop after *seconds*, and the requests still under way then run to
-their end, so every request either succeeds or fails.
+the run ends after *seconds*, and so do arrivals.  A request still under
+way then (its attempt queued at the server or unanswered, its retry's
+delay or its rate limiter's wait not over) is unfinished: neither a
+success nor a failure, and nothing it would do later is simulated, so
+every figure is of what happened within the run (the totals are the
+series' sums).
 
 **The clients.**  Each request belongs to one of *clients* clients (a
 process each), drawn uniformly at random from the run's generator.  A
@@ -171,9 +175,9 @@ class OverloadRun(NamedTuple):
     budget_scope: str  #: "process": a budget per client; "fleet": one shared
     server: str  #: "serve-all" or "drop-expired"
     requests: int  #: requests that arrived
-    attempts: int  #: attempts the clients sent
+    attempts: int  #: attempts the clients sent within the run
     amplification: float | None  #: attempts / requests (None: no requests)
-    succeeded: float | None  #: share of the requests that succeeded (None: no requests)
+    succeeded: float | None  #: share of requests that succeeded within the run (None: no requests)
     goodput_last_20s: float | None  #: successes in the last 20 s over the arrivals then
     recovery_seconds: float | None  #: after the spike, until goodput holds >= 90%; None: never
     series: dict[str, list[int]]  #: per second of the run: arrivals, attempts, goodput
@@ -438,9 +442,11 @@ class _Model(NamedTuple):
         storm.run()
         if progress is not None:
             progress(strategy, budget, 1.0)
-        if storm.succeeded + storm.failed != storm.requests:  # pragma: no cover - an invariant
+        ended = storm.succeeded + storm.failed + storm.unfinished
+        if ended != storm.requests:  # pragma: no cover - an invariant
             raise AssertionError(
-                f"{storm.requests} requests, {storm.succeeded} succeeded, {storm.failed} failed"
+                f"{storm.requests} requests, {storm.succeeded} succeeded, {storm.failed} failed,"
+                f" {storm.unfinished} unfinished"
             )
         return self._figures(
             strategy,
