@@ -178,8 +178,11 @@ class OverloadRun(NamedTuple):
     attempts: int  #: attempts the clients sent within the run
     amplification: float | None  #: attempts / requests (None: no requests)
     succeeded: float | None  #: share of requests that succeeded within the run (None: no requests)
-    goodput_last_20s: float | None  #: successes in the last 20 s over the arrivals then
-    recovery_seconds: float | None  #: after the spike, until goodput holds >= 90%; None: never
+    #: successes in the last 20 s (the whole run if shorter) over the arrivals then
+    goodput_last_20s: float | None
+    #: after the spike (without one, from the start), until goodput holds >= 90% for 5 s;
+    #: None: never within the run (a run that ends less than 5 s after it: never, too)
+    recovery_seconds: float | None
     series: dict[str, list[int]]  #: per second of the run: arrivals, attempts, goodput
 
 
@@ -474,8 +477,11 @@ class _Model(NamedTuple):
         arrived_last = sum(arrivals[last])
         recovery: float | None = None
         # The first whole second after the spike (none within the run if it ends
-        # past it, or past floats: spike_at + spike_for may be inf).
-        start = math.ceil(min(self.spike_at + self.spike_for, len(arrivals)))
+        # past it, or past floats: spike_at + spike_for may be inf); without a spike
+        # (spike 1, or spike_for 0), the run's start: there is nothing to wait for.
+        spiked = self.spike > 1.0 and self.spike_for > 0.0
+        end = self.spike_at + self.spike_for if spiked else 0.0
+        start = math.ceil(min(end, len(arrivals)))
         for second in range(start, len(arrivals) - RECOVERED_FOR + 1):
             window = range(second, second + RECOVERED_FOR)
             # A window with no arrivals shows nothing: a run without requests never recovers.

@@ -235,14 +235,27 @@ def test_a_run_without_requests_has_no_figures():
 
 def test_a_spike_ending_past_floats_is_a_run_without_recovery_not_an_overflow(capsys):
     """spike_at and spike_for finite, their sum inf: the run is made and reports no
-    recovery (it raised OverflowError, from the command line a traceback)."""
+    recovery (it raised OverflowError, from the command line a traceback); the command
+    line refuses it, a spike after any run, naming --seconds (it printed "never")."""
     [run] = simulate_overload(
-        ["none"], ["none"], rate=10, seconds=5, spike=1, spike_at=1e308, spike_for=1e308, seed=1
+        ["none"], ["none"], rate=10, seconds=5, spike=2, spike_at=1e308, spike_for=1e308, seed=1
     )
     assert run.requests > 0 and run.recovery_seconds is None
     spike = ["--spike-at", "1e308", "--spike-for", "1e308", "--seconds", "5", "--rate", "10"]
-    assert main(["overload", *spike, "--strategies", "none", "--budgets", "none", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["recovery_seconds"] is None
+    assert main(["overload", *spike, "--strategies", "none", "--budgets", "none", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "error: --seconds: the spike ends past any run" in err
+    assert "Traceback" not in err
+
+
+def test_a_run_without_a_spike_recovers_from_its_start():
+    """spike 1 (or spike_for 0): no spike to wait for, so recovery is measured from the
+    run's start - a healthy 8 s run recovered at once; it said never (from the spike's
+    defaults' end, 20 s or 10 s, after the run)."""
+    light = {"rate": 50.0, "capacity": 1000.0, "seconds": 8.0, "error_rate": 0.0, "seed": 1}
+    for shape in ({"spike": 1.0}, {"spike_for": 0.0}):
+        [run] = simulate_overload(["none"], ["none"], **light, **shape)
+        assert run.succeeded == 1.0 and run.recovery_seconds == 0.0, shape
 
 
 def test_a_total_outage_fails_every_request_after_every_retry():
