@@ -51,8 +51,8 @@ class _Storm:
         "now", "strategy", "budget", "policies", "clients", "quiet", "first", "seconds",
         "length", "arrivals", "sent", "goodput", "service", "timeout", "error_rate", "drop",
         "draw", "expovariate", "due", "outcomes", "free", "requests", "attempts", "succeeded",
-        "failed", "unfinished", "phases", "rate", "boundary", "next_arrival", "progress", "report_every",
-        "report_at",
+        "failed", "unfinished", "phases", "rate", "boundary", "next_arrival", "progress",
+        "report_every", "report_at",
     )  # fmt: skip
 
     def __init__(
