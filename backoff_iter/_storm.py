@@ -44,15 +44,15 @@ class _Storm:
     **due** (a retry after its delay, or an attempt the rate limiter made
     wait).  An attempt that goes out is **sent**: the server answers in
     time, too late, or with a transient error.  A storm runs once: a second
-    :meth:`run` finds nothing left to do.
+    :meth:`run` finds nothing left before the run's end.
     """
 
     __slots__ = (
         "now", "strategy", "budget", "policies", "clients", "quiet", "first", "seconds",
         "length", "arrivals", "sent", "goodput", "service", "timeout", "error_rate", "drop",
         "draw", "expovariate", "due", "outcomes", "free", "requests", "attempts", "succeeded",
-        "failed", "phases", "rate", "boundary", "next_arrival", "progress", "report_every",
-        "report_at",
+        "failed", "unfinished", "phases", "rate", "boundary", "next_arrival", "progress",
+        "report_every", "report_at",
     )  # fmt: skip
 
     def __init__(
@@ -96,7 +96,7 @@ class _Storm:
         # s, before anything pending: it goes first.
         self.outcomes: deque[tuple[float, int, Call | None, BaseException | None]] = deque()
         self.free = 0.0  # when the server is next idle
-        self.requests = self.attempts = self.succeeded = self.failed = 0
+        self.requests = self.attempts = self.succeeded = self.failed = self.unfinished = 0
         # The arrival rate is piecewise constant: (rate, until) for each phase.
         self.phases = iter(
             [
@@ -116,7 +116,13 @@ class _Storm:
         return self.now
 
     def run(self) -> None:
-        """Every event, earliest first, until no arrival, outcome or attempt is left.
+        """Every event before the run's end (*seconds*), earliest first.
+
+        A request still under way at the end - its attempt queued at the
+        server or unanswered, its retry or its rate limiter's wait not yet
+        over - is unfinished: neither a success nor a failure, and what it
+        would do later is not simulated (a limiter's backlog would otherwise
+        go on for minutes and count as successes of the run).
 
         One loop, each event's handling inline below it: the run's state is
         held in local names while it goes (a method call and the attribute
@@ -139,13 +145,16 @@ class _Storm:
             self.failed,
         )
         arrival, report_at = self.next_arrival, self.report_at
+        # A quiet client's requests whose end, decided at once, comes after the run's (the
+        # unfinished ones not in a queue; 0 unless the storm ran before).
+        late = self.unfinished - len(outcomes) - (len(due) - 1)
         while True:
             upcoming = outcomes[0][0] if outcomes else _INF
             later = due[0][0]
             if arrival <= upcoming and arrival <= later:
                 # A request arrives: the next arrival is drawn, its client's call
                 # made (if anything will hear of it), and its first attempt goes.
-                if arrival == _INF:
+                if arrival == _INF:  # (arrivals come before the end, or never)
                     break
                 self.now = now = arrival
                 request = requests
@@ -168,12 +177,13 @@ class _Storm:
             elif upcoming <= later:
                 # An attempt's outcome reaches its client, whose call decides
                 # (a success comes here only when someone needs telling).
+                if upcoming >= seconds:  # the run is over: the rest is unfinished
+                    break
                 now, request, call, error = settled()
                 self.now = now
                 if error is None:  # a success
                     succeeded += 1
-                    if now < seconds:
-                        goodput[int(now)] += 1
+                    goodput[int(now)] += 1
                     call.decide(None, None, None)  # type: ignore[union-attr]
                     continue
                 delay = call.decide(None, error, None)  # type: ignore[union-attr]
@@ -184,6 +194,8 @@ class _Storm:
                 continue
             else:
                 # A retry after its delay, or an attempt after the rate limiter's wait.
+                if later >= seconds:  # the run is over: the rest is unfinished
+                    break
                 now, request, kind, call = pop(due)
                 self.now = now
             # A new request's first attempt, or one due: admitted first if it must be.
@@ -202,8 +214,7 @@ class _Storm:
             # The attempt is sent: a transient error at once, an answer in
             # time, or none within the timeout (too late, or dropped unserved).
             attempts += 1
-            if now < seconds:
-                sent[int(now)] += 1
+            sent[int(now)] += 1
             if draw() < error_rate:  # a transient error, at once
                 error, ends = _ERROR, now
             else:
@@ -214,10 +225,12 @@ class _Storm:
                 else:
                     free = start + service
                     if free <= deadline:  # answered in time
-                        if quiet:  # nothing to tell: counted at once
-                            succeeded += 1
+                        if quiet:  # nothing to tell: counted at once, if before the end
                             if free < seconds:
+                                succeeded += 1
                                 goodput[int(free)] += 1
+                            else:
+                                late += 1
                         else:
                             outcomes.append((free, request, call, None))
                         continue
@@ -233,13 +246,18 @@ class _Storm:
                 call = Call(policies[0], now, process_hooks=False)  # as @retry makes it after a try
             delay = call.decide(None, error, None)
             if delay is None:
-                failed += 1
+                if ends < seconds:  # else unfinished at the end, as a retry after it is
+                    failed += 1
+                else:
+                    late += 1
             else:
                 push(due, (ends + delay, request, _SEND, call))
         # The run's state, as it ends (the counts are what its figures read).
         self.free, self.next_arrival, self.report_at = free, arrival, report_at
         self.requests, self.attempts = requests, attempts
         self.succeeded, self.failed = succeeded, failed
+        # Under way at the end: an outcome or an attempt due each (the heap's last is inf's).
+        self.unfinished = late + len(outcomes) + len(due) - 1
 
     def _arrival_past_boundary(self) -> float:
         """The first arrival after the rate changes (a memoryless process

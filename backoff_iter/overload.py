@@ -4,8 +4,12 @@ check by hand, whose every decision is the library's own.
 
 Time is in seconds.  Requests arrive as a Poisson process at *rate* per
 second, multiplied by *spike* from *spike_at* for *spike_for* seconds;
-arrivals stop after *seconds*, and the requests still under way then run to
-their end, so every request either succeeds or fails.
+the run ends after *seconds*, and so do arrivals.  A request still under
+way then (its attempt queued at the server or unanswered, its retry's
+delay or its rate limiter's wait not over) is unfinished: neither a
+success nor a failure, and nothing it would do later is simulated, so
+every figure is of what happened within the run (the totals are the
+series' sums).
 
 **The clients.**  Each request belongs to one of *clients* clients (a
 process each), drawn uniformly at random from the run's generator.  A
@@ -26,15 +30,17 @@ its call made at the first failure; its successes need no call at all.
 **The parts**, each with this library's defaults: ``token_bucket`` is
 ``TokenBucket(max_tokens=10, token_ratio=0.1)``, ``retry_budget``
 ``RetryBudget(ratio=0.2, min_per_second=10, window=10)``, ``retry_quota``
-``RetryQuota(capacity=500, retry_cost=14, throttle_cost=5,
-success_refund=1)`` (botocore 1.44's; no failure here is named a
-throttle, so each retry costs 14), ``cubic`` ``CubicRateLimiter()``, ``sre_throttle``
+``RetryQuota(capacity=500, retry_cost=14, success_refund=1)`` (botocore
+1.44's, whose throttles are named error codes, never a timeout: each
+retry here costs 14, its ``throttle_cost`` too), ``cubic``
+``CubicRateLimiter()``, ``sre_throttle``
 ``AdaptiveThrottle(k=2, window=120)`` and ``breaker``
 ``CircuitBreaker(failure_ratio=0.1, minimum_throughput=100,
 sampling_duration=30, break_duration=5)``.  A run's *budgets* entry is
 ``none``, or one budget and any of the three others joined by ``+``
-(``breaker+token_bucket``).  As the drivers' default ``throttled`` says,
-every failure counts as a throttle to the limiter and the throttle.  With
+(``breaker+token_bucket``).  The clients' ``throttled`` names a timeout,
+the server's one sign of overload, a throttle to the limiter and the
+throttle; a transient error comes whatever the load, and is none.  With
 *budget_scope* ``"process"`` every client has its own budget; with
 ``"fleet"`` each client's budget, throttle and breaker is a member of one
 fleet store per part, shared by all (the arithmetic of
@@ -70,6 +76,7 @@ True
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 from collections.abc import Callable, Iterable, Iterator
@@ -99,12 +106,17 @@ __all__ = [
     "simulate_overload",
 ]
 
+# What a retry costs a quota at the library's defaults (botocore's: 14).
+_RETRY_COST: float = inspect.signature(RetryQuota).parameters["retry_cost"].default
+
 #: The budgets a run can give its clients, by name; each is made with the
 #: run's simulated clock and, for a fleet, the store its clients share.
 BUDGETS: dict[str, Callable[[Callable[[], float], Store | None], Budget]] = {
     "token_bucket": lambda clock, store: TokenBucket(store=store),
     "retry_budget": lambda clock, store: RetryBudget(clock=clock, store=store),
-    "retry_quota": lambda clock, store: RetryQuota(store=store),
+    # botocore names no timeout a throttle: a timeout, the storm's throttle to the limiter
+    # and the throttle (see _overloaded), costs the quota what any retry does.
+    "retry_quota": lambda clock, store: RetryQuota(throttle_cost=_RETRY_COST, store=store),
 }
 
 #: The other parts a client may have, by name: the policy's option each
@@ -148,6 +160,12 @@ RECOVERED_FOR = 5  # ... for 5 s in a row
 _FAILURES = (TimeoutError, ConnectionError)  # what the clients retry: both, as is_transient does
 
 
+def _overloaded(outcome: object) -> bool:
+    """The clients' ``throttled``: a timeout, the one sign of overload the server gives.
+    A transient error (*error_rate*) comes whatever the load: it is no throttle."""
+    return isinstance(outcome, TimeoutError)
+
+
 class OverloadRun(NamedTuple):
     """One (strategy, budget) run; its ``_asdict()`` is the ``--json`` object."""
 
@@ -157,11 +175,14 @@ class OverloadRun(NamedTuple):
     budget_scope: str  #: "process": a budget per client; "fleet": one shared
     server: str  #: "serve-all" or "drop-expired"
     requests: int  #: requests that arrived
-    attempts: int  #: attempts the clients sent
+    attempts: int  #: attempts the clients sent within the run
     amplification: float | None  #: attempts / requests (None: no requests)
-    succeeded: float | None  #: share of the requests that succeeded (None: no requests)
-    goodput_last_20s: float | None  #: successes in the last 20 s over the arrivals then
-    recovery_seconds: float | None  #: after the spike, until goodput holds >= 90%; None: never
+    succeeded: float | None  #: share of requests that succeeded within the run (None: no requests)
+    #: successes in the last 20 s (the whole run if shorter) over the arrivals then
+    goodput_last_20s: float | None
+    #: after the spike (without one, from the start), until goodput holds >= 90% for 5 s;
+    #: None: never within the run (a run that ends less than 5 s after it: never, too)
+    recovery_seconds: float | None
     series: dict[str, list[int]]  #: per second of the run: arrivals, attempts, goodput
 
 
@@ -403,7 +424,7 @@ class _Model(NamedTuple):
                 )
             if budget is not None:
                 options["budget"] = BUDGETS[budget](clock, stores.get(budget))
-            policies.append(_client(delays, clock, **options))
+            policies.append(_client(delays, clock, throttled=_overloaded, **options))
         return policies
 
     def run(
@@ -424,9 +445,11 @@ class _Model(NamedTuple):
         storm.run()
         if progress is not None:
             progress(strategy, budget, 1.0)
-        if storm.succeeded + storm.failed != storm.requests:  # pragma: no cover - an invariant
+        ended = storm.succeeded + storm.failed + storm.unfinished
+        if ended != storm.requests:  # pragma: no cover - an invariant
             raise AssertionError(
-                f"{storm.requests} requests, {storm.succeeded} succeeded, {storm.failed} failed"
+                f"{storm.requests} requests, {storm.succeeded} succeeded, {storm.failed} failed,"
+                f" {storm.unfinished} unfinished"
             )
         return self._figures(
             strategy,
@@ -454,8 +477,11 @@ class _Model(NamedTuple):
         arrived_last = sum(arrivals[last])
         recovery: float | None = None
         # The first whole second after the spike (none within the run if it ends
-        # past it, or past floats: spike_at + spike_for may be inf).
-        start = math.ceil(min(self.spike_at + self.spike_for, len(arrivals)))
+        # past it, or past floats: spike_at + spike_for may be inf); without a spike
+        # (spike 1, or spike_for 0), the run's start: there is nothing to wait for.
+        spiked = self.spike > 1.0 and self.spike_for > 0.0
+        end = self.spike_at + self.spike_for if spiked else 0.0
+        start = math.ceil(min(end, len(arrivals)))
         for second in range(start, len(arrivals) - RECOVERED_FOR + 1):
             window = range(second, second + RECOVERED_FOR)
             # A window with no arrivals shows nothing: a run without requests never recovers.

@@ -37,9 +37,9 @@ def reference(rate: float, capacity: float, seconds: float, seed: int) -> int:
     free, attempts, requests = 0.0, 0, 0
     while events:
         now, kind, request, attempt = pop(events)
+        if now >= seconds:  # the run's end: what is under way is unfinished, as there
+            break
         if kind == 3:
-            if now >= seconds:
-                continue
             arrivals[int(now)] += 1
             requests += 1
             spiking = spike_at <= now < spike_at + spike_for

@@ -421,6 +421,33 @@ def test_a_mistyped_name_in_a_list_is_offered_the_name_meant(cli, typed, named, 
     assert line.endswith(f"did you mean {meant!r}?"), line
 
 
+@pytest.mark.parametrize(
+    "option, given, message",
+    [
+        ("--strategies", "full_jitter,full_jitter", "'full_jitter' given twice"),
+        ("--strategies", "none,full_jitter,none", "'none' given twice"),
+        ("--budgets", "none,token_bucket,none", "'none' given twice"),
+        ("--budgets", "breaker+token_bucket,breaker+token_bucket", "'breaker+token_bucket' given"),
+        (
+            "--budgets",
+            "breaker+token_bucket,token_bucket+breaker",
+            "is 'breaker+token_bucket' again",
+        ),
+    ],
+)
+def test_overload_refuses_a_name_given_twice_naming_the_option_and_the_name(
+    cli, storm, option, given, message
+):
+    """`--strategies full,full` ran each pair twice: a name (or a budget's parts in
+    another order) given twice is bad usage naming the option and the name, before any work."""
+    result = cli("overload", option, given)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert f"error: argument {option}: " in line and message in line, line
+    assert line.endswith("give each once"), line
+    assert storm == []
+
+
 def test_an_unrecognized_word_near_no_option_is_offered_none(cli):
     """A stray word, or an option near none of the command's, is named with nothing offered."""
     for extra in ("stray", "--zzzzzz"):
@@ -1252,35 +1279,76 @@ def storm(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "args, end",
+    "args, end, where",
     [
-        (["--seconds", "15"], "20"),  # the defaults' spike: from 10 s, for 10 s
-        (["--seconds", "19.5"], "20"),
-        (["--spike-at", "130"], "140"),  # it would start after the run
-        (["--seconds", "30", "--spike-at", "25", "--spike-for", "10"], "35"),
+        (["--seconds", "15"], "25", "before the spike ends"),  # the defaults': 10 s from 10 s
+        (["--seconds", "19.5"], "25", "before the spike ends"),
+        (["--spike-at", "130"], "145", "before the spike starts"),  # after the run
+        (["--seconds", "30", "--spike-at", "25", "--spike-for", "10"], "40", "before the spike"),
+        (["--seconds", "20"], "25", "0 s after the spike ends"),  # no time to recover
+        (["--seconds", "24.5"], "25", "4.5 s after the spike ends"),
     ],
 )
-def test_overload_refuses_a_run_that_ends_before_its_spike(cli, storm, args, end):
-    """--seconds shorter than the spike's end: bad usage naming --seconds, --spike-at and
-    --spike-for and the least --seconds that fits, before any work."""
+def test_overload_refuses_a_run_that_ends_before_its_spike(cli, storm, args, end, where):
+    """--seconds shorter than the spike's end and the 5 s its recovery is measured over
+    (the table said "never" for a server that never failed): bad usage naming --seconds,
+    --spike-at and --spike-for and the least --seconds that fits, before any work."""
     result = cli("overload", *args)
     assert result.status == 2
     line = one_error_line(result.err)
     assert "error: --seconds: " in line and "--spike-at" in line and "--spike-for" in line
-    assert f"give --seconds {end} or more" in line
+    assert f"give --seconds {end} or more" in line and where in line, line
+    assert storm == []
+
+
+@pytest.mark.parametrize(
+    "args, least",
+    [
+        (["--seconds", "4.5", "--spike", "1"], "5"),  # no spike: recovery from the start
+        (["--seconds", "1", "--spike-for", "0"], "5"),
+    ],
+)
+def test_overload_refuses_a_run_without_a_spike_too_short_to_recover_in(cli, storm, args, least):
+    """No spike, and less than the 5 s recovery is measured over: bad usage naming --seconds."""
+    result = cli("overload", *args)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert "error: --seconds: a run of " in line and f"give --seconds {least} or more" in line
+    assert storm == []
+
+
+def test_a_short_run_without_a_spike_says_how_long_its_goodput_is_of_and_recovers(cli):
+    """A run of 8 s with no spike: the goodput column is of the last 8 s (the whole run),
+    not "20 s", and a server that never failed recovered at once, not "never"."""
+    light = ["--rate", "20", "--capacity", "1000", "--error-rate", "0", "--seed", "1"]
+    result = cli("overload", "--seconds", "8", "--spike", "1", "--strategies", "none",
+                 "--budgets", "none", *light)  # fmt: skip
+    assert result.status == 0, result.err
+    header, row = result.out.splitlines()
+    assert "goodput last 8 s" in header and "20 s" not in header
+    assert row.split()[-4:] == ["100.0%", "100.0%", "0", "s"]
+
+
+def test_overload_refuses_a_spike_ending_past_floats(cli, storm):
+    """--spike-at 1e308 --spike-for 1e308: a spike after any run (it ran, saying "never")."""
+    spike = ["--spike-at", "1e308", "--spike-for", "1e308", "--seconds", "5"]
+    result = cli("overload", *spike)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert "error: --seconds: the spike ends past any run" in line and "--spike-at" in line
     assert storm == []
 
 
 @pytest.mark.parametrize(
     "args",
     [
-        ["--seconds", "20"],  # the run ends as the spike does
+        ["--seconds", "25"],  # the run ends 5 s after the spike does
         ["--seconds", "5", "--spike", "1"],  # no spike
         ["--seconds", "5", "--spike-for", "0"],
     ],
 )
 def test_overload_takes_a_run_that_holds_its_spike_or_has_none(cli, storm, args):
-    """A run ending with its spike or later, or without a spike, runs."""
+    """A run ending 5 s after its spike or later, or 5 s long without a spike, runs."""
     result = cli("overload", *args)
     assert result.status == 0, result.err
     assert storm[-1]["seconds"] == float(args[1])

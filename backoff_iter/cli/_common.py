@@ -227,11 +227,15 @@ def _items(text: str) -> list[str]:
     return items
 
 
-def names_among(known: Sequence[str], joined: str = ",") -> Callable[[str], list[str]]:
+def names_among(
+    known: Sequence[str], joined: str = ",", *, once: bool = False
+) -> Callable[[str], list[str]]:
     """Comma-separated names, each made of *known* ones joined by *joined*: one
     that is near a known name but not it is refused offering that name, as a
     mistyped choice is (``full-jitter``: "did you mean 'full_jitter'?"); the
-    library says what is wrong with any other.
+    library says what is wrong with any other.  With *once*, an item given
+    twice is refused (a run per item would run twice), and so is one made of
+    the names of another in another order (``b+a`` after ``a+b``).
 
     >>> names_among(["full_jitter", "none"])("none,full_jitter")
     ['none', 'full_jitter']
@@ -239,6 +243,10 @@ def names_among(known: Sequence[str], joined: str = ",") -> Callable[[str], list
     Traceback (most recent call last):
     ...
     argparse.ArgumentTypeError: invalid choice: 'full-jitter' (choose from 'full_jitter', 'none'); did you mean 'full_jitter'?
+    >>> names_among(["a", "b"], "+", once=True)("a+b,b,b+a")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 'b+a' is 'a+b' again: give each once
     """
 
     def checked(text: str) -> list[str]:
@@ -251,6 +259,14 @@ def names_among(known: Sequence[str], joined: str = ",") -> Callable[[str], list
                     raise argparse.ArgumentTypeError(
                         f"invalid choice: {name!r} (choose from {listed}); did you mean {meant!r}?"
                     )
+        if once:
+            seen: dict[tuple[str, ...], str] = {}
+            for item in items:
+                first = seen.setdefault(tuple(sorted(item.split(joined))), item)
+                if first == item and items.count(item) > 1:
+                    raise argparse.ArgumentTypeError(f"{item!r} given twice: give each once")
+                if first != item:
+                    raise argparse.ArgumentTypeError(f"{item!r} is {first!r} again: give each once")
         return items
 
     return checked

@@ -50,7 +50,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     storm = overload.simulate_overload
     parser.add_argument(
         "--strategies",
-        type=names_among(["none", *strategies.STRATEGIES]),
+        type=names_among(["none", *strategies.STRATEGIES], once=True),
         default=list(default(storm, "strategies")),
         metavar="NAMES",
         help="comma-separated: none (no retries), "
@@ -59,7 +59,7 @@ def add(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--budgets",
-        type=names_among(["none", *overload.BUDGETS, *overload.PARTS], joined="+"),
+        type=names_among(["none", *overload.BUDGETS, *overload.PARTS], joined="+", once=True),
         default=list(default(storm, "budgets")),
         metavar="NAMES",
         help="comma-separated runs: none, or one budget ("
@@ -139,21 +139,46 @@ def prints(args: argparse.Namespace) -> bool:
 
 
 def _check_spike(args: argparse.Namespace) -> None:
-    """Refuse a run that ends before its spike does.  Bad usage, not a warning: the
-    table's figures are the spike's aftermath (recovery after it, goodput over the last
-    20 s), so a run cut within the spike, or before it, answers none of its questions -
-    it is a slip (--seconds 15 forgetting the spike's defaults, 10 s from 10 s), and a
-    run with no spike says so with --spike 1 or --spike-for 0.  Values the library
-    refuses anyway (negative, infinite) are left to its own message."""
-    seconds, start, length = args.seconds, args.spike_at, args.spike_for
-    if not (args.spike > 1 and length > 0 and start >= 0):
+    """Refuse a run that ends before its spike's aftermath can be seen.  Bad usage, not
+    a warning: the table's figures are the spike's aftermath (recovery after it, goodput
+    over the last 20 s), so a run cut before the spike, within it, or less than the
+    5 s recovery is measured over after it answers none of its questions - it printed
+    "never" for a server that never failed - and is a slip (--seconds 15 forgetting the
+    spike's defaults, 10 s from 10 s).  A run with no spike (--spike 1 or --spike-for 0)
+    is measured from its start: it needs those 5 s too.  Values the library refuses
+    anyway (negative, infinite) are left to its own message."""
+    seconds, start, length, spike = args.seconds, args.spike_at, args.spike_for, args.spike
+    valid = 0 <= start < math.inf and 0 <= length < math.inf and 1 <= spike < math.inf
+    if not (valid and 0 < seconds <= overload.MAX_SECONDS):
+        return
+    room = overload.RECOVERED_FOR
+    if spike == 1 or length == 0:  # no spike: recovery is measured from the start
+        if seconds < room:
+            raise UsageError(
+                "--seconds",
+                f"a run of {seconds:g} s is shorter than the {room:g} s its recovery is"
+                f" measured over: give --seconds {room:g} or more",
+            )
         return
     end = start + length
-    if 0 < seconds < end and math.isfinite(end):
+    if not math.isfinite(end):  # two finite values whose sum is beyond floats
         raise UsageError(
             "--seconds",
-            f"the run ends at {seconds:g} s, before the spike does (--spike-at {start:g}"
-            f" + --spike-for {length:g} = {end:g} s): give --seconds {end:g} or more,"
+            f"the spike ends past any run (--spike-at {start:g} + --spike-for {length:g}"
+            " is beyond the largest float): move the spike",
+        )
+    if seconds < end + room:
+        if seconds <= start:
+            where = "before the spike starts"
+        elif seconds < end:
+            where = "before the spike ends"
+        else:
+            where = f"{seconds - end:g} s after the spike ends"
+        raise UsageError(
+            "--seconds",
+            f"the run ends at {seconds:g} s, {where} (--spike-at {start:g}"
+            f" + --spike-for {length:g} = {end:g} s), leaving less than the {room:g} s its"
+            f" recovery is measured over: give --seconds {end + room:g} or more,"
             " or move the spike",
         )
 
@@ -186,6 +211,8 @@ def run(args: argparse.Namespace) -> None:
     if args.json:
         write(to_json([run._asdict() for run in runs]) + "\n")
     else:
+        # The last 20 s, or the whole run if shorter: the header says which.
+        last = min(overload.LAST_SECONDS, args.seconds)
         header = [
             "strategy",
             "budget",
@@ -193,7 +220,7 @@ def run(args: argparse.Namespace) -> None:
             "attempts",
             "amplification",
             "succeeded",
-            "goodput last 20 s",
+            f"goodput last {last:g} s",
             "recovery",
         ]
         rows = [
