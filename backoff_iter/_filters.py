@@ -112,9 +112,12 @@ def _retryable_status(exc: BaseException) -> bool:
     :data:`RETRYABLE_STATUSES`.  A status that is no int, or that raises
     when read, compared or hashed, is none of them."""
     try:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-        if status is None and isinstance(exc, _urllib_status_errors()):
+        if isinstance(exc, _urllib_status_errors()):
+            # (its own code: on 3.9 an HTTPError made with no body raises
+            # KeyError for any attribute it lacks, "response" among them)
             status = exc.code  # type: ignore[attr-defined]
+        else:
+            status = getattr(getattr(exc, "response", None), "status_code", None)
         return issubclass(type(status), int) and status in RETRYABLE_STATUSES
     except Exception:  # a property, or an int subclass, of the user's that raises
         return False
