@@ -1284,6 +1284,7 @@ def storm(monkeypatch):
         (["--seconds", "15"], "25", "before the spike ends"),  # the defaults': 10 s from 10 s
         (["--seconds", "19.5"], "25", "before the spike ends"),
         (["--spike-at", "130"], "145", "before the spike starts"),  # after the run
+        (["--seconds", "10"], "25", "before the spike starts"),  # the run ends as it starts
         (["--seconds", "30", "--spike-at", "25", "--spike-for", "10"], "40", "before the spike"),
         (["--seconds", "20"], "25", "0 s after the spike ends"),  # no time to recover
         (["--seconds", "24.5"], "25", "4.5 s after the spike ends"),
