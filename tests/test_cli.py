@@ -967,7 +967,7 @@ def interrupted(tmp_path):
     """Start the command line with Ctrl-C at the point the hook's settings say: a Popen."""
     (tmp_path / "sitecustomize.py").write_text(SIGINT_HOOK)
 
-    def start(args, command=COMMAND, **settings):
+    def start(args, command=COMMAND, measured=True, **settings):
         env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(
@@ -976,6 +976,9 @@ def interrupted(tmp_path):
             "SIGINT_ONCE": str(tmp_path / "sent"),
             **{f"SIGINT_{key.upper()}": str(value) for key, value in settings.items()},
         }
+        if not measured:  # no coverage in the command or its workers (see below)
+            env.pop("COVERAGE_PROCESS_CONFIG", None)
+            env.pop("COVERAGE_PROCESS_START", None)
         with suppress(FileNotFoundError):
             os.unlink(tmp_path / "sent")
         return subprocess.Popen(
@@ -1013,7 +1016,12 @@ def test_ctrl_c_while_the_workers_start_is_one_line_from_the_command_alone(inter
     """A terminal's Ctrl-C (to the whole group) while a worker still starts - its interpreter
     (site), the modules it imports before it can ignore SIGINT: status 130, the command's
     one line, and not a word from the workers (they once printed KeyboardInterrupt)."""
-    status, _, err = finish(interrupted(STUDY, at=at, **{"in": "worker"}))
+    # Not measured: under CI's coverage a worker that pool.terminate() stopped as it
+    # started could survive it - coverage's SIGTERM handler, set up in the worker's
+    # .pth, failed there ("Error processing line 1 of a1_coverage.pth"), site went on,
+    # and the pool waited for the worker forever; with SIGTERM's default, as users run
+    # it, the worker dies.  (The command's Ctrl-C path is measured by the test above.)
+    status, _, err = finish(interrupted(STUDY, at=at, measured=False, **{"in": "worker"}))
     assert status == 130, err
     assert "Traceback" not in err and "Error" not in err, err
     assert err.strip().splitlines()[-1] == "python -m backoff_iter: interrupted"
