@@ -1338,6 +1338,17 @@ def test_a_short_run_without_a_spike_says_how_long_its_goodput_is_of_and_recover
     assert row.split()[-4:] == ["100.0%", "100.0%", "0", "s"]
 
 
+@pytest.mark.parametrize(("seconds", "span"), [("25.5", "19.5"), ("40", "20"), ("30.25", "19.25")])
+def test_the_goodput_column_says_the_seconds_its_buckets_hold(cli, seconds, span):
+    """Goodput is of the last 20 whole-second buckets: a run of 25.5 s ends on a half
+    bucket, so they hold 19.5 s (6 to 25.5), and the column's title says so."""
+    light = ["--rate", "20", "--capacity", "1000", "--error-rate", "0", "--seed", "1"]
+    result = cli("overload", "--seconds", seconds, "--strategies", "none",
+                 "--budgets", "none", *light)  # fmt: skip
+    assert result.status == 0, result.err
+    assert f"goodput last {span} s" in result.out.splitlines()[0]
+
+
 def test_overload_refuses_a_spike_ending_past_floats(cli, storm):
     """--spike-at 1e308 --spike-for 1e308: a spike after any run (it ran, saying "never")."""
     spike = ["--spike-at", "1e308", "--spike-for", "1e308", "--seconds", "5"]
@@ -1352,6 +1363,7 @@ def test_overload_refuses_a_spike_ending_past_floats(cli, storm):
     "args",
     [
         ["--seconds", "25"],  # the run ends 5 s after the spike does
+        ["--seconds", "7.3", "--spike-at", "0.1", "--spike-for", "2.2"],  # 5 s, as typed
         ["--seconds", "5", "--spike", "1"],  # no spike
         ["--seconds", "5", "--spike-for", "0"],
     ],

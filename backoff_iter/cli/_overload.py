@@ -42,7 +42,8 @@ _MEANINGS = {
     "error_rate": "chance of a transient error per attempt, 1 a total outage",
     "base": "the strategy's base, seconds",
     "cap": "the strategy's cap, seconds",
-    "seconds": "how long requests arrive, seconds",
+    "seconds": "how long the run lasts, seconds: requests arrive until then, and what is"
+    " under way then is unfinished",
 }
 
 
@@ -167,7 +168,9 @@ def _check_spike(args: argparse.Namespace) -> None:
             f"the spike ends past any run (--spike-at {start:g} + --spike-for {length:g}"
             " is beyond the largest float): move the spike",
         )
-    if seconds < end + room:
+    # (as typed: --spike-at 0.1 --spike-for 2.2 --seconds 7.3 leaves its 5 s, though the
+    # floats 0.1 + 2.2 + 5 come to a hair past 7.3)
+    if seconds < end + room and not math.isclose(seconds, end + room):
         if seconds <= start:
             where = "before the spike starts"
         elif seconds < end:
@@ -211,8 +214,9 @@ def run(args: argparse.Namespace) -> None:
     if args.json:
         write(to_json([run._asdict() for run in runs]) + "\n")
     else:
-        # The last 20 s, or the whole run if shorter: the header says which.
-        last = min(overload.LAST_SECONDS, args.seconds)
+        # The last 20 whole seconds' buckets, the last of them cut short by a run of
+        # 25.5 s (19.5 s of goodput), or the whole run if shorter: the header says which.
+        last = args.seconds - max(0, math.ceil(args.seconds) - overload.LAST_SECONDS)
         header = [
             "strategy",
             "budget",
