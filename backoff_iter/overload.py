@@ -60,6 +60,15 @@ starts it serves to the end, even if the answer comes too late.
 Independently, with probability *error_rate* an attempt fails at once with
 a transient error, costing the server nothing (``1``: a total outage).
 
+**Recovery** is measured in whole seconds after the spike's end (without
+a spike, from the start) to the first of ``RECOVERED_FOR`` (5) seconds in a
+row whose goodput is each at least 90% of their arrivals.  A run that
+ends less than that after the spike cannot show it, and its
+``recovery_seconds`` is None as for a server that never recovered: such a
+run is still worth its other figures (the amplification within a spike),
+so it is taken here, while the command line, whose table is the spike's
+aftermath, refuses it.
+
 **Bounds.**  So that no run goes on for more than a few minutes, the
 expected attempts of a run, ``(requests expected) x (1 + retries)``, are at
 most :data:`MAX_ATTEMPTS`, and so are one request's, ``1 + retries`` (a
