@@ -166,6 +166,21 @@ LAST_SECONDS = 20  # goodput over the last 20 s
 RECOVERED_SHARE = 0.9  # goodput at least 90% of the arrivals ...
 RECOVERED_FOR = 5  # ... for 5 s in a row
 
+
+def spike_end(spike: float, spike_at: float, spike_for: float) -> float | None:
+    """When a run's spike ends, recovery measured from there (inf for a spike
+    ending past floats), or None for a run without one (*spike* 1, or
+    *spike_for* 0), measured from its start."""
+    return spike_at + spike_for if spike > 1.0 and spike_for > 0.0 else None
+
+
+def first_of_last(seconds: float) -> int:
+    """The first whole-second bucket of a run of *seconds* that goodput over its
+    last ``LAST_SECONDS`` is of (the last of them cut short by a run of
+    25.5 s: 19.5 s of goodput), or its first for a shorter run."""
+    return max(0, math.ceil(seconds) - LAST_SECONDS)
+
+
 _FAILURES = (TimeoutError, ConnectionError)  # what the clients retry: both, as is_transient does
 
 
@@ -482,15 +497,14 @@ class _Model(NamedTuple):
         sent: list[int],
         goodput: list[int],
     ) -> OverloadRun:
-        last = slice(max(0, len(arrivals) - LAST_SECONDS), None)
+        last = slice(first_of_last(self.seconds), None)  # (the run has ceil(seconds) buckets)
         arrived_last = sum(arrivals[last])
         recovery: float | None = None
         # The first whole second after the spike (none within the run if it ends
         # past it, or past floats: spike_at + spike_for may be inf); without a spike
         # (spike 1, or spike_for 0), the run's start: there is nothing to wait for.
-        spiked = self.spike > 1.0 and self.spike_for > 0.0
-        end = self.spike_at + self.spike_for if spiked else 0.0
-        start = math.ceil(min(end, len(arrivals)))
+        end = spike_end(self.spike, self.spike_at, self.spike_for)
+        start = math.ceil(min(0.0 if end is None else end, len(arrivals)))
         for second in range(start, len(arrivals) - RECOVERED_FOR + 1):
             window = range(second, second + RECOVERED_FOR)
             # A window with no arrivals shows nothing: a run without requests never recovers.

@@ -153,7 +153,8 @@ def _check_spike(args: argparse.Namespace) -> None:
     if not (valid and 0 < seconds <= overload.MAX_SECONDS):
         return
     room = overload.RECOVERED_FOR
-    if spike == 1 or length == 0:  # no spike: recovery is measured from the start
+    end = overload.spike_end(spike, start, length)
+    if end is None:  # no spike: recovery is measured from the start
         if seconds < room:
             raise UsageError(
                 "--seconds",
@@ -161,7 +162,6 @@ def _check_spike(args: argparse.Namespace) -> None:
                 f" measured over: give --seconds {room:g} or more",
             )
         return
-    end = start + length
     if not math.isfinite(end):  # two finite values whose sum is beyond floats
         raise UsageError(
             "--seconds",
@@ -214,9 +214,8 @@ def run(args: argparse.Namespace) -> None:
     if args.json:
         write(to_json([run._asdict() for run in runs]) + "\n")
     else:
-        # The last 20 whole seconds' buckets, the last of them cut short by a run of
-        # 25.5 s (19.5 s of goodput), or the whole run if shorter: the header says which.
-        last = args.seconds - max(0, math.ceil(args.seconds) - overload.LAST_SECONDS)
+        # The seconds the goodput column is of: the header says them.
+        last = args.seconds - overload.first_of_last(args.seconds)
         header = [
             "strategy",
             "budget",
