@@ -36,6 +36,7 @@ from backoff_iter import (
     retry,
     retrying,
 )
+from backoff_iter.instrument.logs import _duration
 from backoff_iter.testing import no_sleep
 
 # -- 1. an exception class where the delays go ---------------------------------------------------
@@ -544,15 +545,11 @@ def test_a_bare_retry_logs_a_warning_per_retry_of_a_connection_error(caplog, sle
     name = f"{__name__}.test_a_bare_retry_logs_a_warning_per_retry_of_a_connection_error.<locals>.fetch"
     assert [level for level, _ in logged] == ["WARNING", "WARNING"]
     for (_, message), number, delay in zip(logged, (1, 2), slept):
-        # the default schedule is jittered: a delay below 0.1 s is logged in
-        # milliseconds, unless three figures of them would say 100
-        milliseconds = f"{delay * 1000:.3g}"
-        shown = (
-            f"{milliseconds} ms" if 0 < delay < 0.1 and milliseconds != "100" else f"{delay:.2f} s"
-        )
+        # the default schedule is jittered: the delay as the log writes every delay
+        # (milliseconds below 0.1 s: pinned in test_logs_and_testing)
         assert message == (
             f"{name}: attempt {number} failed (ConnectionResetError: reset by peer);"
-            f" retrying in {shown}"
+            f" retrying in {_duration(delay)}"
         )
 
 
