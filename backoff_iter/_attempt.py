@@ -30,6 +30,18 @@ _NO_RESULT: Any = object()  # an attempt that handed over no result
 _NEXT, _READY, _RUNNING, _DONE = range(4)
 
 
+def timeout_scope(call: Call, seconds: float) -> _timeouts._Scope:
+    """The scope that cancels an async attempt of *call* at its timeout of
+    *seconds*.  A bad ``call.timeout`` (a Part of the user's set it), or no
+    event loop to cut the attempt, is the caller's bug: it ends the call at
+    once (``Call.stop``), as a bad hint does, never retried."""
+    try:
+        return _timeouts.scope(seconds)
+    except BaseException as error:
+        call.stop(error)
+        raise
+
+
 class Attempt:
     """One attempt of a retry loop; run it in ``with attempt:`` (``async with``).
 
@@ -120,11 +132,7 @@ class Attempt:
             call.misuse(self, "async with")
         call.state = _RUNNING
         if self.timeout is not None:
-            try:  # a bad call.timeout (a Part of the user's set it), or no event loop to cut it
-                self._scope = _timeouts.scope(self.timeout)
-            except BaseException as error:  # the caller's bug: it ends the call, as a bad hint does
-                call.stop(error)
-                raise
+            self._scope = timeout_scope(call, self.timeout)
             await self._scope.__aenter__()
         else:
             self._scope = None  # (its own, read quickly at the exit)

@@ -589,10 +589,18 @@ class Call:
         """The consumer ended a stream after items (closed it, or threw in
         what ended it): no retry.  The parts hear the attempt end as one the
         dependency answered, its items flowed (a breaker's probe comes back,
-        a budget pays nothing); the hooks hear nothing."""
+        a budget pays nothing); the hooks that hear every end of a call hear
+        a ``"closed"`` (the attempt counted, a span begun at a retry ended),
+        or the ``"error"`` of a part that broke as it heard."""
         self.state = _DONE
         self.last = None
-        self.tell_parts(None, ERROR, self.number)
+        try:
+            self.tell_parts(None, ERROR, self.number)
+        except BaseException as error:  # a part broke: the call ends with its error
+            self._broken(error)
+            raise
+        if self._hooks:
+            self.emit("closed", None, self.number)
 
     def restart_schedule(self) -> None:
         """The next retry draws the first delay of a fresh schedule: a stream

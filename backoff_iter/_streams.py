@@ -21,7 +21,7 @@ each item is counted, and the two are told apart: the source's failure is
 resumed (one it meets as it goes on after a ``throw()`` too), what the
 consumer threw in - let out as itself, or raised from it - is its own, never
 retried, and ends the call as a close does: the parts hear the attempt end
-as one the dependency answered (``Call.abandon``), the hooks nothing.
+as one the dependency answered (``Call.abandon``), the hooks a ``"closed"``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any
 
 from . import _checks, _timeouts
-from ._attempt import _NO_RESULT
+from ._attempt import _NO_RESULT, timeout_scope
 from ._core import Call, begin
 from ._options import Policy
 
@@ -55,9 +55,11 @@ class StreamState:
     kwargs: dict[str, Any]
     """Its keyword arguments."""
     count: int
-    """How many items the consumer has received so far, over every attempt."""
+    """How many items the consumer had received, over every attempt, when
+    the source failed: what ``resume`` starts from (not counted on while the
+    items it returns flow - count them yourself if you need to)."""
     last: Any
-    """The last item the consumer received (None before the first)."""
+    """The last item the consumer had received then (None before the first)."""
 
     def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.args = args
@@ -232,8 +234,9 @@ def _unsendable(iterator: Any, method: str = "send") -> Callable[[Any], Any]:
 def _out_of_close(failure: BaseException, iterator: Any) -> bool:
     """Whether *failure*, out of a generator source that ``yield from`` ran,
     came of the consumer's ``close()``: the source's cleanup raised it (a
-    GeneratorExit its context), or Python did as the source ignored the close
-    - it yielded again, so it is still suspended, not ended by a failure.
+    GeneratorExit in its chain of contexts: a library may raise its own error
+    from the socket's), or Python did as the source ignored the close - it
+    yielded again, so it is still suspended, not ended by a failure.
 
     >>> def stubborn():
     ...     try:
@@ -260,9 +263,42 @@ def _out_of_close(failure: BaseException, iterator: Any) -> bool:
     >>> _out_of_close(closed, source), _out_of_close(own, other)
     (True, False)
     """
-    return isinstance(failure.__context__, GeneratorExit) or (
+    return _raised_closing(failure) or (
         failure.__class__ is RuntimeError and getattr(iterator, "gi_frame", None) is not None
     )
+
+
+#: The most contexts of a failure looked at for a GeneratorExit (a chain is
+#: short; one set by hand may go round).
+_MOST_CONTEXTS = 32
+
+
+def _raised_closing(failure: BaseException) -> bool:
+    """Whether *failure* was raised while a GeneratorExit was handled: one is
+    among its first ``_MOST_CONTEXTS`` contexts (asked of their types: an
+    exception's ``__class__`` may say anything).
+
+    >>> try:
+    ...     try:
+    ...         raise GeneratorExit
+    ...     except GeneratorExit:
+    ...         try:
+    ...             raise OSError("socket shut")
+    ...         except OSError as error:
+    ...             raise ConnectionError("reset") from error
+    ... except ConnectionError as failure:
+    ...     wrapped = failure
+    >>> _raised_closing(wrapped), _raised_closing(ConnectionError("its own"))
+    (True, False)
+    """
+    context = failure.__context__
+    for _ in range(_MOST_CONTEXTS):
+        if context is None:
+            return False
+        if issubclass(type(context), GeneratorExit):
+            return True
+        context = context.__context__
+    return False
 
 
 def _lets_out(failure: BaseException, thrown: BaseException) -> bool:
@@ -318,9 +354,11 @@ def async_stream(
             attempt = call.running(await call.__anext__())
             if timeout_arg is not None:
                 kwargs[timeout_arg] = attempt.timeout
+            timeout = attempt.timeout
+            scope = None if timeout is None else timeout_scope(call, timeout)
             try:  # the wait for the first item, bounded by the attempt's timeout
                 iterator = _source(func, resume, state, kwargs, "__aiter__").__aiter__()
-                item = await _first(iterator, attempt.timeout)
+                item = await _first(iterator, scope)
             except StopAsyncIteration:
                 await call.asettle(attempt, None, None)
                 return
@@ -407,11 +445,10 @@ def async_stream(
     return stream
 
 
-async def _first(iterator: AsyncIterator[Any], timeout: float | None) -> Any:
-    """The first item of *iterator*, within *timeout* seconds (None: no bound)."""
-    if timeout is None:
+async def _first(iterator: AsyncIterator[Any], scope: _timeouts._Scope | None) -> Any:
+    """The first item of *iterator*, within the attempt's timeout *scope* (None: no bound)."""
+    if scope is None:
         return await iterator.__anext__()
-    scope = _timeouts.scope(timeout)
     await scope.__aenter__()
     try:
         item = await iterator.__anext__()

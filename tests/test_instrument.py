@@ -1416,3 +1416,58 @@ def test_a_hedged_attempt_that_fails_with_no_hedge_left_is_no_retry(caplog):
         ("hedge", {"retry.attempt": 2}),
         ("retry", {"retry.attempt": 1, "exception.type": "ConnectionError"}),
     ]
+
+
+@each_backend
+@pytest.mark.parametrize("retried", [False, True])
+def test_a_stream_its_consumer_closes_early_counts_its_attempts_and_ends_its_span(backend, retried):
+    """A stream read until the consumer had enough (a ``break``): every attempt that ran is
+    counted, and the call is one finished span with no error - the span a retry opened was
+    left open, and the attempt that delivered was never counted."""
+    backend = backend()
+    made = []
+
+    @retry([0.0], on=OSError, observe=backend.hook, sleep=lambda s: None, name="lines")
+    def lines():
+        made.append(1)
+        if retried and len(made) == 1:
+            raise OSError("refused")
+        yield from range(10)
+
+    for line in lines():
+        if line == 3:
+            break
+    assert backend.series("attempts") == {labels(name="lines"): 1 + retried}
+    if isinstance(backend, OpenTelemetry):
+        [span] = backend.spans()
+        assert span.name == "lines" and span.attributes["retry.attempts"] == 1 + retried
+        assert span.status.status_code == StatusCode.UNSET
+        assert [event.name for event in span.events] == ["retry"] * retried
+        assert backend.hook._open == {}
+
+
+def test_a_closed_stream_is_no_line_of_the_retry_log(caplog):
+    """The default log hears retries and give-ups: a stream closed after a retry adds no
+    line to the retry's (it is no failure), while a process-wide hook of every event hears
+    it closed."""
+    caplog.set_level(logging.DEBUG, logger="backoff_iter")
+    heard, made = [], []
+
+    @retry([0.0], on=OSError, sleep=lambda s: None, name="lines")
+    def lines():
+        made.append(1)
+        if len(made) == 1:
+            raise OSError("refused")
+        yield from range(10)
+
+    instrument.enable(heard.append)
+    try:
+        stream = lines()
+        assert next(stream) == 0
+        stream.close()
+    finally:
+        instrument.reset()
+    assert [event.kind for event in heard] == ["retry", "closed"]
+    assert [record.getMessage() for record in caplog.records] == [
+        "lines: attempt 1 failed (OSError: refused); retrying in 0.00 s"
+    ]

@@ -300,20 +300,22 @@ def test_a_stream_resumed_after_the_deadlines_last_sleep_is_not_resumed_again():
 
 @pytest.mark.parametrize("taken", [1, 2])  # closed at its first item, and past it
 def test_closing_the_stream_closes_the_source_and_starts_no_retry(taken):
-    """close() mid-stream: the source's finally runs, nothing is called again, no event."""
+    """close() mid-stream: the source's finally runs, nothing is called again, and the hooks
+    hear the call end with one "closed" event, of the attempt that delivered (no outcome)."""
     events = []
     source = Source()
     stream = retry([0.0], observe=events.append)(source.items)()
     assert [next(stream) for _ in range(taken)] == list(range(taken))
     stream.close()
-    assert source.closed == 1 and source.calls == 1 and events == []
+    assert source.closed == 1 and source.calls == 1
+    assert [(e.kind, e.number, e.outcome, e.reason) for e in events] == [("closed", 1, None, None)]
 
 
 def _closed_at_no_cost(source, error, match, taken, form, resume):
     """*source* retried on *error* (resumed from the count if *resume*), its first
     *taken* items read then the stream closed (*form*: "sync" or "async"): the close
-    raises *error* (matching *match*), and the budget paid nothing, the hooks heard
-    nothing."""
+    raises *error* (matching *match*), and the budget paid nothing, the hooks heard the
+    stream closed."""
     bucket, events = TokenBucket(), []
     options = {"resume": lambda state: source(state.count)} if resume else {}
     decorated = retry([0.0], on=error, budget=bucket, observe=events.append, **options)
@@ -330,7 +332,7 @@ def _closed_at_no_cost(source, error, match, taken, form, resume):
                 await stream.aclose()
 
             asyncio.run(main())
-    assert bucket.tokens == tokens and events == []
+    assert bucket.tokens == tokens and [event.kind for event in events] == ["closed"]
 
 
 @pytest.mark.parametrize("resume", [False, True])
@@ -339,7 +341,7 @@ def _closed_at_no_cost(source, error, match, taken, form, resume):
 def test_a_source_failing_as_it_is_closed_is_still_a_closed_stream(taken, form, resume):
     """The source's cleanup fails as the consumer closes the stream (its connection reset
     as it is shut): the error comes out of close(), but the stream was closed, not cut:
-    the budget pays nothing, the hooks hear nothing.  Without resume a sync stream closed
+    the budget pays nothing, the hooks hear it closed.  Without resume a sync stream closed
     past its first item took it for a committed failure (a token taken, a give-up
     "committed" logged), unlike the same stream closed at its first item, or an async one."""
 
@@ -363,10 +365,44 @@ def test_a_source_failing_as_it_is_closed_is_still_a_closed_stream(taken, form, 
 @pytest.mark.parametrize("resume", [False, True])
 @pytest.mark.parametrize("form", ["sync", "async"])
 @pytest.mark.parametrize("taken", [1, 3])  # closed at its first item, and past it
+def test_a_cleanup_error_a_library_wraps_as_the_stream_closes_is_still_a_closed_stream(
+    taken, form, resume
+):
+    """The source's cleanup fails and its library raises its own error from the first (as
+    httpx maps a socket's OSError to a ReadError): the stream was closed all the same.
+    Without resume a sync stream closed past its first item looked only at the error's
+    own context, found the OSError, and took the close for a committed failure."""
+
+    def shut():
+        try:
+            raise OSError("socket shut")
+        except OSError as error:
+            raise ConnectionError("reset as it was closed") from error
+
+    def items(start=0):
+        try:
+            yield from range(start, 10)
+        finally:
+            shut()
+
+    async def aitems(start=0):
+        try:
+            for item in range(start, 10):
+                yield item
+        finally:
+            shut()
+
+    source = items if form == "sync" else aitems
+    _closed_at_no_cost(source, ConnectionError, "reset as it was closed", taken, form, resume)
+
+
+@pytest.mark.parametrize("resume", [False, True])
+@pytest.mark.parametrize("form", ["sync", "async"])
+@pytest.mark.parametrize("taken", [1, 3])  # closed at its first item, and past it
 def test_a_source_ignoring_the_close_is_still_a_closed_stream(taken, form, resume):
     """The source yields again as it is closed (a yield in its finally): close() raises
     RuntimeError("generator ignored GeneratorExit"), as Python's own, but the stream was
-    closed, not cut: the budget pays nothing, the hooks hear nothing.  Without resume a sync
+    closed, not cut: the budget pays nothing, the hooks hear it closed.  Without resume a sync
     stream closed past its first item took that RuntimeError for the source's own failure,
     a committed give-up under on=RuntimeError (a token taken, the give-up logged)."""
 
@@ -600,7 +636,7 @@ def test_a_source_failing_on_its_own_as_it_answers_a_throw_is_resumed(form):
 def test_what_the_consumer_threw_in_stays_its_own_when_the_source_lets_it_out(form, translated):
     """With resume=, the consumer's exception let out by the source - as itself, or as the
     RuntimeError Python makes of a StopIteration (PEP 479) - is never resumed, even under
-    on=Exception."""
+    on=Exception: the call ends as a closed stream's does."""
     events, calls = [], []
 
     def items(start=0):
@@ -633,7 +669,7 @@ def test_what_the_consumer_threw_in_stays_its_own_when_the_source_lets_it_out(fo
 
             asyncio.run(consume())
     assert (raised.value.__cause__ if translated else raised.value) is thrown
-    assert calls == [0] and slept == [] and events == []
+    assert calls == [0] and slept == [] and [event.kind for event in events] == ["closed"]
 
 
 def test_a_source_that_handles_a_thrown_error_goes_on():
@@ -756,7 +792,7 @@ def test_an_object_whose_call_is_a_generator_is_retried_as_a_stream():
 def test_a_stream_closed_after_items_gives_a_half_open_breakers_probe_back(resume):
     """The probe of a half-open breaker is a stream the consumer closes after two items: the
     breaker hears the attempt end as one the dependency answered (its items flowed) and
-    closes, a budget pays nothing, the hooks hear nothing; before, the breaker stayed half
+    closes, a budget pays nothing, the hooks hear it closed; before, the breaker stayed half
     open, refusing every other call for the whole break."""
     now = [0.0]
     breaker = CircuitBreaker(minimum_throughput=1, break_duration=5.0, clock=lambda: now[0])
@@ -769,8 +805,8 @@ def test_a_stream_closed_after_items_gives_a_half_open_breakers_probe_back(resum
     assert [next(probe), next(probe)] == [0, 1] and breaker.state == "half_open"
     tokens = bucket.tokens
     probe.close()
-    assert breaker.state == "closed" and bucket.tokens == tokens and events == []
-    assert source.closed == 1
+    assert breaker.state == "closed" and bucket.tokens == tokens
+    assert source.closed == 1 and [event.kind for event in events] == ["closed"]
 
 
 @pytest.mark.parametrize("resume", [False, True])
@@ -778,10 +814,11 @@ def test_a_stream_closed_after_items_gives_a_half_open_breakers_probe_back(resum
 def test_a_part_failing_as_a_stream_is_closed_comes_after_the_source_is_closed(form, resume):
     """A part whose after_attempt raises (a fleet breaker's store unreachable, say) as the
     consumer closes the stream: its error comes out of close(), but only once the source
-    is closed (its finally run): the part is told after, never in place of the close."""
+    is closed (its finally run): the part is told after, never in place of the close.  The
+    hooks hear the call end with the part's error, not closed."""
     from backoff_iter.parts import Part
 
-    source, closed_when_told = Source(), []
+    source, closed_when_told, events = Source(), [], []
 
     class Failing(Part):
         def after_attempt(self, outcome, kind, number, spent):
@@ -789,7 +826,9 @@ def test_a_part_failing_as_a_stream_is_closed_comes_after_the_source_is_closed(f
             raise ConnectionError("the part's store is unreachable")
 
     options = {"resume": resume_from_count(source, "aitems" if form == "async" else "items")}
-    decorated = retry([0.0], parts=[Failing()], **(options if resume else {}))
+    decorated = retry(
+        [0.0], parts=[Failing()], observe=events.append, **(options if resume else {})
+    )
     if form == "sync":
         stream = decorated(source.items)()
         assert next(stream) == 0
@@ -805,13 +844,17 @@ def test_a_part_failing_as_a_stream_is_closed_comes_after_the_source_is_closed(f
 
         asyncio.run(main())
     assert source.closed == 1 and closed_when_told == [1]  # closed before the part was told
+    assert [(event.kind, str(event.outcome)) for event in events] == [
+        ("error", "the part's store is unreachable")
+    ]
 
 
 def test_send_and_throw_into_a_stream_resumed_from_a_plain_iterator_are_the_consumers():
     """A stream resumed from a list's iterator (no send, no throw): a value sent is refused
     with TypeError, never dropped (the next item came as if nothing was sent); what is thrown
     in comes back as itself, and a StopIteration thrown is never taken for the stream's end
-    (the hooks heard a success); each ends the stream, retrying nothing."""
+    (the hooks heard a success); each ends the stream as the consumer's close does,
+    retrying nothing."""
 
     def cut():
         yield 0
@@ -831,7 +874,7 @@ def test_send_and_throw_into_a_stream_resumed_from_a_plain_iterator_are_the_cons
             assert [next(stream), next(stream)] == [0, 1]  # resumed after the cut
             with pytest.raises(raised):
                 into(stream)
-        assert [event.kind for event in events] == ["retry"]  # no success, no second retry
+        assert [event.kind for event in events] == ["retry", "closed"]  # no success, no retry
         with pytest.raises(StopIteration):
             next(stream)  # the stream is over
 
@@ -863,7 +906,7 @@ def test_asend_and_athrow_into_an_async_stream_resumed_from_a_plain_async_iterat
             assert [await stream.__anext__(), await stream.__anext__()] == [0, 1]
             with pytest.raises(raised):
                 await into(stream)
-        assert [event.kind for event in events] == ["retry"]
+        assert [event.kind for event in events] == ["retry", "closed"]
 
     asyncio.run(main(lambda stream: stream.asend("hello"), TypeError))
     asyncio.run(main(lambda stream: stream.athrow(ValueError("the consumer's")), ValueError))
@@ -1102,7 +1145,8 @@ def test_asend_and_athrow_reach_an_async_source():
 @pytest.mark.parametrize("resume", [None, lambda state: AsyncClosable(range(state.count, 9))])
 def test_what_an_async_source_lets_out_of_athrow_is_heard_only_without_resume(resume):
     """As in the sync form: without resume= what the consumer threw in and the source let out
-    ends the call as a committed failure; with resume= it is the consumer's, and nothing is told.
+    ends the call as a committed failure; with resume= it is the consumer's: the stream was
+    closed.
     Neither retries, and asend() and __anext__() go on reaching the source past its first item."""
     events, received = [], []
 
@@ -1120,7 +1164,7 @@ def test_what_an_async_source_lets_out_of_athrow_is_heard_only_without_resume(re
 
     assert asyncio.run(main()) == [] and received == [None, "b"]
     told = [(event.kind, event.reason) for event in events]
-    assert told == ([("give_up", "committed")] if resume is None else [])
+    assert told == ([("give_up", "committed")] if resume is None else [("closed", None)])
 
 
 def test_an_attempt_timeout_bounds_the_first_item_of_each_attempt_not_the_gaps():
@@ -1340,3 +1384,19 @@ def test_a_part_failing_as_it_hears_a_committed_failure_hears_it_once():
     with no_sleep(), pytest.raises(LookupError):
         list(decorated(_cut_after_one(cut))())
     assert heard == [(cut, "failure", 1)]
+
+
+def test_a_chain_of_contexts_that_goes_round_is_searched_only_so_far():
+    """Contexts set by hand may form a ring: searching it for a GeneratorExit ends (no
+    close found), and one past the first 32 contexts is not looked for."""
+    from backoff_iter import _streams
+
+    first, second = ConnectionError("first"), OSError("second")
+    first.__context__, second.__context__ = second, first
+    assert not _streams._raised_closing(first)
+    chain = [OSError(number) for number in range(33)]  # (32 contexts after the first)
+    for later, earlier in zip(chain, chain[1:]):
+        later.__context__ = earlier
+    chain[-1].__context__ = GeneratorExit()
+    assert not _streams._raised_closing(chain[0])
+    assert _streams._raised_closing(chain[1])

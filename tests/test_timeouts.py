@@ -615,16 +615,20 @@ def test_a_timed_out_attempts_error_says_how_long_it_ran_under_asyncio_and_trio(
     assert len(heard) == 1
 
 
+@pytest.mark.parametrize("form", ["loop", "stream"])
 @pytest.mark.parametrize("library", ["asyncio", "trio"])
-def test_a_bad_timeout_from_a_users_part_ends_the_call_as_the_callers_bug(library):
+def test_a_bad_timeout_from_a_users_part_ends_the_call_as_the_callers_bug(library, form):
     """A Part that sets call.timeout to NaN: the error naming it ends the call as any bug of
     the caller's does - the hooks hear the call end as an "error", and the parts hear of the
-    attempt (a breaker's probe comes back) - not a call left running that nobody hears end."""
+    attempt (a breaker's probe comes back) - not a call left running that nobody hears end.
+    An async stream's first item is cut by the same scope: the bug ends it before its source
+    is made, never retried, even under on=Exception (it was retried like the source's
+    failure)."""
     import trio
 
     from backoff_iter.parts import ERROR, Part
 
-    heard = []
+    heard, made = [], []
 
     class Sets(Part):
         def before_attempt(self, call):
@@ -636,14 +640,23 @@ def test_a_bad_timeout_from_a_users_part_ends_the_call_as_the_callers_bug(librar
 
     events = []
 
-    async def main():
+    async def loop():
         async for attempt in aretrying(
             [0.0], parts=[Sets()], observe=events.append, sleep=lambda s: None
         ):
             async with attempt:
                 return "answer"
 
+    @retry([0.0], on=Exception, parts=[Sets()], observe=events.append, sleep=lambda s: None)
+    async def items():
+        made.append(1)
+        yield "answer"
+
+    async def stream():
+        return [item async for item in items()]
+
+    main = loop if form == "loop" else stream
     with pytest.raises(ValueError, match="timeout"):
         trio.run(main) if library == "trio" else asyncio.run(main())
-    assert heard == [(ERROR, 1, "ArgumentValueError")]
+    assert heard == [(ERROR, 1, "ArgumentValueError")] and made == []
     assert [(event.kind, event.number) for event in events] == [("error", 1)]

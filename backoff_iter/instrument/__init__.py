@@ -4,7 +4,8 @@ Every driver tells its hooks one :class:`RetryEvent` per attempt: a
 ``"retry"`` (the attempt failed and the driver is about to sleep), a
 ``"give_up"`` (it failed and nothing is left to try: the delays ran out,
 the deadline or the budget said no), or the end of the call: ``"success"``,
-or ``"error"`` (an exception the policy does not retry).  So a call that
+or ``"error"`` (an exception the policy does not retry) - or, for a
+stream its consumer closed after items, ``"closed"``.  So a call that
 fails three times and then succeeds reports three retries and one success:
 four attempts.  Hedged calls (:func:`~backoff_iter.hedged`) also report a
 ``"hedge"`` for each further attempt they send and a ``"cancelled"`` for
@@ -92,7 +93,9 @@ class RetryEvent(NamedTuple):
 
     kind: str
     """``"retry"``, ``"give_up"``, ``"success"`` or ``"error"`` (and, for
-    hedged calls, ``"hedge"`` and ``"cancelled"``)."""
+    hedged calls, ``"hedge"`` and ``"cancelled"``; for a stream its consumer
+    closed after items - or ended by throwing in what the source let out, with
+    ``resume=`` - ``"closed"``: the attempt ran, no failure, nothing retried)."""
     name: str
     """The policy's ``name``: for ``@retry`` the function's qualified name, else ``"call"``."""
     number: int
