@@ -222,6 +222,29 @@ def test_a_reader_that_goes_away_ends_it_quietly():
     assert result.stderr == "status 0\n"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["simulate", "--clients", "2,3", "--runs", "1"], ["overload", "--seconds", "30", "--rate", "10"]],
+    ids=["simulate", "overload"],
+)
+def test_a_reader_gone_before_the_table_keeps_no_picture_from_being_drawn(command, tmp_path):
+    """The reader of stdout went away before the tables came (``| true``): the picture
+    asked for with --plot is drawn all the same, and the command ends quietly, status 0.
+    The broken pipe ended the command before the picture, which never appeared."""
+    path = tmp_path / "picture.png"
+    child = subprocess.Popen(
+        [*COMMAND, *command, "--plot", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    child.stdout.close()  # gone before anything was written
+    err = child.stderr.read()
+    assert child.wait(timeout=120) == 0, err
+    assert path.read_bytes().startswith(b"\x89PNG") and f"wrote {path}" in err
+    assert "Traceback" not in err
+
+
 def with_fds(redirections, *args, **options):
     """python -m backoff_iter with its file descriptors redirected as in a shell: `>&-`."""
     return subprocess.run(

@@ -8,7 +8,8 @@ stdout) and ``run(args)``.
 
 Exit status: 0 on success, 1 when the output or a picture cannot be
 written, 2 on bad usage (one line naming the option), 130 on Ctrl-C.  A
-reader that goes away (``| head``) ends the command quietly, with 0.
+reader that goes away (``| head``) ends the command quietly, with 0 (once
+the picture asked for with ``--plot`` is drawn).
 """
 
 from __future__ import annotations

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from backoff_iter._extras import install_hint
@@ -356,6 +357,22 @@ def write(text: str) -> None:
         raise
     except OSError as error:
         raise _cannot_write(error) from None
+
+
+@contextlib.contextmanager
+def writing(picture_path: str | None = None) -> Iterator[None]:
+    """The command's output, written in the block and flushed at its end.  A
+    reader that goes away meanwhile (``| head``) stops the output there, and
+    the command with it - unless a picture is still to be drawn into
+    *picture_path*: the user asked for that file, so the command goes on to
+    draw it, its output discarded."""
+    try:
+        yield
+        flush()
+    except BrokenPipeError:
+        if picture_path is None:
+            raise
+        _discard_output()
 
 
 def flush() -> None:

@@ -21,6 +21,7 @@ from ._common import (
     to_json,
     whole,
     write,
+    writing,
 )
 
 NAME = "overload"
@@ -211,35 +212,36 @@ def run(args: argparse.Namespace) -> None:
         progress=lambda strategy, budget, share: progress(f"{strategy} / {budget}: {share:.0%}"),
     )
     progress.done()
-    if args.json:
-        write(to_json([run._asdict() for run in runs]) + "\n")
-    else:
-        # The seconds the goodput column is of: the header says them.
-        last = args.seconds - overload.first_of_last(args.seconds)
-        header = [
-            "strategy",
-            "budget",
-            "requests",
-            "attempts",
-            "amplification",
-            "succeeded",
-            f"goodput last {last:g} s",
-            "recovery",
-        ]
-        rows = [
-            [
-                run.strategy,
-                run.budget,
-                f"{run.requests:,}",
-                f"{run.attempts:,}",
-                _figure(run.amplification, ".2f"),
-                _figure(run.succeeded, ".1%"),
-                _figure(run.goodput_last_20s, ".1%"),
-                "never" if run.recovery_seconds is None else f"{run.recovery_seconds:g} s",
+    with writing(args.plot):  # (a reader gone keeps no picture from being drawn)
+        if args.json:
+            write(to_json([run._asdict() for run in runs]) + "\n")
+        else:
+            # The seconds the goodput column is of: the header says them.
+            last = args.seconds - overload.first_of_last(args.seconds)
+            header = [
+                "strategy",
+                "budget",
+                "requests",
+                "attempts",
+                "amplification",
+                "succeeded",
+                f"goodput last {last:g} s",
+                "recovery",
             ]
-            for run in runs
-        ]
-        write(table(header, rows) + "\n")
+            rows = [
+                [
+                    run.strategy,
+                    run.budget,
+                    f"{run.requests:,}",
+                    f"{run.attempts:,}",
+                    _figure(run.amplification, ".2f"),
+                    _figure(run.succeeded, ".1%"),
+                    _figure(run.goodput_last_20s, ".1%"),
+                    "never" if run.recovery_seconds is None else f"{run.recovery_seconds:g} s",
+                ]
+                for run in runs
+            ]
+            write(table(header, rows) + "\n")
     if args.plot:
 
         def draw(path: str) -> None:

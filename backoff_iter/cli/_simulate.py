@@ -23,6 +23,7 @@ from ._common import (
     to_json,
     whole,
     write,
+    writing,
 )
 
 # The study's strategies by name (simulation.py is renaming this registry: change this line).
@@ -124,16 +125,17 @@ def run(args: argparse.Namespace) -> None:
         progress=lambda done, total: progress(f"{done:,}/{plural(total, 'run')}"),
     )
     progress.done()
-    if args.json:
-        write(to_json([r._asdict() for r in results]) + "\n")
-    else:
-        for name in dict.fromkeys(r.strategy for r in results):
-            rows = [
-                [str(r.clients), f"{r.work:.1f}", f"{r.time:.1f}"]
-                for r in results
-                if r.strategy == name
-            ]
-            write(f"{name}\n{table(['clients', 'work', 'time (ms)'], rows)}\n\n")
+    with writing(args.plot):  # (a reader gone keeps no picture from being drawn)
+        if args.json:
+            write(to_json([r._asdict() for r in results]) + "\n")
+        else:
+            for name in dict.fromkeys(r.strategy for r in results):
+                rows = [
+                    [str(r.clients), f"{r.work:.1f}", f"{r.time:.1f}"]
+                    for r in results
+                    if r.strategy == name
+                ]
+                write(f"{name}\n{table(['clients', 'work', 'time (ms)'], rows)}\n\n")
     if args.plot:
 
         def draw(path: str) -> None:
