@@ -210,6 +210,19 @@ class OverloadRun(NamedTuple):
     series: dict[str, list[int]]  #: per second of the run: arrivals, attempts, goodput
 
 
+def _furthest_above_default(factors: dict[str, float]) -> str:
+    """Which of the *factors* of a run's expected attempts (rate, seconds, spike
+    and ``1 + retries``) is furthest above its default, as a ratio: the one
+    most likely raised past the bound, which the error names (the command
+    line's ``--retries``, not ``--rate``, for ``--rate 1 --retries 4999999``)."""
+    defaults = simulate_overload.__kwdefaults__ or {}
+    ratios = {}
+    for name, value in factors.items():
+        default = defaults[name] + (1.0 if name == "retries" else 0.0)
+        ratios[name] = value / default
+    return max(ratios, key=ratios.__getitem__)
+
+
 def simulate_overload(
     strategies: Iterable[str] = ("none", "full_jitter"),
     budgets: Iterable[str] = ("none", "token_bucket", "retry_budget"),
@@ -316,20 +329,23 @@ def simulate_overload(
         work = expected * (1 + (retries if retrying else 0))
     except OverflowError:  # retries beyond floats (10**400): as many as inf
         work = math.inf
-    if not work <= MAX_ATTEMPTS:
-        raise _checks.ArgumentValueError(
-            "rate",
-            f"a run may expect at most {MAX_ATTEMPTS:,} attempts, rate x seconds (the spike"
-            f" included) x (1 + retries), got {work:.3g}; lower the rate, seconds, spike or"
-            " retries",
-        )
-    # A rate expecting a fraction of a request lets any retries through the bound above,
+    # A rate expecting a fraction of a request lets any retries through the bound below,
     # but the request that comes makes them all: one request makes no more than a run may.
     if retrying and retries >= MAX_ATTEMPTS:
         raise _checks.ArgumentValueError(
             "retries",
             f"retries must be at most {MAX_ATTEMPTS - 1:,} (one request's 1 + retries attempts"
             f" within the {MAX_ATTEMPTS:,} a run may expect), got {_checks.shown(retries)}",
+        )
+    if not work <= MAX_ATTEMPTS:
+        factors = {"rate": rate, "seconds": seconds, "spike": spike}
+        if retrying:
+            factors["retries"] = 1.0 + retries
+        raise _checks.ArgumentValueError(
+            _furthest_above_default(factors),
+            f"a run may expect at most {MAX_ATTEMPTS:,} attempts, rate x seconds (the spike"
+            f" included) x (1 + retries), got {work:.3g}; lower the rate, seconds, spike or"
+            " retries",
         )
     model = _Model(
         rate,

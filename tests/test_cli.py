@@ -224,7 +224,10 @@ def test_a_reader_that_goes_away_ends_it_quietly():
 
 @pytest.mark.parametrize(
     "command",
-    [["simulate", "--clients", "2,3", "--runs", "1"], ["overload", "--seconds", "30", "--rate", "10"]],
+    [
+        ["simulate", "--clients", "2,3", "--runs", "1"],
+        ["overload", "--seconds", "30", "--rate", "10"],
+    ],
     ids=["simulate", "overload"],
 )
 def test_a_reader_gone_before_the_table_keeps_no_picture_from_being_drawn(command, tmp_path):

@@ -568,8 +568,38 @@ def test_the_work_bound_is_the_expected_requests_times_one_plus_retries(
             strategies, ["none"], spike=spike * 1.001, retries=retries, progress=started, **options
         ),
         ValueError,
-        "rate",
+        "spike",  # the factor raised furthest above its default
         f"{MAX_ATTEMPTS:,}",
+    )
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        ({"rate": 1e6}, "rate"),
+        ({"seconds": 86_400}, "seconds"),
+        ({"spike": 1e308}, "spike"),
+        ({"rate": 1, "retries": MAX_ATTEMPTS - 1}, "retries"),
+        ({"rate": 50_000, "retries": 300}, "retries"),  # 62.5x the rate, 75.25x 1 + retries
+        ({"rate": 50_000, "retries": 200}, "rate"),  # 62.5x the rate, 50.25x 1 + retries
+        ({"rate": 50_000, "retries": 250}, "retries"),  # 62.5x the rate, 62.75x 1 + retries
+    ],
+)
+def test_a_run_expecting_too_many_attempts_names_what_was_raised_furthest(options, named):
+    """Too many expected attempts: the error names the factor furthest above its default (as
+    a ratio; 1 + retries for the retries) - what the user most likely raised, and what the
+    command line's message names (--retries, not --rate, for --rate 1 --retries 4999999)."""
+    rejects(
+        lambda: simulate_overload(["full_jitter"], ["none"], progress=started, **options),
+        ValueError,
+        named,
+        f"{MAX_ATTEMPTS:,}",
+    )
+    # No strategy retries: the retries are no factor, however many.
+    rejects(
+        lambda: simulate_overload(["none"], ["none"], rate=1e6, retries=10**6, progress=started),
+        ValueError,
+        "rate",
     )
 
 
@@ -635,7 +665,7 @@ def test_one_request_may_make_no_more_attempts_than_a_run_may_expect():
         ({"budgets": []}, ValueError, "budgets"),
         ({"rate": 0}, ValueError, "rate"),
         ({"rate": 1e12}, ValueError, "rate"),
-        ({"rate": 1e300, "spike": 1e300}, ValueError, "rate"),
+        ({"rate": 1e300, "spike": 1e300}, ValueError, "spike"),  # (the further above its default)
         ({"capacity": -5}, ValueError, "capacity"),
         ({"spike": 0.5}, ValueError, "spike"),
         ({"spike": math.inf}, ValueError, "spike"),
@@ -660,7 +690,7 @@ def test_one_request_may_make_no_more_attempts_than_a_run_may_expect():
         ({"budgets": 5}, TypeError, "budgets"),
         ({"budgets": [5]}, ValueError, "budgets"),
         ({"budgets": [None]}, ValueError, "budgets"),
-        ({"retries": 10**400}, ValueError, "rate"),
+        ({"retries": 10**400}, ValueError, "retries"),
         ({"seed": 1.5}, TypeError, "seed"),
         ({"seed": "7"}, TypeError, "seed"),
         ({"seed": False}, TypeError, "seed"),
