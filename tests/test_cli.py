@@ -1322,6 +1322,8 @@ def storm(monkeypatch):
         (["--seconds", "30", "--spike-at", "25", "--spike-for", "10"], "40", "before the spike"),
         (["--seconds", "20"], "25", "0 s after the spike ends"),  # no time to recover
         (["--seconds", "24.5"], "25", "4.5 s after the spike ends"),
+        # the latest spike a run can hold: it ends 5 s before the longest run does
+        (["--rate", "1", "--seconds", "86000", "--spike-at", "86385"], "86400", "before the"),
     ],
 )
 def test_overload_refuses_a_run_that_ends_before_its_spike(cli, storm, args, end, where):
@@ -1333,6 +1335,26 @@ def test_overload_refuses_a_run_that_ends_before_its_spike(cli, storm, args, end
     line = one_error_line(result.err)
     assert "error: --seconds: " in line and "--spike-at" in line and "--spike-for" in line
     assert f"give --seconds {end} or more" in line and where in line, line
+    assert storm == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--rate", "1", "--seconds", "86400", "--spike-at", "86399"],
+        ["--spike-at", "1e308"],
+        ["--rate", "1", "--seconds", "86400", "--spike-at", "86385", "--spike-for", "10.5"],
+    ],
+)
+def test_a_spike_too_late_for_any_run_is_asked_to_move_not_for_more_seconds(cli, storm, args):
+    """A spike ending past the longest run less its 5 s of recovery: no --seconds would do,
+    so the error asks to move the spike to end by 86,395 s (it said "give --seconds 86414
+    or more", past the 86,400 allowed, or "1e+308 or more")."""
+    result = cli("overload", *args)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert "error: --seconds: " in line and "give --seconds" not in line, line
+    assert "move the spike to end by 86395 s (a run lasts at most 86400 s)" in line, line
     assert storm == []
 
 

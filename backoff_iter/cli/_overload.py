@@ -178,12 +178,17 @@ def _check_spike(args: argparse.Namespace) -> None:
             where = "before the spike ends"
         else:
             where = f"{seconds - end:g} s after the spike ends"
+        most = overload.MAX_SECONDS
+        remedy = (
+            f"give --seconds {end + room:g} or more, or move the spike"
+            if end + room <= most
+            else f"move the spike to end by {most - room:g} s (a run lasts at most {most:g} s)"
+        )
         raise UsageError(
             "--seconds",
             f"the run ends at {seconds:g} s, {where} (--spike-at {start:g}"
             f" + --spike-for {length:g} = {end:g} s), leaving less than the {room:g} s its"
-            f" recovery is measured over: give --seconds {end + room:g} or more,"
-            " or move the spike",
+            f" recovery is measured over: {remedy}",
         )
 
 
