@@ -222,6 +222,35 @@ def test_a_reader_that_goes_away_ends_it_quietly():
     assert result.stderr == "status 0\n"
 
 
+@pytest.mark.parametrize("environment", ["buffered", "unbuffered"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["show", "exponential"],
+        ["plan", "--base", "1", "--factor", "2", "--elapsed", "10"],
+        ["simulate", "--clients", "2,3", "--runs", "1"],
+        ["overload", "--seconds", "30", "--rate", "10"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_a_reader_gone_before_a_short_output_ends_it_quietly(command, environment):
+    """`| true`: the reader is gone before the first line.  Status 0, nothing on stderr but
+    the progress.  A buffered stdout (a shell's, unless PYTHONUNBUFFERED) held the output
+    it could not write, and the interpreter's last flush failed again: "Exception ignored
+    ... BrokenPipeError", status 120."""
+    child = subprocess.Popen(
+        [*COMMAND, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=BUFFERED if environment == "buffered" else UNBUFFERED,
+    )
+    child.stdout.close()  # gone before anything was written
+    err = child.stderr.read()
+    assert child.wait(timeout=120) == 0, err
+    assert "Exception ignored" not in err and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -230,16 +259,21 @@ def test_a_reader_that_goes_away_ends_it_quietly():
     ],
     ids=["simulate", "overload"],
 )
-def test_a_reader_gone_before_the_table_keeps_no_picture_from_being_drawn(command, tmp_path):
+@pytest.mark.parametrize("environment", ["buffered", "unbuffered"])
+def test_a_reader_gone_before_the_table_keeps_no_picture_from_being_drawn(
+    command, environment, tmp_path
+):
     """The reader of stdout went away before the tables came (``| true``): the picture
     asked for with --plot is drawn all the same, and the command ends quietly, status 0.
-    The broken pipe ended the command before the picture, which never appeared."""
+    The broken pipe of a table's write (at once where stdout is unbuffered) ended the
+    command before the picture, which never appeared."""
     path = tmp_path / "picture.png"
     child = subprocess.Popen(
         [*COMMAND, *command, "--plot", str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=BUFFERED if environment == "buffered" else UNBUFFERED,
     )
     child.stdout.close()  # gone before anything was written
     err = child.stderr.read()
@@ -1539,6 +1573,28 @@ def test_bad_input_is_one_line_naming_the_option_and_exit_status_2(cli, args, na
     assert named in line
     assert line.startswith(" ".join(["python -m backoff_iter", *args[:1]]) + ": error: ")
     assert "_number" not in result.err and "new_factor" not in result.err
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["show", "exponential", "--base", "-1e3"], "got -1000.0"),
+        (["show", "exponential", "--cap", "-inf"], "got -inf"),
+        (["show", "exponential", "--cap", "-Infinity"], "got -inf"),
+        (["show", "exponential", "--base", "-.5"], "got -0.5"),
+        (["plan", "--base", "1", "--factor", "2", "--elapsed", "-1e-3"], "got -0.001"),
+        (["overload", "--seed", "-1e3"], "got '-1e3'"),
+        (["show", "exponential", "--base", "-1e3x"], "--base"),  # no number: said so
+        (["show", "exponential", "--cap", "-NaN"], "--cap"),  # (-nan is show's -n an)
+    ],
+)
+def test_a_negative_number_in_any_form_is_a_value_refused_as_itself(cli, args, said):
+    """-1e3, -inf, -.5 after an option are its value, refused for what it is (argparse
+    took -1e3 and -inf for options: "argument --base: expected one argument")."""
+    result = cli(*args)
+    assert result.status == 2
+    line = one_error_line(result.err)
+    assert said in line and "expected one argument" not in line, line
 
 
 @pytest.mark.parametrize(

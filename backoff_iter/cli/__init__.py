@@ -28,6 +28,7 @@ from ._common import (
     Parser,
     UsageError,
     clip_values,
+    discard_output,
     flush,
     option,
     say,
@@ -115,5 +116,6 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
         say(f"{end_progress}{prog}: interrupted")  # a progress line may be open
         return 130
     except BrokenPipeError:  # the reader has gone (`| head`): stop quietly
+        discard_output()  # (else the interpreter's last flush fails again: status 120)
         return 0
     return 0

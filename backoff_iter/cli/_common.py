@@ -8,6 +8,7 @@ import inspect
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -49,9 +50,21 @@ class OutputError(Exception):
     """The output or a picture could not be written (exit status 1)."""
 
 
+#: What argparse takes for a negative number, not an option: a word that
+#: starts as one (``-1e3``, ``-.5``, ``-inf``; the number's own check then
+#: says what is wrong with it), where argparse's own (before 3.13) takes
+#: only -1 and -1.5 - ``--base -1e3`` said "expected one argument".
+NEGATIVE_NUMBER = re.compile(r"-\.?\d|-inf|-nan", re.I)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but an error is one line (no usage block) that main() prints, and the
-    help and --version are output like any other: one that cannot be written is status 1."""
+    help and --version are output like any other: one that cannot be written is status 1.
+    A negative number in any form (:data:`NEGATIVE_NUMBER`) is a value, never an option."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         raise ParseError(self.prog, message)
@@ -361,18 +374,15 @@ def write(text: str) -> None:
 
 @contextlib.contextmanager
 def writing(picture_path: str | None = None) -> Iterator[None]:
-    """The command's output, written in the block and flushed at its end.  A
-    reader that goes away meanwhile (``| head``) stops the output there, and
-    the command with it - unless a picture is still to be drawn into
-    *picture_path*: the user asked for that file, so the command goes on to
-    draw it, its output discarded."""
+    """The command's output, written in the block.  A reader that goes away
+    meanwhile (``| head``) stops the output there, and the command with it -
+    unless a picture is still to be drawn into *picture_path*: the user asked
+    for that file, so the command goes on to draw it."""
     try:
         yield
-        flush()
     except BrokenPipeError:
         if picture_path is None:
             raise
-        _discard_output()
 
 
 def flush() -> None:
@@ -388,15 +398,16 @@ def flush() -> None:
 
 
 def _cannot_write(error: OSError) -> OutputError:
-    _discard_output()
+    discard_output()
     return OutputError(f"cannot write the output: {error.strerror or error}")
 
 
-def _discard_output() -> None:
-    """Point stdout's file at /dev/null once writing it failed: a buffered stdout (any but
-    PYTHONUNBUFFERED's) keeps what it could not write, and the interpreter's last flush
-    would fail again, adding "Exception ignored ... OSError" and exit status 120.  The
-    idiom of the note on SIGPIPE in the docs of the signal module."""
+def discard_output() -> None:
+    """Point stdout's file at /dev/null once writing it failed, or its reader went
+    away: a buffered stdout (any but PYTHONUNBUFFERED's) keeps what it could not
+    write, and the interpreter's last flush would fail again, adding "Exception
+    ignored ... OSError" and exit status 120.  The idiom of the note on SIGPIPE in
+    the docs of the signal module."""
     try:
         descriptor = sys.stdout.fileno()
         devnull = os.open(os.devnull, os.O_WRONLY)
