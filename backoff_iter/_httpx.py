@@ -42,6 +42,19 @@ def _server_hint(outcome: Any) -> float | None:
     return None
 
 
+def _unread(response: httpx.Response, raw: bytes) -> httpx.Response:
+    """*response*, whose body was read as it came (*raw*: not decoded, which
+    may fail - gzip that is not - and is the client's to do) and its
+    connection let go, as a response not read yet: the client that gets it
+    reads it as any other, decoding it then and timing it (``elapsed``)."""
+    return httpx.Response(
+        response.status_code,
+        headers=response.headers,
+        stream=httpx.ByteStream(raw),
+        extensions=response.extensions,
+    )
+
+
 def _whole(given: Any) -> Any:
     """*given* iterated once into a tuple, if it is an iterable other than a
     string: a one-shot one (a generator) is kept, not used up by its check.
@@ -96,7 +109,9 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
     When nothing is left to try - the delays, *deadline* or *budget* say so
     - the last response is returned (it never raises for a status) or the
     last exception raised.  Every response it discards is closed, one
-    retried for its status read first (its connection goes back to the pool).
+    retried for its status read first (its connection goes back to the pool):
+    its bytes as they came, never decoded (the last comes back as the client
+    gives any response, to be read and decoded by its reader).
 
     *options* are those of every driver
     (:class:`~backoff_iter.RetryOptions`): it runs on the same driver core.
@@ -226,8 +241,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 with attempt:
                     _time_limit(request, attempt.timeout)
                     response = transport.handle_request(request)
-                    if response.status_code in statuses:
-                        response.read()  # kept whole if it is the last
+                    if response.status_code in statuses:  # kept whole if it is the last
+                        response = _unread(response, b"".join(response.iter_raw()))
                     attempt.set_result(response)
         except BaseException:
             # Ended between attempts (the sleep interrupted, a part refusing the
@@ -253,7 +268,8 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                     _time_limit(request, seconds)
                     response = await transport.handle_async_request(request)
                     if response.status_code in statuses:
-                        await response.aread()
+                        raw = b"".join([part async for part in response.aiter_raw()])
+                        response = _unread(response, raw)
                     attempt.set_result(response)
         except BaseException:  # the task cancelled while it waited, say
             if response is not None:

@@ -701,12 +701,14 @@ def test_a_factory_returning_a_non_iterable_names_it():
 class Script:
     """An HTTP/1.1 server on 127.0.0.1 answering each request with the next of *answers*:
     (status, headers, body), "cut" for a 503 whose body stops short and whose
-    connection closes, or "stall" for headers that never end (each line comes
+    connection closes, "drip" for a 200 whose body's second half waits for ``go``
+    (2 s at most: ``held_too_long``), or "stall" for headers that never end (each line comes
     quickly, the blank line never).  It records (method, path, client port) per request."""
 
     def __init__(self, answers):
         self.answers = list(answers)
         self.seen = []
+        self.go, self.held_too_long = threading.Event(), False  # (for "drip")
         script = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -734,6 +736,15 @@ class Script:
                         except OSError:  # the client gave up and went
                             break
                     self.close_connection = True
+                    return
+                if answer == "drip":  # half the body, the rest once the test says go
+                    self.send_response(200)
+                    self.send_header("Content-Length", "20")
+                    self.end_headers()
+                    self.wfile.write(b"first half")
+                    self.wfile.flush()
+                    script.held_too_long = not script.go.wait(2.0)
+                    self.wfile.write(b"second one")
                     return
                 if answer == "cut":
                     self.send_response(503)
@@ -1942,3 +1953,85 @@ def test_tenacity_schedules_made_in_threads_at_once_each_end_with_their_stop(
             with pytest.raises(OSError, match="flaky"):
                 retrying(failing(5))
             assert slept == [0.5]
+
+
+#: A 503 whose body says it is gzip and is not (a proxy's error page, say).
+BAD_GZIP = (503, {"Content-Encoding": "gzip", "Retry-After": "1"}, b"this is no gzip")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_retries_a_status_whose_body_does_not_decode(mode):
+    """A retried 503 whose gzip body is not: retried after its Retry-After like any 503.
+    Its body was decoded as it was read, and httpx's DecodingError ended the call at the
+    first attempt."""
+    with Script([BAD_GZIP]) as script, no_sleep() as slept:
+        transport = RetryTransport(delays=[0.5])
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                response = client.get(script.url)
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return await client.get(script.url)
+
+            response = asyncio.run(get())
+    assert response.status_code == 200 and response.text == "ok"
+    assert len(script.seen) == 2 and slept == [1.0]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_the_last_retried_status_comes_back_as_httpx_would_give_it(mode):
+    """The last response of retried statuses comes back unread, as plain httpx gives it: its
+    raw bytes (iter_raw), its elapsed time once read, and - for a body that does not
+    decode - httpx's DecodingError only when it is read, not in place of the response.
+    It came back read already: no iter_raw (StreamConsumed), no elapsed (RuntimeError)."""
+    with Script([BAD_GZIP] * 3) as script, no_sleep() as slept:
+        transport = RetryTransport(delays=[0.0])
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                with client.stream("GET", script.url) as response:
+                    raw = b"".join(response.iter_raw())
+                elapsed = response.elapsed
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    async with client.stream("GET", script.url) as response:
+                        raw = b"".join([part async for part in response.aiter_raw()])
+                    return response, raw, response.elapsed
+
+            response, raw, elapsed = asyncio.run(get())
+        assert response.status_code == 503 and raw == b"this is no gzip"
+        assert elapsed.total_seconds() >= 0.0 and slept == [1.0]
+        with httpx.Client(transport=RetryTransport(delays=[])) as client:
+            with client.stream("GET", script.url) as response, pytest.raises(httpx.DecodingError):
+                response.read()  # the reader's to decode, as without the transport
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_streams_a_response_it_does_not_retry(mode):
+    """A 200's body comes to the reader as the server sends it: its first half is read
+    while the server still holds the second (a download is never held whole by the
+    transport; only a retried status's body is read before it comes back)."""
+    with Script(["drip"]) as script:
+        transport = RetryTransport(delays=[0.0])
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                with client.stream("GET", script.url) as response:
+                    parts = response.iter_raw()
+                    first = next(parts)
+                    script.go.set()
+                    body = first + b"".join(parts)
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    async with client.stream("GET", script.url) as response:
+                        parts = response.aiter_raw()
+                        first = await parts.__anext__()
+                        script.go.set()
+                        return first + b"".join([part async for part in parts])
+
+            body = asyncio.run(get())
+    assert body == b"first halfsecond one" and not script.held_too_long
