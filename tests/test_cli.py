@@ -764,6 +764,42 @@ def test_plan_counts_a_first_sleep_that_ends_right_at_the_elapsed_time(cli):
     ]
 
 
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (
+            ["--base", "1e-300", "--factor", "1e300", "--elapsed", "1e300"],
+            "2 (exactly just under 3)",
+        ),
+        (
+            ["--base", "1", "--factor", "1.0000000000000002", "--elapsed", "10"],
+            "9 (exactly just under 10)",
+        ),
+        (
+            ["--base", "5e-324", "--factor", "1", "--elapsed", "1e308"],
+            str(plan(5e-324, 1, 1e308).retries),
+        ),
+    ],
+)
+def test_plan_never_shows_a_count_beside_an_exact_value_past_it(cli, args, line):
+    """The real number of retries that fit, rounded to three decimals, came to the next
+    whole count ("retries: 9 (exactly 10.000)"), and one past floats said "(exactly inf)"
+    beside a count of 632 digits: the first says "just under", the second nothing."""
+    result = cli("plan", *args)
+    assert result.status == 0, result.err
+    assert result.out.splitlines()[1] == f"  retries:      {line}"
+
+
+def test_plan_shows_a_huge_long_run_ratio_in_significant_digits(cli):
+    """log r / log r2 of a factor near 1 against a huge one: six significant digits, not a
+    number of twenty digits and three decimals."""
+    result = cli("plan", "--base", "1", "--factor", "1e300", "--elapsed", "10", "--compare",
+                 "1.0000000000000002")  # fmt: skip
+    assert result.status == 0, result.err
+    ratio = math.log(1e300) / math.log(1.0000000000000002)
+    assert result.out.splitlines()[-1].endswith(f"= {ratio:.6g} times as many")
+
+
 def test_plan_shows_a_factor_near_1_as_it_is_not_as_1(cli):
     """--ratio 1e-7 is factor 1.0000001, printed so: it was "factor 1" (as :g rounds it),
     which is the constant schedule; the same for a --compare factor and the base."""
@@ -1726,6 +1762,17 @@ def test_show_refuses_samples_without_a_plot_rather_than_ignoring_it(cli, output
     assert result.status == 2 and result.out == ""
     line = one_error_line(result.err)
     assert "error: --samples: " in line and "--plot" in line
+
+
+@pytest.mark.parametrize("strategy", ["exponential", "constant", "fibonacci"])
+def test_show_refuses_samples_for_a_strategy_without_jitter(cli, tmp_path, strategy):
+    """A strategy with no jitter has one schedule to draw: --samples is bad usage naming it,
+    and nothing is drawn (it was ignored, with status 0)."""
+    target = tmp_path / "x.png"
+    result = cli("show", strategy, "--samples", "5", "--plot", str(target))
+    assert result.status == 2 and not target.exists()
+    line = one_error_line(result.err)
+    assert "error: --samples: " in line and f"{strategy} has no jitter" in line
 
 
 def test_show_plot_samples_a_thousand_schedules_unless_told(cli, tmp_path, drawn):

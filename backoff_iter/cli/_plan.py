@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> None:
     before = "none" if result.sleep_before is None else decimal(result.sleep_before)
     lines = [
         f"base {figure(args.base)}, factor {figure(factor)}: by elapsed {figure(args.elapsed)}",
-        f"  retries:      {result.retries} (exactly {decimal(result.exact)})",
+        f"  retries:      {result.retries}{_exactly(result.retries, result.exact)}",
         f"  slept:        {decimal(result.elapsed)}",
         f"  sleep before: {before}",
         f"  sleep after:  {decimal(result.sleep_after)}",
@@ -81,15 +81,32 @@ def run(args: argparse.Namespace) -> None:
         line = (
             f"factor {figure(args.compare)} over the same time:"
             f" {plural(compare['retries'], 'retry', 'retries', grouped=False)}"
-            f" (exactly {decimal(compare['exact'])})"
+            f"{_exactly(compare['retries'], compare['exact'])}"
         )
         ratio = compare["ratio"]
         if ratio is not None:
-            # three decimals, or three digits when those would all be 0 (factor 1.0000001)
-            shown = f"{ratio:.3f}" if ratio >= 0.0005 else f"{ratio:.3g}"
             line += (
                 f"; in the long run log {figure(factor)} / log {figure(args.compare)}"
-                f" = {shown} times as many"
+                f" = {decimal(ratio)} times as many"
             )
         lines.append(line)
     write("\n".join(lines) + "\n")
+
+
+def _exactly(retries: int, exact: float) -> str:
+    """What follows a retry count: the real number of retries that fit, in
+    parentheses - but never shown as the next whole count, which does not fit
+    (9.999999999999998 is "just under 10", not "10.000"), and not at all
+    past floats (a count of 600 digits is exact, its fraction unknown).
+
+    >>> _exactly(3, 3.4594), _exactly(9, 9.999999999999998), _exactly(2, 3.0)
+    (' (exactly 3.459)', ' (exactly just under 10)', ' (exactly just under 3)')
+    >>> _exactly(10**631, float("inf"))
+    ''
+    """
+    if exact == float("inf"):
+        return ""
+    shown = decimal(exact)
+    if float(shown) >= retries + 1:
+        return f" (exactly just under {retries + 1})"
+    return f" (exactly {shown})"

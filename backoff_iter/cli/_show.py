@@ -226,6 +226,12 @@ def _picture(
             f"{until:g} is not reached within the {DRAWN_AT_MOST:,} attempts --plot draws at most",
         )
     jittered = "rng" in strategies.parameters(name)
+    if not jittered and args.samples is not None:
+        raise UsageError(
+            "--samples",
+            f"{name} has no jitter: --plot draws its one schedule; --samples is for a jittered"
+            " strategy's",
+        )
     if jittered and samples * len(first) > SAMPLED_AT_MOST:
         raise UsageError(
             "--samples",
