@@ -1661,11 +1661,15 @@ def test_an_empty_item_in_a_list_is_refused_as_such(cli, args):
         (["simulate", "--clients", "10," + "9" * 3000 + "x"], "--clients"),
         (["overload", "--budgets", "none," + "gold " * 1000], "--budgets"),
         (["show", "exponential", "--plot", "p" * 5000 + ".jpg"], "--plot"),
+        # numbers worked out from a value typed: the attempts grouped, the study's cost
+        (["show", "exponential", "--plot", "x.png", "-n", str(10**4000)], "-n"),
+        (["simulate", "--runs", str(10**4000)], "--runs"),
     ],
 )
 def test_a_long_value_in_an_error_is_cut_to_its_ends_and_its_length(cli, args, named):
     """A value of thousands of characters is not echoed whole: the error line shows its
-    first and last characters and its length (argparse's, our and the library's messages)."""
+    first and last characters and its length (argparse's, our and the library's messages),
+    nor a number worked out from it (a line of 5,416 characters)."""
     result = cli(*args)
     assert result.status == 2
     line = one_error_line(result.err)

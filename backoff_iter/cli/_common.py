@@ -159,7 +159,12 @@ def _ends(value: str) -> str:
 def clip_values(message: str, arguments: Iterable[str]) -> str:
     """*message* with every long value typed in *arguments* clipped, whether the message
     quotes it as typed or as its repr: an argument, the value of an --option=value, or
-    an item of a comma-separated list (argparse's messages and the library's alike)."""
+    an item of a comma-separated list (argparse's messages and the library's alike);
+    and every long number in it, which a value typed may have made.
+
+    >>> clip_values("it costs " + "7" * 300, []) == f"it costs {'7' * 40}...{'7' * 40} (300 characters)"
+    True
+    """
     values = set()
     for argument in arguments:
         for value in (argument, argument.partition("=")[2]):
@@ -168,7 +173,12 @@ def clip_values(message: str, arguments: Iterable[str]) -> str:
     for value in sorted((v for v in values if len(v) > SHOWN_AT_MOST), key=len, reverse=True):
         quoted = f"{_ends(value)!r} ({len(value):,} characters)"
         message = message.replace(repr(value), quoted).replace(value, clip(value))
-    return message
+    # ... and a long number worked out from one (10**4000 as 10,000,000,...; a cost)
+    return _LONG_NUMBER.sub(lambda found: clip(found.group()), message)
+
+
+#: A number longer than an error line shows whole, digits grouped or not.
+_LONG_NUMBER = re.compile(rf"\d[\d,]{{{SHOWN_AT_MOST},}}")
 
 
 # -- argument types: each error names nothing, argparse adds "argument --option:" ----------
