@@ -3,6 +3,7 @@ driver core (imported from :mod:`backoff_iter.interop`)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING, Any
@@ -42,17 +43,27 @@ def _server_hint(outcome: Any) -> float | None:
     return None
 
 
-def _unread(response: httpx.Response, raw: bytes) -> httpx.Response:
-    """*response*, whose body was read as it came (*raw*: not decoded, which
-    may fail - gzip that is not - and is the client's to do) and its
-    connection let go, as a response not read yet: the client that gets it
-    reads it as any other, decoding it then and timing it (``elapsed``)."""
-    return httpx.Response(
-        response.status_code,
-        headers=response.headers,
-        stream=httpx.ByteStream(raw),
-        extensions=response.extensions,
-    )
+def _read_raw(response: httpx.Response, raw: bytes) -> tuple[httpx.Response, httpx.Response]:
+    """A response retried for its status, its body *raw* read as it came (its
+    connection let go), as two: the one the client gets should it be the
+    last, unread (the client reads it as any other, decoding it then, and
+    times it: ``elapsed``), and the one the hooks and callbacks are handed,
+    read (``.text``, ``.json()``) - unless its body does not decode (gzip
+    that is not), which is the reader's to find, never a reason to stop
+    retrying."""
+
+    def anew() -> httpx.Response:
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=httpx.ByteStream(raw),
+            extensions=response.extensions,
+        )
+
+    kept, seen = anew(), anew()
+    with contextlib.suppress(httpx.DecodingError):
+        seen.read()
+    return kept, seen
 
 
 def _whole(given: Any) -> Any:
@@ -240,10 +251,11 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                     response.close()  # read already: it goes back to the pool
                 with attempt:
                     _time_limit(request, attempt.timeout)
-                    response = transport.handle_request(request)
-                    if response.status_code in statuses:  # kept whole if it is the last
-                        response = _unread(response, b"".join(response.iter_raw()))
-                    attempt.set_result(response)
+                    response = seen = transport.handle_request(request)
+                    # (read whole, but for one read as it was made: a MockTransport's)
+                    if response.status_code in statuses and not response.is_stream_consumed:
+                        response, seen = _read_raw(response, b"".join(response.iter_raw()))
+                    attempt.set_result(seen)
         except BaseException:
             # Ended between attempts (the sleep interrupted, a part refusing the
             # next): the response retried is let go, or its connection stays taken.
@@ -266,11 +278,11 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
                 seconds, attempt.timeout = attempt.timeout, None
                 async with attempt, _Cut(seconds, request):
                     _time_limit(request, seconds)
-                    response = await transport.handle_async_request(request)
-                    if response.status_code in statuses:
+                    response = seen = await transport.handle_async_request(request)
+                    if response.status_code in statuses and not response.is_stream_consumed:
                         raw = b"".join([part async for part in response.aiter_raw()])
-                        response = _unread(response, raw)
-                    attempt.set_result(response)
+                        response, seen = _read_raw(response, raw)
+                    attempt.set_result(seen)
         except BaseException:  # the task cancelled while it waited, say
             if response is not None:
                 await response.aclose()

@@ -211,15 +211,21 @@ class OverloadRun(NamedTuple):
 
 
 def _furthest_above_default(factors: dict[str, float]) -> str:
-    """Which of the *factors* of a run's expected attempts (rate, seconds, spike
-    and ``1 + retries``) is furthest above its default, as a ratio: the one
-    most likely raised past the bound, which the error names (the command
-    line's ``--retries``, not ``--rate``, for ``--rate 1 --retries 4999999``)."""
+    """Which of the *factors* of a run's expected attempts is furthest above
+    its default, as a ratio: the one most likely raised past the bound, which
+    the error names (the command line's ``--retries``, not ``--rate``, for
+    ``--rate 1 --retries 4999999``).  The factors: the rate, the seconds, how
+    many times the requests the spike makes them (``spike``), and ``1 +
+    retries``."""
     defaults = simulate_overload.__kwdefaults__ or {}
-    ratios = {}
-    for name, value in factors.items():
-        default = defaults[name] + (1.0 if name == "retries" else 0.0)
-        ratios[name] = value / default
+    spiking = defaults["spike_for"]  # (the default spike is within the default run)
+    usual = {
+        "rate": defaults["rate"],
+        "seconds": defaults["seconds"],
+        "spike": 1.0 + (defaults["spike"] - 1.0) * spiking / defaults["seconds"],
+        "retries": 1.0 + defaults["retries"],
+    }
+    ratios = {name: value / usual[name] for name, value in factors.items()}
     return max(ratios, key=ratios.__getitem__)
 
 
@@ -338,7 +344,8 @@ def simulate_overload(
             f" within the {MAX_ATTEMPTS:,} a run may expect), got {_checks.shown(retries)}",
         )
     if not work <= MAX_ATTEMPTS:
-        factors = {"rate": rate, "seconds": seconds, "spike": spike}
+        # (the spike by what it adds: a spike of 1000 for no time adds nothing)
+        factors = {"rate": rate, "seconds": seconds, "spike": expected / (rate * seconds)}
         if retrying:
             factors["retries"] = 1.0 + retries
         raise _checks.ArgumentValueError(

@@ -282,6 +282,25 @@ def test_a_reader_gone_before_the_table_keeps_no_picture_from_being_drawn(
     assert "Traceback" not in err
 
 
+def test_a_reader_gone_and_a_picture_that_cannot_be_written_is_status_1_alone(tmp_path):
+    """The reader of stdout is gone and the picture's file is full (a link to /dev/full):
+    status 1 saying why, never "Exception ignored" and status 120 from the interpreter's
+    last flush of the output it held (a buffered stdout: a shell's)."""
+    path = tmp_path / "full.png"
+    path.symlink_to("/dev/full")
+    child = subprocess.Popen(
+        [*COMMAND, "overload", "--seconds", "30", "--rate", "10", "--plot", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=BUFFERED,
+    )
+    child.stdout.close()  # gone before anything was written
+    err = child.stderr.read()
+    assert child.wait(timeout=120) == 1, err
+    assert f"cannot write {path}" in err and "Exception ignored" not in err, err
+
+
 def with_fds(redirections, *args, **options):
     """python -m backoff_iter with its file descriptors redirected as in a shell: `>&-`."""
     return subprocess.run(

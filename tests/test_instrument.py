@@ -1471,3 +1471,33 @@ def test_a_closed_stream_is_no_line_of_the_retry_log(caplog):
     assert [record.getMessage() for record in caplog.records] == [
         "lines: attempt 1 failed (OSError: refused); retrying in 0.00 s"
     ]
+
+
+def test_a_hook_enabled_for_closed_streams_alone_hears_them():
+    """A process-wide hook whose events are {"closed"} hears a stream closed early (it was
+    taken for one of retries and give-ups only, which no stream's close reaches), and no
+    plain call's success."""
+
+    class Closed:
+        events = frozenset({"closed"})
+
+        def __init__(self):
+            self.heard = []
+
+        def __call__(self, event):
+            self.heard.append(event.kind)
+
+    hook = Closed()
+
+    @retry([0.0], on=OSError, sleep=lambda s: None)
+    def lines():
+        yield from range(10)
+
+    instrument.enable(hook)
+    try:
+        stream = lines()
+        assert next(stream) == 0
+        stream.close()
+    finally:
+        instrument.reset()
+    assert hook.heard == ["closed"]

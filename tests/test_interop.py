@@ -2035,3 +2035,53 @@ def test_httpx_streams_a_response_it_does_not_retry(mode):
 
             body = asyncio.run(get())
     assert body == b"first halfsecond one" and not script.held_too_long
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_hooks_read_the_body_of_a_retried_status(mode):
+    """retry_after= and the hooks are handed a response retried for its status read: a hint
+    in its JSON body is honoured (it came to them unread once it was read raw for the
+    client: ResponseNotRead ended the call)."""
+    wait = (503, {"Content-Type": "application/json"}, b'{"wait": 2}')
+    seen = []
+    with Script([wait]) as script, no_sleep() as slept:
+        transport = RetryTransport(
+            delays=[0.5],
+            retry_after=lambda response: response.json()["wait"],
+            observe=lambda event: seen.append(
+                event.outcome.text if event.kind == "retry" else event.kind
+            ),
+        )
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                response = client.get(script.url)
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return await client.get(script.url)
+
+            response = asyncio.run(get())
+    assert response.status_code == 200 and slept == [2.0]
+    assert seen == ['{"wait": 2}', "success"]  # (a response not retried comes unread)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_httpx_a_response_read_as_it_was_made_is_retried_as_it_is(mode):
+    """httpx.MockTransport's responses are read as they are made: a retried one is taken
+    as it is (reading it raw again raised StreamConsumed)."""
+    answers = iter([httpx.Response(503, json={"wait": 1}), httpx.Response(200, text="ok")])
+    server = httpx.MockTransport(lambda request: next(answers))
+    transport = RetryTransport(server, delays=[0.5], retry_after=lambda r: r.json()["wait"])
+    with no_sleep() as slept:
+        if mode == "sync":
+            with httpx.Client(transport=transport) as client:
+                response = client.get("http://127.0.0.1/thing")
+        else:
+
+            async def get():
+                async with httpx.AsyncClient(transport=transport) as client:
+                    return await client.get("http://127.0.0.1/thing")
+
+            response = asyncio.run(get())
+    assert response.text == "ok" and slept == [1.0]

@@ -583,6 +583,8 @@ def test_the_work_bound_is_the_expected_requests_times_one_plus_retries(
         ({"rate": 50_000, "retries": 300}, "retries"),  # 62.5x the rate, 75.25x 1 + retries
         ({"rate": 50_000, "retries": 200}, "rate"),  # 62.5x the rate, 50.25x 1 + retries
         ({"rate": 50_000, "retries": 250}, "retries"),  # 62.5x the rate, 62.75x 1 + retries
+        ({"rate": 80_000, "spike": 1000, "spike_for": 0}, "rate"),  # a spike of no time adds 0
+        ({"rate": 800, "spike": 20_000, "spike_for": 120}, "spike"),  # 20,000x the requests
     ],
 )
 def test_a_run_expecting_too_many_attempts_names_what_was_raised_furthest(options, named):

@@ -28,10 +28,10 @@ from ._common import (
     Parser,
     UsageError,
     clip_values,
-    discard_output,
     flush,
     option,
     say,
+    settle_output,
 )
 
 __all__ = ["main"]
@@ -85,6 +85,13 @@ def command_named(arguments: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
     """Run the command line; returns the exit status.  *prog* is how it was
     started, as its usage and messages name it (``backoff-iter`` for the script)."""
+    try:
+        return _main(argv, prog)
+    finally:
+        settle_output()  # (whatever the status: a gone reader is no status 120)
+
+
+def _main(argv: Sequence[str] | None, prog: str) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     who = prog  # the command's own once parsed: "python -m backoff_iter show"
     try:
@@ -116,6 +123,5 @@ def main(argv: Sequence[str] | None = None, prog: str = PROG) -> int:
         say(f"{end_progress}{prog}: interrupted")  # a progress line may be open
         return 130
     except BrokenPipeError:  # the reader has gone (`| head`): stop quietly
-        discard_output()  # (else the interpreter's last flush fails again: status 120)
         return 0
     return 0

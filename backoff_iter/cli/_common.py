@@ -52,7 +52,7 @@ class OutputError(Exception):
 
 #: What argparse takes for a negative number, not an option: a word that
 #: starts as one (``-1e3``, ``-.5``, ``-inf``; the number's own check then
-#: says what is wrong with it), where argparse's own (before 3.13) takes
+#: says what is wrong with it), where argparse's own (3.9 to 3.13.0) takes
 #: only -1 and -1.5 - ``--base -1e3`` said "expected one argument".
 NEGATIVE_NUMBER = re.compile(r"-\.?\d|-inf|-nan", re.I)
 
@@ -410,6 +410,19 @@ def flush() -> None:
 def _cannot_write(error: OSError) -> OutputError:
     discard_output()
     return OutputError(f"cannot write the output: {error.strerror or error}")
+
+
+def settle_output() -> None:
+    """Flush stdout before the interpreter does, whatever the command's status:
+    should its reader be gone or its disk full - after a broken pipe, an
+    error, Ctrl-C, a picture that failed - what it holds goes nowhere
+    (:func:`discard_output`), not to "Exception ignored" and status 120."""
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # (ValueError: closed)
+        discard_output()
 
 
 def discard_output() -> None:

@@ -32,7 +32,7 @@ thread or task; keep it fast and let it not raise (its error would end the
 call).  With no hook at all, the drivers make no event: the success path
 costs nothing more.  A hook may say which kinds of events it wants with an
 ``events`` attribute (a set of kinds): enabled for the process, one that
-lists neither ``"success"`` nor ``"error"`` hears only retries and
+lists none of ``"success"``, ``"error"`` and ``"closed"`` hears only retries and
 give-ups (and the error that ends a call after a retry, if its ``wants``
 says so), and costs a call that succeeds at once nothing.  It is a promise
 of what the hook ignores, not a filter: a hook still reads
@@ -227,9 +227,10 @@ def wanting(hooks: tuple[Hook, ...], kind: str) -> tuple[Hook, ...]:
 
 
 def _wants_successes(hook: Hook) -> bool:
-    """Does *hook* want to hear of calls that end well (``"success"`` or ``"error"``)?"""
+    """Does *hook* want to hear of every call's end (``"success"``, ``"error"``,
+    a stream's ``"closed"``), not only of retries and give-ups?"""
     events = getattr(hook, "events", None)
-    return events is None or "success" in events or "error" in events
+    return events is None or "success" in events or "error" in events or "closed" in events
 
 
 #: The process-wide hooks that hear every event ...
