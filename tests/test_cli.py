@@ -222,6 +222,22 @@ def test_a_reader_that_goes_away_ends_it_quietly():
     assert result.stderr == "status 0\n"
 
 
+def reader_gone(command, environment):
+    """python -m backoff_iter *command* whose stdout's reader is gone before anything was
+    written (``| true``), its stdout "buffered" (a shell's) or "unbuffered"
+    (PYTHONUNBUFFERED, as on these machines): its exit status and stderr."""
+    child = subprocess.Popen(
+        [*COMMAND, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=BUFFERED if environment == "buffered" else UNBUFFERED,
+    )
+    child.stdout.close()
+    err = child.stderr.read()
+    return child.wait(timeout=120), err
+
+
 @pytest.mark.parametrize("environment", ["buffered", "unbuffered"])
 @pytest.mark.parametrize(
     "command",
@@ -238,16 +254,8 @@ def test_a_reader_gone_before_a_short_output_ends_it_quietly(command, environmen
     the progress.  A buffered stdout (a shell's, unless PYTHONUNBUFFERED) held the output
     it could not write, and the interpreter's last flush failed again: "Exception ignored
     ... BrokenPipeError", status 120."""
-    child = subprocess.Popen(
-        [*COMMAND, *command],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=BUFFERED if environment == "buffered" else UNBUFFERED,
-    )
-    child.stdout.close()  # gone before anything was written
-    err = child.stderr.read()
-    assert child.wait(timeout=120) == 0, err
+    status, err = reader_gone(command, environment)
+    assert status == 0, err
     assert "Exception ignored" not in err and "Traceback" not in err, err
 
 
@@ -268,16 +276,8 @@ def test_a_reader_gone_before_the_table_keeps_no_picture_from_being_drawn(
     The broken pipe of a table's write (at once where stdout is unbuffered) ended the
     command before the picture, which never appeared."""
     path = tmp_path / "picture.png"
-    child = subprocess.Popen(
-        [*COMMAND, *command, "--plot", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=BUFFERED if environment == "buffered" else UNBUFFERED,
-    )
-    child.stdout.close()  # gone before anything was written
-    err = child.stderr.read()
-    assert child.wait(timeout=120) == 0, err
+    status, err = reader_gone([*command, "--plot", str(path)], environment)
+    assert status == 0, err
     assert path.read_bytes().startswith(b"\x89PNG") and f"wrote {path}" in err
     assert "Traceback" not in err
 
@@ -288,16 +288,9 @@ def test_a_reader_gone_and_a_picture_that_cannot_be_written_is_status_1_alone(tm
     last flush of the output it held (a buffered stdout: a shell's)."""
     path = tmp_path / "full.png"
     path.symlink_to("/dev/full")
-    child = subprocess.Popen(
-        [*COMMAND, "overload", "--seconds", "30", "--rate", "10", "--plot", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=BUFFERED,
-    )
-    child.stdout.close()  # gone before anything was written
-    err = child.stderr.read()
-    assert child.wait(timeout=120) == 1, err
+    command = ["overload", "--seconds", "30", "--rate", "10", "--plot", str(path)]
+    status, err = reader_gone(command, "buffered")
+    assert status == 1, err
     assert f"cannot write {path}" in err and "Exception ignored" not in err, err
 
 

@@ -1446,6 +1446,18 @@ def test_a_stream_its_consumer_closes_early_counts_its_attempts_and_ends_its_spa
         assert backend.hook._open == {}
 
 
+def closed_after_its_first_item(stream, hook):
+    """With *hook* enabled for the process: the decorated *stream*'s first item read, then
+    the stream closed."""
+    instrument.enable(hook)
+    try:
+        items = stream()
+        assert next(items) == 0
+        items.close()
+    finally:
+        instrument.reset()
+
+
 def test_a_closed_stream_is_no_line_of_the_retry_log(caplog):
     """The default log hears retries and give-ups: a stream closed after a retry adds no
     line to the retry's (it is no failure), while a process-wide hook of every event hears
@@ -1460,13 +1472,7 @@ def test_a_closed_stream_is_no_line_of_the_retry_log(caplog):
             raise OSError("refused")
         yield from range(10)
 
-    instrument.enable(heard.append)
-    try:
-        stream = lines()
-        assert next(stream) == 0
-        stream.close()
-    finally:
-        instrument.reset()
+    closed_after_its_first_item(lines, heard.append)
     assert [event.kind for event in heard] == ["retry", "closed"]
     assert [record.getMessage() for record in caplog.records] == [
         "lines: attempt 1 failed (OSError: refused); retrying in 0.00 s"
@@ -1475,8 +1481,7 @@ def test_a_closed_stream_is_no_line_of_the_retry_log(caplog):
 
 def test_a_hook_enabled_for_closed_streams_alone_hears_them():
     """A process-wide hook whose events are {"closed"} hears a stream closed early (it was
-    taken for one of retries and give-ups only, which no stream's close reaches), and no
-    plain call's success."""
+    taken for one of retries and give-ups only, which no stream's close reaches)."""
 
     class Closed:
         events = frozenset({"closed"})
@@ -1493,11 +1498,5 @@ def test_a_hook_enabled_for_closed_streams_alone_hears_them():
     def lines():
         yield from range(10)
 
-    instrument.enable(hook)
-    try:
-        stream = lines()
-        assert next(stream) == 0
-        stream.close()
-    finally:
-        instrument.reset()
+    closed_after_its_first_item(lines, hook)
     assert hook.heard == ["closed"]

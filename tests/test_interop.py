@@ -1955,6 +1955,19 @@ def test_tenacity_schedules_made_in_threads_at_once_each_end_with_their_stop(
             assert slept == [0.5]
 
 
+def fetched(transport, url, mode):
+    """GET *url* through *transport* with an httpx.Client ("sync") or an AsyncClient."""
+    if mode == "sync":
+        with httpx.Client(transport=transport) as client:
+            return client.get(url)
+
+    async def get():
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await client.get(url)
+
+    return asyncio.run(get())
+
+
 #: A 503 whose body says it is gzip and is not (a proxy's error page, say).
 BAD_GZIP = (503, {"Content-Encoding": "gzip", "Retry-After": "1"}, b"this is no gzip")
 
@@ -1966,16 +1979,7 @@ def test_httpx_retries_a_status_whose_body_does_not_decode(mode):
     first attempt."""
     with Script([BAD_GZIP]) as script, no_sleep() as slept:
         transport = RetryTransport(delays=[0.5])
-        if mode == "sync":
-            with httpx.Client(transport=transport) as client:
-                response = client.get(script.url)
-        else:
-
-            async def get():
-                async with httpx.AsyncClient(transport=transport) as client:
-                    return await client.get(script.url)
-
-            response = asyncio.run(get())
+        response = fetched(transport, script.url, mode)
     assert response.status_code == 200 and response.text == "ok"
     assert len(script.seen) == 2 and slept == [1.0]
 
@@ -2052,16 +2056,7 @@ def test_httpx_hooks_read_the_body_of_a_retried_status(mode):
                 event.outcome.text if event.kind == "retry" else event.kind
             ),
         )
-        if mode == "sync":
-            with httpx.Client(transport=transport) as client:
-                response = client.get(script.url)
-        else:
-
-            async def get():
-                async with httpx.AsyncClient(transport=transport) as client:
-                    return await client.get(script.url)
-
-            response = asyncio.run(get())
+        response = fetched(transport, script.url, mode)
     assert response.status_code == 200 and slept == [2.0]
     assert seen == ['{"wait": 2}', "success"]  # (a response not retried comes unread)
 
@@ -2074,14 +2069,5 @@ def test_httpx_a_response_read_as_it_was_made_is_retried_as_it_is(mode):
     server = httpx.MockTransport(lambda request: next(answers))
     transport = RetryTransport(server, delays=[0.5], retry_after=lambda r: r.json()["wait"])
     with no_sleep() as slept:
-        if mode == "sync":
-            with httpx.Client(transport=transport) as client:
-                response = client.get("http://127.0.0.1/thing")
-        else:
-
-            async def get():
-                async with httpx.AsyncClient(transport=transport) as client:
-                    return await client.get("http://127.0.0.1/thing")
-
-            response = asyncio.run(get())
+        response = fetched(transport, "http://127.0.0.1/thing", mode)
     assert response.text == "ok" and slept == [1.0]
