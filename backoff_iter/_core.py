@@ -60,6 +60,9 @@ _INF = math.inf
 _tuple_new = tuple.__new__
 _UNASKED = object()  # a call's failure hooks not yet asked what they want
 
+#: What names the answer of a part's allow_retry that is no number in its error.
+_TAKEN = "what allow_retry took (a budget's try_retry: a bool or a number)"
+
 #: A schedule that has run this many retries, or given a delay this long,
 #: with no deadline, is taken for one with no end: its policy warns once.
 ENDLESS_RETRIES = 100
@@ -956,6 +959,8 @@ class Call:
                     each.append(0.0 + taken)  # (True counts as 1.0)
                 except OverflowError:  # an int beyond floats: as far as floats go
                     each.append(_INF)
+                except TypeError:  # a Decimal, a Fraction: its float; no number: the part's bug
+                    each.append(_checks.number(_TAKEN, taken, endless=True))
             allowed = True
         finally:
             self._took = tuple(each)

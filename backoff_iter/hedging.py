@@ -202,14 +202,26 @@ class _Hedging:
             timeout = None if due is None else max(0.0, due - group.now())
             ended = await group.finished(timeout)
             for index, (attempt, exc, result) in enumerate(ended):
+                try:
+                    if exc is not None:
+                        retried = matches(policy.on, policy.only_exceptions, exc)
+                    else:
+                        retried = policy.on_result is not None and bool(policy.on_result(result))
+                except Exception as broke:  # ``on`` or ``on_result`` broke: the call ends with
+                    if group.under_way():  # it, told as the newest attempt under way's end
+                        raise  # (see run and _cut_short) - else as the end of this one
+                    return await self._broken(group, events, broke, attempt)
                 if exc is not None:
-                    if not matches(policy.on, policy.only_exceptions, exc):
+                    if not retried:
                         tell_each(policy.plan.afters, exc, ERROR, attempt)  # (no budget hears)
                         await self._cancel_rest(group, events)
-                        events.tell_error(exc, attempt)
+                        try:
+                            events.tell_error(exc, attempt)
+                        except Exception as broke:  # a hook raised as it heard the end: the
+                            return broke, True  # call ends with it, its end told once
                         return exc, True  # fatal: the others are cancelled
                     last, failed, ended_last = exc, True, attempt
-                elif policy.on_result is None or not policy.on_result(result):
+                elif not retried:
                     # Once the winner is in, a break ends the call told as the winner's end.
                     try:
                         cancelled = await self._cancel_rest(group, events)
@@ -255,7 +267,10 @@ class _Hedging:
                     until = None if due is None else max(0.0, due - group.now())
                     events.emit("retry", last, attempt, until)
         if events._failure_hooks:
-            events.emit("give_up", last, ended_last, reason=reason)
+            try:
+                events.emit("give_up", last, ended_last, reason=reason)
+            except Exception as broke:  # a hook raised as it heard the end: the call ends
+                return broke, True  # with it, its end told once
         return last, failed
 
     async def _broken(
@@ -268,7 +283,8 @@ class _Hedging:
         is no answer: it cuts the call short, see :meth:`_cut_short` - unless the
         winner is in, when nothing is left to cut)."""
         await self._cancel_rest(group, events)
-        events.tell_error(error, attempt)
+        with contextlib.suppress(Exception):  # a hook raising as it hears: the first error
+            events.tell_error(error, attempt)  # stands, the end told once
         return error, True
 
     async def _cut_short(self, group: _Attempts, events: Call, error: BaseException) -> None:

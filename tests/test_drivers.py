@@ -4826,6 +4826,35 @@ def test_a_part_taking_a_whole_number_beyond_floats_is_heard_to_have_taken_inf(r
     assert huge.told == [("failure", 0.0), ("success", math.inf)]
 
 
+@each_driver
+@pytest.mark.parametrize(
+    "taken, heard", [(Decimal("2.5"), 2.5), (Fraction(1, 4), 0.25), ("yes", None), ([1], None)]
+)
+def test_a_part_taking_a_decimal_is_heard_as_its_float_and_a_non_number_is_named(run, taken, heard):
+    """allow_retry (a budget's try_retry) answering a Decimal or a Fraction: the retry goes
+    and the part hears the float; a truthy answer that is no number ends the call with an
+    error naming what it is - it was a bare TypeError from the core's own addition."""
+    from backoff_iter.parts import Part
+
+    class Takes(Part):
+        def __init__(self):
+            self.told = []
+
+        def allow_retry(self, outcome, kind):
+            return taken
+
+        def after_attempt(self, outcome, kind, number, spent):
+            self.told.append((kind, spent))
+
+    part = Takes()
+    if heard is None:
+        with pytest.raises(TypeError, match=r"allow_retry took .* must be a real number"):
+            run([0.0], Operation([OSError()]), FakeTime(), on=OSError, parts=[part])
+        return
+    assert run([0.0], Operation([OSError()]), FakeTime(), on=OSError, parts=[part]) == "ok"
+    assert part.told == [("failure", 0.0), ("success", heard)]
+
+
 def test_a_before_sleep_hook_ending_exactly_at_the_deadline_leaves_no_retry():
     """before_sleep takes the clock to the deadline itself: no time is left, the call gives up
     after attempt 1 (no attempt starts at the deadline) and sleeps nothing."""

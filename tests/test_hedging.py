@@ -1652,3 +1652,72 @@ def test_an_interruption_as_the_budget_hears_the_winner_is_told_as_the_winners_e
         ("cancelled", 1),
         ("error", 2),
     ]
+
+
+async def _fails():
+    raise ConnectionError("down")
+
+
+async def _fatal():
+    raise ValueError("bad")
+
+
+async def _answers():
+    return 1
+
+
+@pytest.mark.parametrize(
+    "attempt, breaks, error, heard",
+    [
+        (_fails, "give_up", LookupError, [("give_up", 1, "exhausted")]),
+        (_fatal, "error", LookupError, [("error", 1, None)]),
+    ],
+    ids=["give_up", "error"],
+)
+def test_a_hook_breaking_as_it_hears_the_end_is_told_no_second_end(attempt, breaks, error, heard):
+    """A hook raises as it hears the call's end (a give-up, an error not retried): its error
+    ends the call, and no further end is told - an "error" of an attempt 2 that never ran
+    ("interrupted") followed, as for a call cut short."""
+    events = []
+
+    def hook(event):
+        events.append((event.kind, event.number, event.reason))
+        if event.kind == breaks:
+            raise LookupError("hook broke")
+
+    with pytest.raises(error):
+        run(hedged(attempt, [], observe=hook))
+    assert events == heard
+
+
+@pytest.mark.parametrize(
+    "attempt, options",
+    [(_answers, {"on_result": lambda result: 1 / 0}), (_fails, {"on": lambda exc: 1 / 0})],
+    ids=["on_result", "on"],
+)
+def test_a_predicate_breaking_on_the_only_attempt_is_told_as_its_end(attempt, options):
+    """on_result or on raises as it judges the one attempt, none other under way: the call
+    ends with its error, told as an "error" of attempt 1, which ran - as @retry tells it
+    (an "interrupted" attempt 2, which never existed, was told)."""
+    events = []
+    with pytest.raises(ZeroDivisionError):
+        run(hedged(attempt, [], observe=events.append, **options))
+    assert [(e.kind, e.number, e.reason, type(e.outcome)) for e in events] == [
+        ("error", 1, None, ZeroDivisionError)
+    ]
+
+
+def test_a_hook_breaking_as_it_hears_a_broken_budgets_end_leaves_the_budgets_error():
+    """The budget raises as it hears attempt 1 fail, and a hook raises as it hears that
+    error end the call: the budget's error stands, and the call's end is told once (the
+    hook's error replaced it, and a second end, of an attempt 2 "interrupted", followed)."""
+    events = []
+
+    def hook(event):
+        events.append((event.kind, event.number, event.reason))
+        if event.kind == "error":
+            raise LookupError("hook broke")
+
+    with pytest.raises(RuntimeError, match="budget broke"):
+        run(hedged(_fails, [], budget=BrokenBudget("failure"), observe=hook))
+    assert events == [("error", 1, None)]
