@@ -299,8 +299,15 @@ class _Hedging:
         under_way = group.under_way()
         ending = under_way[-1] if under_way else 0
         try:
-            await self._cancel_rest(group, events, ending)
-        finally:  # (interrupted again while the attempts stop: the call ends all the same)
+            stopped: list[int] = []
+            try:
+                stopped = await group.cancel_rest()
+            except BaseException:  # interrupted again while they stop (anyio's scopes on
+                stopped = under_way  # asyncio, at every pass): they stopped all the same
+                raise
+            finally:
+                _tell_cancelled(events, stopped, ending)
+        finally:  # (the call ends all the same)
             if ending:
                 events.tell_error(error, ending)
             else:
@@ -310,10 +317,17 @@ class _Hedging:
         """Cancel the attempts still running, tell the hooks of each but attempt
         *ending* (whose end the call's error tells); their numbers."""
         cancelled = await group.cancel_rest()
-        for number in cancelled:
-            if events._hooks and number != ending:
-                events.emit("cancelled", None, number)
+        _tell_cancelled(events, cancelled, ending)
         return cancelled
+
+
+def _tell_cancelled(events: Call, numbers: list[int], ending: int) -> None:
+    """Tell the hooks of *events* that the attempts *numbers* were cancelled, but
+    attempt *ending* (whose end the call's error tells)."""
+    if events._hooks:
+        for number in numbers:
+            if number != ending:
+                events.emit("cancelled", None, number)
 
 
 def _added(took: list[tuple[float, ...]]) -> tuple[float, ...]:

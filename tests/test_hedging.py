@@ -1721,3 +1721,30 @@ def test_a_hook_breaking_as_it_hears_a_broken_budgets_end_leaves_the_budgets_err
     with pytest.raises(RuntimeError, match="budget broke"):
         run(hedged(_fails, [], budget=BrokenBudget("failure"), observe=hook))
     assert events == [("error", 1, None)]
+
+
+def test_a_caller_cancelled_again_while_the_attempts_stop_still_hears_each_end():
+    """The caller is cancelled, and again while the attempts stop (anyio's scopes on asyncio
+    cancel at every pass): the hooks hear attempt 1 cancelled and the call end as an error of
+    attempt 2, each once - attempt 1's end was never told."""
+
+    async def slow_to_stop():
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.01)  # (stopping takes a moment: the caller is cancelled again)
+            raise
+
+    async def main():
+        events = []
+        caller = asyncio.ensure_future(hedged(slow_to_stop, [0], observe=events.append))
+        await asyncio.sleep(0.005)
+        caller.cancel()
+        await asyncio.sleep(0)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert not others()
+        return [(event.kind, event.number) for event in events]
+
+    assert run(main()) == [("hedge", 2), ("cancelled", 1), ("error", 2)]
