@@ -212,14 +212,9 @@ class _Hedging:
                         raise  # (see run and _cut_short) - else as the end of this one
                     return await self._broken(group, events, broke, attempt)
                 if exc is not None:
-                    if not retried:
+                    if not retried:  # fatal: the others are cancelled
                         tell_each(policy.plan.afters, exc, ERROR, attempt)  # (no budget hears)
-                        await self._cancel_rest(group, events)
-                        try:
-                            events.tell_error(exc, attempt)
-                        except Exception as broke:  # a hook raised as it heard the end: the
-                            return broke, True  # call ends with it, its end told once
-                        return exc, True  # fatal: the others are cancelled
+                        return await self._broken(group, events, exc, attempt)
                     last, failed, ended_last = exc, True, attempt
                 elif not retried:
                     # Once the winner is in, a break ends the call told as the winner's end.
@@ -269,22 +264,29 @@ class _Hedging:
         if events._failure_hooks:
             try:
                 events.emit("give_up", last, ended_last, reason=reason)
-            except Exception as broke:  # a hook raised as it heard the end: the call ends
-                return broke, True  # with it, its end told once
+            except BaseException as broke:  # a hook raised as it heard the end: the call
+                return broke, True  # ends with it, its end told once
         return last, failed
 
     async def _broken(
         self, group: _Attempts, events: Call, error: BaseException, attempt: int
     ) -> tuple[BaseException, bool]:
-        """The budget raised *error* as it heard how *attempt* went (or, *attempt*
-        the winner, a hook as it heard a loser cancelled): the call ends with it,
-        as with a failure ``on`` does not match - the attempts still running
-        cancelled, the hooks told of an ``"error"`` of *attempt* (an interruption
-        is no answer: it cuts the call short, see :meth:`_cut_short` - unless the
-        winner is in, when nothing is left to cut)."""
-        await self._cancel_rest(group, events)
-        with contextlib.suppress(Exception):  # a hook raising as it hears: the first error
-            events.tell_error(error, attempt)  # stands, the end told once
+        """The call ends with *error* - *attempt*'s failure that ``on`` does not
+        match, the budget's as it heard how *attempt* went, or (*attempt* the
+        winner) a hook's as it heard a loser cancelled: the attempts still
+        running cancelled, the hooks told of an ``"error"`` of *attempt*.  A hook
+        that raises as it hears one cancelled, or that end, ends the call with
+        its own error, the end told once (an interruption is no answer: it cuts
+        the call short, see :meth:`_cut_short` - unless the winner is in, when
+        nothing is left to cut)."""
+        try:
+            await self._cancel_rest(group, events)
+        except Exception as broke:  # a hook raised as it heard one cancelled: the call ends
+            error = broke  # with its error
+        try:
+            events.tell_error(error, attempt)
+        except BaseException as broke:  # a hook raised as it heard the end: the call ends
+            return broke, True  # with it, its end told once
         return error, True
 
     async def _cut_short(self, group: _Attempts, events: Call, error: BaseException) -> None:
@@ -299,14 +301,15 @@ class _Hedging:
         under_way = group.under_way()
         ending = under_way[-1] if under_way else 0
         try:
-            stopped: list[int] = []
             try:
                 stopped = await group.cancel_rest()
             except BaseException:  # interrupted again while they stop (anyio's scopes on
-                stopped = under_way  # asyncio, at every pass): they stopped all the same
+                # asyncio, at every pass): they stopped all the same, and a hook that
+                # raises as it hears so leaves the interruption standing
+                with contextlib.suppress(Exception):
+                    _tell_cancelled(events, under_way, ending)
                 raise
-            finally:
-                _tell_cancelled(events, stopped, ending)
+            _tell_cancelled(events, stopped, ending)
         finally:  # (the call ends all the same)
             if ending:
                 events.tell_error(error, ending)

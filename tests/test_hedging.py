@@ -1666,28 +1666,46 @@ async def _answers():
     return 1
 
 
+@pytest.mark.parametrize("error", [LookupError, Halt])
 @pytest.mark.parametrize(
-    "attempt, breaks, error, heard",
+    "attempt, breaks, heard",
     [
-        (_fails, "give_up", LookupError, [("give_up", 1, "exhausted")]),
-        (_fatal, "error", LookupError, [("error", 1, None)]),
+        (_fails, "give_up", [("give_up", 1, "exhausted")]),
+        (_fatal, "error", [("error", 1, None)]),
     ],
     ids=["give_up", "error"],
 )
-def test_a_hook_breaking_as_it_hears_the_end_is_told_no_second_end(attempt, breaks, error, heard):
-    """A hook raises as it hears the call's end (a give-up, an error not retried): its error
-    ends the call, and no further end is told - an "error" of an attempt 2 that never ran
-    ("interrupted") followed, as for a call cut short."""
+def test_a_hook_breaking_as_it_hears_the_end_is_told_no_second_end(attempt, breaks, heard, error):
+    """A hook raises as it hears the call's end (a give-up, an error not retried), an
+    Exception or not: its error ends the call, and no further end is told - an "error" of
+    an attempt 2 that never ran ("interrupted") followed, as for a call cut short."""
     events = []
 
     def hook(event):
         events.append((event.kind, event.number, event.reason))
         if event.kind == breaks:
-            raise LookupError("hook broke")
+            raise error("hook broke")
 
     with pytest.raises(error):
         run(hedged(attempt, [], observe=hook))
     assert events == heard
+
+
+def test_a_hook_breaking_as_it_hears_a_loser_cancelled_by_a_fatal_failure_tells_its_end():
+    """Attempt 2 fails with what on= does not match while attempt 1 runs; a hook raises as it
+    hears attempt 1 cancelled: the call ends with the hook's error, told once as attempt 2's
+    end - it was told as an attempt 3 that never ran, and attempt 2's end never."""
+    events = []
+
+    def hook(event):
+        events.append((event.kind, event.number))
+        if event.kind == "cancelled":
+            raise LookupError("hook broke")
+
+    script = Script(forever, fail(ValueError("fatal"), after=0.01))
+    with pytest.raises(LookupError):
+        run(hedged(script, [0], on=ConnectionError, observe=hook))
+    assert events == [("hedge", 2), ("cancelled", 1), ("error", 2)]
 
 
 @pytest.mark.parametrize(
@@ -1707,10 +1725,10 @@ def test_a_predicate_breaking_on_the_only_attempt_is_told_as_its_end(attempt, op
     ]
 
 
-def test_a_hook_breaking_as_it_hears_a_broken_budgets_end_leaves_the_budgets_error():
+def test_a_hook_breaking_as_it_hears_a_broken_budgets_end_is_told_no_second_end():
     """The budget raises as it hears attempt 1 fail, and a hook raises as it hears that
-    error end the call: the budget's error stands, and the call's end is told once (the
-    hook's error replaced it, and a second end, of an attempt 2 "interrupted", followed)."""
+    error end the call: the hook's error ends it, as at any end it breaks, and the call's
+    end is told once (a second end, of an attempt 2 "interrupted", followed)."""
     events = []
 
     def hook(event):
@@ -1718,7 +1736,7 @@ def test_a_hook_breaking_as_it_hears_a_broken_budgets_end_leaves_the_budgets_err
         if event.kind == "error":
             raise LookupError("hook broke")
 
-    with pytest.raises(RuntimeError, match="budget broke"):
+    with pytest.raises(LookupError, match="hook broke"):
         run(hedged(_fails, [], budget=BrokenBudget("failure"), observe=hook))
     assert events == [("error", 1, None)]
 
@@ -1748,3 +1766,36 @@ def test_a_caller_cancelled_again_while_the_attempts_stop_still_hears_each_end()
         return [(event.kind, event.number) for event in events]
 
     assert run(main()) == [("hedge", 2), ("cancelled", 1), ("error", 2)]
+
+
+def test_a_hook_breaking_as_a_caller_cancelled_again_hears_the_losers_leaves_the_cancellation():
+    """The caller is cancelled twice while the attempts stop, and a hook raises as it hears
+    a loser cancelled: the caller still gets its CancelledError (the hook's error took its
+    place), and the call's end is told."""
+
+    async def slow_to_stop():
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.01)
+            raise
+
+    def hook(event):
+        events.append((event.kind, event.number))
+        if event.kind == "cancelled":
+            raise LookupError("hook broke")
+
+    events = []
+
+    async def main():
+        caller = asyncio.ensure_future(hedged(slow_to_stop, [0], observe=hook))
+        await asyncio.sleep(0.005)
+        caller.cancel()
+        await asyncio.sleep(0)
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        assert not others()
+
+    run(main())
+    assert events == [("hedge", 2), ("cancelled", 1), ("error", 2)]
