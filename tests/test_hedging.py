@@ -1741,10 +1741,10 @@ def test_a_hook_breaking_as_it_hears_a_broken_budgets_end_is_told_no_second_end(
     assert events == [("error", 1, None)]
 
 
-def test_a_caller_cancelled_again_while_the_attempts_stop_still_hears_each_end():
-    """The caller is cancelled, and again while the attempts stop (anyio's scopes on asyncio
-    cancel at every pass): the hooks hear attempt 1 cancelled and the call end as an error of
-    attempt 2, each once - attempt 1's end was never told."""
+def cancelled_twice_as_the_attempts_stop(hook):
+    """A hedged call of two attempts, each taking a moment to stop, whose caller is
+    cancelled and cancelled again as they stop (anyio's scopes on asyncio cancel at every
+    pass): the caller gets its CancelledError, no attempt is left; *hook* hears the events."""
 
     async def slow_to_stop():
         try:
@@ -1752,40 +1752,6 @@ def test_a_caller_cancelled_again_while_the_attempts_stop_still_hears_each_end()
         except asyncio.CancelledError:
             await asyncio.sleep(0.01)  # (stopping takes a moment: the caller is cancelled again)
             raise
-
-    async def main():
-        events = []
-        caller = asyncio.ensure_future(hedged(slow_to_stop, [0], observe=events.append))
-        await asyncio.sleep(0.005)
-        caller.cancel()
-        await asyncio.sleep(0)
-        caller.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await caller
-        assert not others()
-        return [(event.kind, event.number) for event in events]
-
-    assert run(main()) == [("hedge", 2), ("cancelled", 1), ("error", 2)]
-
-
-def test_a_hook_breaking_as_a_caller_cancelled_again_hears_the_losers_leaves_the_cancellation():
-    """The caller is cancelled twice while the attempts stop, and a hook raises as it hears
-    a loser cancelled: the caller still gets its CancelledError (the hook's error took its
-    place), and the call's end is told."""
-
-    async def slow_to_stop():
-        try:
-            await asyncio.sleep(10)
-        except asyncio.CancelledError:
-            await asyncio.sleep(0.01)
-            raise
-
-    def hook(event):
-        events.append((event.kind, event.number))
-        if event.kind == "cancelled":
-            raise LookupError("hook broke")
-
-    events = []
 
     async def main():
         caller = asyncio.ensure_future(hedged(slow_to_stop, [0], observe=hook))
@@ -1798,4 +1764,31 @@ def test_a_hook_breaking_as_a_caller_cancelled_again_hears_the_losers_leaves_the
         assert not others()
 
     run(main())
+
+
+def test_a_caller_cancelled_again_while_the_attempts_stop_still_hears_each_end():
+    """The caller is cancelled, and again while the attempts stop: the hooks hear attempt 1
+    cancelled and the call end as an error of attempt 2, each once - attempt 1's end was
+    never told."""
+    events = []
+    cancelled_twice_as_the_attempts_stop(events.append)
+    assert [(event.kind, event.number) for event in events] == [
+        ("hedge", 2),
+        ("cancelled", 1),
+        ("error", 2),
+    ]
+
+
+def test_a_hook_breaking_as_a_caller_cancelled_again_hears_the_losers_leaves_the_cancellation():
+    """The caller is cancelled twice while the attempts stop, and a hook raises as it hears
+    a loser cancelled: the caller still gets its CancelledError (the hook's error took its
+    place), and the call's end is told."""
+    events = []
+
+    def hook(event):
+        events.append((event.kind, event.number))
+        if event.kind == "cancelled":
+            raise LookupError("hook broke")
+
+    cancelled_twice_as_the_attempts_stop(hook)
     assert events == [("hedge", 2), ("cancelled", 1), ("error", 2)]
