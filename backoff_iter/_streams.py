@@ -352,9 +352,9 @@ def async_stream(
         state = StreamState(args, kwargs)
         while True:
             attempt = call.running(await call.__anext__())
-            if timeout_arg is not None:
-                kwargs[timeout_arg] = attempt.timeout
             timeout = attempt.timeout
+            if timeout_arg is not None:
+                kwargs[timeout_arg] = timeout
             scope = None if timeout is None else timeout_scope(call, timeout)
             try:  # the wait for the first item, bounded by the attempt's timeout
                 iterator = _source(func, resume, state, kwargs, "__aiter__").__aiter__()

@@ -210,6 +210,15 @@ class OverloadRun(NamedTuple):
     series: dict[str, list[int]]  #: per second of the run: arrivals, attempts, goodput
 
 
+def _expected_requests(
+    rate: float, seconds: float, spike: float, spike_at: float, spike_for: float
+) -> float:
+    """The requests a run expects: *rate* over its *seconds*, and the spike's
+    ``(spike - 1) x rate`` for the part of it within the run."""
+    spiking = max(0.0, min(seconds, spike_at + spike_for) - min(seconds, spike_at))
+    return rate * (seconds + (spike - 1.0) * spiking)
+
+
 def _furthest_above_default(factors: dict[str, float]) -> str:
     """Which of the *factors* of a run's expected attempts is furthest above
     its default, as a ratio: the one most likely raised past the bound, which
@@ -218,11 +227,14 @@ def _furthest_above_default(factors: dict[str, float]) -> str:
     many times the requests the spike makes them (``spike``), and ``1 +
     retries``."""
     defaults = simulate_overload.__kwdefaults__ or {}
-    spiking = defaults["spike_for"]  # (the default spike is within the default run)
+    rate, seconds = defaults["rate"], defaults["seconds"]
+    spiked = _expected_requests(
+        rate, seconds, defaults["spike"], defaults["spike_at"], defaults["spike_for"]
+    )
     usual = {
-        "rate": defaults["rate"],
-        "seconds": defaults["seconds"],
-        "spike": 1.0 + (defaults["spike"] - 1.0) * spiking / defaults["seconds"],
+        "rate": rate,
+        "seconds": seconds,
+        "spike": spiked / (rate * seconds),
         "retries": 1.0 + defaults["retries"],
     }
     ratios = {name: value / usual[name] for name, value in factors.items()}
@@ -326,10 +338,7 @@ def simulate_overload(
     seed = _checks.seed("seed", seed)
     if progress is not None:
         _checks.function("progress", progress)
-    # Spike or not, the expected arrivals: the spike adds (spike - 1) x rate
-    # for the part of it within the run.
-    spiking = max(0.0, min(seconds, spike_at + spike_for) - min(seconds, spike_at))
-    expected = rate * (seconds + (spike - 1.0) * spiking)
+    expected = _expected_requests(rate, seconds, spike, spike_at, spike_for)
     retrying = any(name != "none" for name in names)
     try:
         work = expected * (1 + (retries if retrying else 0))
