@@ -13,7 +13,7 @@ import httpx
 from . import _checks, _timeouts
 from ._core import begin
 from ._filters import RETRYABLE_STATUSES
-from ._options import Policy
+from ._options import Policy, reusable
 from .hints import longest_retry_after
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             "on_result", options.pop("on_result", None), ("response",)
         )
         options.setdefault("retry_after", _server_hint)
-        given: dict[str, Any] = dict(options)
+        given: dict[str, Any] = dict(reusable(options))  # two policies
         given["on_result"] = self._retried
         self._policy = Policy(delays, **given)  # checks every option
         # A request not retried is one attempt all the same: the parts are asked and

@@ -292,6 +292,21 @@ SYNC_SETTERS: dict[str, Setter] = {
 }
 
 
+def reusable(options: dict[str, Any]) -> dict[str, Any]:
+    """*options* for more than one policy (a decorator's, one per function it
+    decorates; a transport's two): ``observe=`` or ``parts=`` given as an
+    iterator (a generator) made a list, which the first policy would use up.
+
+    >>> reusable({"observe": (hook for hook in [print]), "name": "f"})
+    {'observe': [<built-in function print>], 'name': 'f'}
+    """
+    for name in ("observe", "parts"):
+        value = options.get(name)
+        if isinstance(value, Iterator) and not callable(value):  # (a hook may iterate)
+            options = {**options, name: list(value)}
+    return options
+
+
 #: The parts wrapping the options budget=, breaker=, throttle= and rate_limiter=.
 _SETTING_NO_TIMEOUT = frozenset({BudgetPart, BreakerPart, ThrottlePart, RateLimiterPart})
 

@@ -47,7 +47,7 @@ from ._core import (
     tell_broken,
     tell_refused,
 )
-from ._options import SYNC_SETTERS, Policy
+from ._options import SYNC_SETTERS, Policy, reusable
 from .parts import SUCCESS, succeeded
 
 if TYPE_CHECKING:
@@ -290,6 +290,7 @@ def retry(schedule: Any = None, /, **options: Any) -> Any:
     attempt_timeout = options.get("attempt_timeout")
     if attempt_timeout is not None and not _checks.is_real(attempt_timeout):
         _checks.reusable_delays("attempt_timeout", attempt_timeout)
+    options = reusable(options)  # a decorator makes a policy per function
     Policy(delays, **options)  # checked now
     if timeout_arg is not None:
         options["timeout_arg"] = timeout_arg

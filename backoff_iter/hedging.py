@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, cast
 from . import _checks, _sleeping
 from ._core import Call
 from ._filters import matches
-from ._options import HedgeOptions, Policy
+from ._options import HedgeOptions, Policy, reusable
 from .hints import server_wait, sleep_for
 from .parts import ERROR, FAILURE, SUCCESS, tell_each
 
@@ -634,7 +634,7 @@ def hedge(
     >>> asyncio.run(lookup("a"))
     'A'
     """
-    given = dict(options)
+    given = reusable(dict(options))  # a policy per function decorated
     _Hedging(delays, given, reusable=True)  # checked now
 
     def decorate(function: Callable[P, Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:

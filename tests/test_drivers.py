@@ -4580,6 +4580,31 @@ def test_one_part_given_alone_is_consulted_as_a_list_of_it_is():
     assert kinds == ["failure", "success"]
 
 
+def test_hooks_and_parts_given_as_generators_serve_every_function_a_decorator_decorates():
+    """observe= and parts= take iterables: a generator is read once, as the
+    decorator is made, and each function it decorates hears and asks them all
+    (the decorator's check of its options used the generator up)."""
+    from backoff_iter.parts import Part
+
+    kinds, events = [], []
+
+    class Tally(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            kinds.append(kind)
+
+    decorator = retry(
+        [0.0],
+        on=OSError,
+        sleep=lambda s: None,
+        observe=(hook for hook in [events.append]),
+        parts=(part for part in [Tally()]),
+    )
+    for _ in range(2):
+        decorator(Operation([OSError()]))()
+    assert kinds == ["failure", "success"] * 2
+    assert [event.kind for event in events] == ["retry", "success"] * 2
+
+
 def test_a_part_awaited_before_each_attempt_guards_the_first_try_of_async_retry():
     """A part with only abefore_attempt: async @retry awaits it before the first
     try (which runs bare when only a breaker's or a throttle's check guards it),

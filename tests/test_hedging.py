@@ -1103,6 +1103,23 @@ def test_hedge_calls_the_function_with_the_callers_arguments_on_every_attempt():
     assert lookup.__name__ == "lookup"
 
 
+def test_hedge_hooks_given_as_a_generator_are_heard_by_every_function_it_decorates():
+    """observe= takes an iterable: a generator is read once, as the decorator is
+    made; its check of the options used it up, and no hook heard a thing."""
+    events = []
+    decorator = hedge([0], on=ConnectionError, observe=(hook for hook in [events.append]))
+
+    async def lookup():
+        if not events:
+            raise ConnectionError
+        return "found"
+
+    for function in (decorator(lookup), decorator(lookup)):
+        assert run(function()) == "found"
+    assert [event.kind for event in events][-1] == "success"
+    assert [event.kind for event in events].count("success") == 2
+
+
 def test_hedge_draws_fresh_delays_from_its_factory_for_every_call():
     """A factory is called once per call, so a decorated function hedges every time."""
     made = []

@@ -1765,6 +1765,18 @@ def test_httpx_an_async_attempt_cut_at_its_timeout_fails_as_httpxs_timeout(libra
     ]
 
 
+def test_httpx_hooks_given_as_a_generator_hear_retried_and_single_requests():
+    """observe= takes an iterable: RetryTransport makes two policies of its options
+    (one for requests it retries, one for those it sends once), and a generator of
+    hooks went to the first alone - a POST's attempt was heard by nobody."""
+    events = []
+    transport = RetryTransport(delays=[0.0], observe=(hook for hook in [events.append]))
+    with Script([BUSY]) as script, no_sleep(), httpx.Client(transport=transport) as client:
+        assert client.get(script.url).status_code == 200
+        assert client.post(script.url, content=b"x").status_code == 200
+    assert [event.kind for event in events] == ["retry", "success", "success"]
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_httpx_a_request_not_retried_is_still_an_attempt_the_parts_and_hooks_see(mode):
     """A POST (not retried by default) and a PUT of a generator's body (not sent again)
