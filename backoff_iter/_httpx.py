@@ -196,7 +196,7 @@ class RetryTransport(httpx.BaseTransport, httpx.AsyncBaseTransport):
             "on_result", options.pop("on_result", None), ("response",)
         )
         options.setdefault("retry_after", _server_hint)
-        given: dict[str, Any] = dict(reusable(options))  # two policies
+        given: dict[str, Any] = reusable(options)  # two policies
         given["on_result"] = self._retried
         self._policy = Policy(delays, **given)  # checks every option
         # A request not retried is one attempt all the same: the parts are asked and

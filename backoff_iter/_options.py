@@ -12,7 +12,7 @@ that the three agree.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from . import _checks, instrument
@@ -292,19 +292,21 @@ SYNC_SETTERS: dict[str, Setter] = {
 }
 
 
-def reusable(options: dict[str, Any]) -> dict[str, Any]:
-    """*options* for more than one policy (a decorator's, one per function it
-    decorates; a transport's two): ``observe=`` or ``parts=`` given as an
-    iterator (a generator) made a list, which the first policy would use up.
+def reusable(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of *options* for more than one policy (a decorator's, one per
+    function it decorates; a transport's two): ``observe=`` or ``parts=``
+    given as an iterator (a generator) made a list, which the first policy
+    would use up.
 
     >>> reusable({"observe": (hook for hook in [print]), "name": "f"})
     {'observe': [<built-in function print>], 'name': 'f'}
     """
+    made = dict(options)
     for name in ("observe", "parts"):
-        value = options.get(name)
+        value = made.get(name)
         if isinstance(value, Iterator) and not callable(value):  # (a hook may iterate)
-            options = {**options, name: list(value)}
-    return options
+            made[name] = list(value)
+    return made
 
 
 #: The parts wrapping the options budget=, breaker=, throttle= and rate_limiter=.

@@ -395,7 +395,49 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
     if not sync:  # (no stream here: an async function, as found above)
         coroutine_function = cast("Callable[P, Awaitable[R]]", func)
         return cast("Callable[P, R]", _async_wrapper(policy, coroutine_function, timeout_arg))
-    return _sync_wrapper(policy, func, timeout_arg)
+    wrapper = _sync_wrapper(policy, func, timeout_arg)
+    if _checks.is_async(_unwrapped(func)):  # a plain decorator below @retry hides an async def
+        return _refusing_awaitables(wrapper)
+    return wrapper
+
+
+def _unwrapped(func: object) -> object:
+    """*func* without the decorators that say what they wrap (``__wrapped__``,
+    as ``functools.wraps`` sets it): at most 100 of them, and *func* itself if
+    they loop."""
+    for _ in range(100):
+        inner = getattr(func, "__wrapped__", None)
+        if inner is None or inner is func:
+            break
+        func = inner
+    return func
+
+
+def _refusing_awaitables(wrapper: Callable[P, R]) -> Callable[P, R]:
+    """*wrapper*, the retried plain function that wraps an async one, refusing
+    the awaitable it returns: its caller would await it after the retries, and
+    what it raises there would never be retried (``@retry`` above a decorator
+    that is not async itself, over an ``async def``).  A wrapper that runs the
+    coroutine itself (``asyncio.run``) returns its result, which passes."""
+
+    @functools.wraps(wrapper)
+    def refusing(*args: P.args, **kwargs: P.kwargs) -> R:
+        result = wrapper(*args, **kwargs)
+        if hasattr(result, "__await__"):
+            close = getattr(result, "close", None)
+            if callable(close):  # a coroutine: never awaited, and no warning that says so
+                close()
+            name = _qualified_name(wrapper)
+            raise TypeError(
+                f"{name} returned {_checks.shown(result)}, which @retry cannot retry: the"
+                f" function it decorates is a plain one around an async def (a decorator"
+                " below @retry that is not async), so what the awaitable raises comes after"
+                " the retries. Put @retry right above the async def, or make the decorator"
+                " below it async"
+            )
+        return result
+
+    return refusing
 
 
 def _is_generator(func: object) -> str:

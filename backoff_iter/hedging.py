@@ -634,7 +634,7 @@ def hedge(
     >>> asyncio.run(lookup("a"))
     'A'
     """
-    given = reusable(dict(options))  # a policy per function decorated
+    given = reusable(options)  # a policy per function decorated
     _Hedging(delays, given, reusable=True)  # checked now
 
     def decorate(function: Callable[P, Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:

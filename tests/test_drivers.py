@@ -4580,6 +4580,48 @@ def test_one_part_given_alone_is_consulted_as_a_list_of_it_is():
     assert kinds == ["failure", "success"]
 
 
+def test_a_plain_decorator_below_retry_hiding_an_async_def_is_refused_at_the_first_call():
+    """@retry over a plain decorator (functools.wraps) over an async def: the
+    function is a plain one returning a coroutine, which failed after the
+    retries, silently never retried.  Its coroutine is refused, closed (no
+    'never awaited' warning); a wrapper running the coroutine itself passes."""
+    import asyncio
+    import functools
+    import warnings
+
+    def logged(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    def run_to_end(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            return asyncio.run(func(*args, **kwargs))
+
+        return wrapper
+
+    ran = []
+
+    async def fetch():
+        ran.append(1)
+        if len(ran) < 3:
+            raise ConnectionError("reset")
+        return "page"
+
+    hidden = retry([0.0, 0.0], on=ConnectionError, sleep=lambda s: None)(logged(fetch))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(TypeError, match=r"fetch returned <coroutine .*Put @retry right above"):
+            hidden()
+    assert ran == []  # never run: closed
+    run = retry([0.0, 0.0], on=ConnectionError, sleep=lambda s: None)(run_to_end(fetch))
+    assert run() == "page"
+    assert ran == [1, 1, 1]
+
+
 def test_hooks_and_parts_given_as_generators_serve_every_function_a_decorator_decorates():
     """observe= and parts= take iterables: a generator is read once, as the
     decorator is made, and each function it decorates hears and asks them all
