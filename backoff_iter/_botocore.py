@@ -25,7 +25,7 @@ from botocore.retries import standard
 from . import _checks, _sleeping
 from ._attempt import _NO_RESULT
 from ._core import Call
-from ._options import Policy
+from ._options import Policy, SyncPolicy
 from .budgets import Budget, RetryQuota
 from .parts import Part
 from .schedules import END, PerFailure, per_failure
@@ -303,7 +303,7 @@ def botocore_retries(
     given["budget"] = budget = RetryQuota() if budget is None else budget
     retries = min(max_attempts - 1, sys.maxsize)  # islice counts no further: as if unbounded
     schedule = aws_standard(service, retries) if delays is None else _within(delays, retries)
-    policy = Policy(schedule, **given)
+    policy = SyncPolicy(schedule, **given)  # a sync loop: its sleep is never awaited
     if policy.plan.befores:
         raise _checks.ArgumentTypeError(
             "parts",

@@ -593,6 +593,14 @@ class Policy:
         _store(self, "warned", True)
 
 
+class SyncPolicy(Policy):
+    """The policy of a sync loop (``retrying``, the urllib3 and botocore
+    adapters): it never awaits what its sleep or before_sleep returns, so an
+    async one is refused as it is made, not at the first retry."""
+
+    setters = SYNC_SETTERS
+
+
 #: What each policy's dict starts from: every default of the class.
 _DEFAULTS: dict[str, Any] = {name: getattr(Policy, name) for name in Policy.__annotations__}
 

@@ -12,7 +12,7 @@ from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.util.retry import Retry
 
 from . import _checks, _sleeping, instrument
-from ._options import SETTERS, Policy
+from ._options import SETTERS, SyncPolicy
 from ._schedule import Schedule
 from .hints import RETRY_AFTER_MAX, longest_retry_after, server_wait, sleep_for
 
@@ -99,7 +99,7 @@ class Urllib3Retry(Retry):
                     " retry_after_max=, name= and observe=",
                 )
         # The drivers' options, checked and defaulted where the drivers' are.
-        policy = Policy(
+        policy = SyncPolicy(
             delays, sleep=sleep, retry_after_max=retry_after_max, name=name, observe=observe
         )
         self.delays: Callable[[], Iterable[float]] = policy.factory

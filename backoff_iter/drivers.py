@@ -47,7 +47,7 @@ from ._core import (
     tell_broken,
     tell_refused,
 )
-from ._options import SYNC_SETTERS, Policy, reusable
+from ._options import Policy, SyncPolicy, reusable
 from .parts import SUCCESS, succeeded
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ __all__ = ["Attempt", "ExceptionsAsDelays", "aretrying", "retry", "retrying"]
 R = TypeVar("R")
 
 
-class retrying(Policy, Iterable[Attempt]):
+class retrying(SyncPolicy, Iterable[Attempt]):
     """A retry policy for ``for`` loops: it yields attempts to run in ``with`` blocks.
 
     >>> from itertools import islice
@@ -121,7 +121,6 @@ class retrying(Policy, Iterable[Attempt]):
     """
 
     __slots__ = ()
-    setters = SYNC_SETTERS  # its sleep and before_sleep are never awaited
 
     if TYPE_CHECKING:
 

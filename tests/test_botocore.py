@@ -362,6 +362,26 @@ def test_what_botocore_decides_is_not_an_option():
     rejects(lambda: botocore_retries(client, max_attempts=0), ValueError, "max_attempts")
 
 
+def test_an_async_sleep_or_before_sleep_is_refused_when_the_client_is_put_on_retries():
+    """botocore_retries(client, sleep=<async def>): botocore's handler never awaits it;
+    it was taken, to fail inside the client's API call at the first retryable error."""
+
+    async def asleep(seconds):
+        pass
+
+    async def before_sleep(attempt, outcome, delay):
+        pass
+
+    client = dynamodb("http://127.0.0.1:9")
+    rejects(lambda: botocore_retries(client, sleep=asleep), TypeError, "sleep", "asleep")
+    rejects(
+        lambda: botocore_retries(client, before_sleep=before_sleep),
+        TypeError,
+        "before_sleep",
+        "before_sleep",
+    )
+
+
 def test_a_part_as_the_budget_is_refused_as_botocore_needs_record_success():
     """budget= a Part (which any driver takes) is refused when the client is put on retries,
     naming budget and the Part: botocore's after-call gives the budget back a recovered

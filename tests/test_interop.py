@@ -1929,6 +1929,17 @@ def test_urllib3_a_drivers_option_it_does_not_take_is_refused_saying_what_it_tak
     assert Urllib3Retry(delays=[0.5], status_forcelist=[503], name="fetch").name == "fetch"
 
 
+def test_urllib3_an_async_sleep_is_refused_as_it_is_given():
+    """Urllib3Retry(sleep=<async def>): urllib3 never awaits it, and it was taken, to
+    fail inside urllib3's urlopen at the first retry of an outage; refused when made,
+    as a sync retrying() loop refuses it."""
+
+    async def asleep(seconds):
+        pass
+
+    rejects(lambda: Urllib3Retry(delays=[0.5], sleep=asleep), TypeError, "sleep", "asleep")
+
+
 @pytest.mark.parametrize("delays", [[0.5, 1.0], (0.5,), lambda: [0.5], iter([0.5])])
 def test_httpx_delays_given_first_are_refused_saying_they_go_by_name(delays):
     """RetryTransport([0.5, 1.0]) - the delays first, as the drivers take them
