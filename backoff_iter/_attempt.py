@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _timeouts
-from .hints import server_wait
+from .hints import clamped
 
 if TYPE_CHECKING:
     from ._core import Call
@@ -88,7 +88,7 @@ class Attempt:
         of the caller: its error propagates, never retried.
         """
         try:
-            self._call.hint = server_wait(seconds, self._call.policy.retry_after_max, "seconds")
+            self._call.hint = clamped(seconds, self._call.policy.retry_after_max, "seconds")
         except (TypeError, ValueError) as error:
             self._bug = error
             raise

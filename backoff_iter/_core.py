@@ -39,7 +39,7 @@ from ._cancelling import (
 from ._filters import matches
 from ._options import CallPlan, Policy
 from ._sliding import NOT_YET, steady
-from .hints import server_wait, sleep_for
+from .hints import clamped, raised
 from .parts import ERROR, FAILURE, SUCCESS, THROTTLE, tell_each
 from .schedules import END as _PICKED_END
 from .schedules import Deferred
@@ -919,10 +919,10 @@ class Call:
         if policy.retry_after is not None:
             wanted = policy.retry_after(outcome)
             if wanted is not None:
-                wanted = server_wait(wanted, policy.retry_after_max)
+                wanted = clamped(wanted, policy.retry_after_max, "retry_after")
                 if hint is None or wanted > hint:
                     hint = wanted
-        delay = sleep_for(delay, hint, policy.retry_after_beyond)
+        delay = raised(delay, hint, policy.retry_after_beyond)
         if hint is not None and hint > delay:
             hint = delay  # what is honoured of it
         if delay == _INF:

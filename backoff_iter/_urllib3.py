@@ -14,7 +14,7 @@ from urllib3.util.retry import Retry
 from . import _checks, _sleeping, instrument
 from ._options import SETTERS, SyncPolicy
 from ._schedule import Schedule
-from .hints import RETRY_AFTER_MAX, longest_retry_after, server_wait, sleep_for
+from .hints import RETRY_AFTER_MAX, clamped, longest_retry_after, raised
 
 if TYPE_CHECKING:  # urllib3 2's name; 1.26 (which botocore keeps on Python 3.9) lacks it
     from urllib3.response import BaseHTTPResponse
@@ -211,7 +211,7 @@ class Urllib3Retry(Retry):
     def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
         """The server's ``Retry-After``, never an exception, at most ``retry_after_max``."""
         seconds = longest_retry_after(response.headers.getlist("Retry-After"))
-        return None if seconds is None else server_wait(seconds, self.retry_after_max)
+        return None if seconds is None else clamped(seconds, self.retry_after_max, "retry_after")
 
     def _hint(self, response: BaseHTTPResponse | None) -> float | None:
         """The server's hint for *response*, if this Retry honours it."""
@@ -227,7 +227,7 @@ class Urllib3Retry(Retry):
 
     def sleep(self, response: BaseHTTPResponse | None = None) -> None:
         """Sleep the schedule's delay, raised to the server's hint."""
-        delay = sleep_for(self.get_backoff_time(), self._hint(response))
+        delay = raised(self.get_backoff_time(), self._hint(response), None)
         request = self._request
         if request is not None:
             self._tell(request, "retry", self._outcome, self._retries(), delay, None)

@@ -52,7 +52,7 @@ from . import _checks, _sleeping
 from ._core import Call
 from ._filters import matches
 from ._options import HedgeOptions, Policy, reusable
-from .hints import server_wait, sleep_for
+from .hints import clamped, raised
 from .parts import ERROR, FAILURE, SUCCESS, tell_each
 
 if TYPE_CHECKING:
@@ -118,7 +118,9 @@ class _Hedging:
             return None
         try:
             hint = hook(outcome)
-            return None if hint is None else server_wait(hint, self.policy.retry_after_max)
+            return (
+                None if hint is None else clamped(hint, self.policy.retry_after_max, "retry_after")
+            )
         except BaseException as error:
             if isinstance(outcome, BaseException) and error.__context__ is None:
                 error.__context__ = outcome
@@ -247,7 +249,7 @@ class _Hedging:
                     now = group.now()
                     hint = self._hint(last)
                     if hint is not None:
-                        wait = sleep_for(0.0, hint, policy.retry_after_beyond)
+                        wait = raised(0.0, hint, policy.retry_after_beyond)
                         if wait == _INF:  # longer than can be waited: no more
                             due, reason = None, "retry_after"
                         else:

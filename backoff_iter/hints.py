@@ -43,6 +43,14 @@ def server_wait(
     >>> server_wait(10**400, maximum=float("inf"))
     inf
     """
+    if maximum is not RETRY_AFTER_MAX:
+        maximum = _checks.seconds("maximum", maximum, infinite=True)
+    return clamped(seconds, maximum, name)
+
+
+def clamped(seconds: object, maximum: float, name: str) -> float:
+    """:func:`server_wait` for the retry paths, whose *maximum* was checked as
+    their policy was made."""
     return min(_checks.wait(name, seconds), maximum)
 
 
@@ -59,7 +67,21 @@ def sleep_for(delay: float, hint: float | None, beyond: float | None = None) -> 
     5.5
     >>> sleep_for(0.5, float("inf"), beyond=1e300)  # raised beyond any sleep: no next attempt
     inf
+
+    Each argument is checked (a negative, NaN or non-number one is an
+    ``ArgumentValueError``/``ArgumentTypeError`` naming it), as the retry
+    paths checked theirs when their policy was made.
     """
+    delay = _checks.wait("delay", delay)
+    if hint is not None:
+        hint = _checks.wait("hint", hint)
+    if beyond is not None:
+        beyond = _checks.seconds("beyond", beyond, infinite=True)
+    return raised(delay, hint, beyond)
+
+
+def raised(delay: float, hint: float | None, beyond: float | None) -> float:
+    """:func:`sleep_for` for the retry paths, whose arguments are checked."""
     if hint is None or hint <= delay:
         return delay
     if beyond is not None and hint > delay + beyond:

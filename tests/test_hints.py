@@ -284,3 +284,23 @@ def test_threads_reading_their_first_dates_at_once_each_read_every_form(monkeypa
     assert results == [80.0]
     forms = ("Wed, 21 Oct 2015 07:28:00 GMT", rfc_850, "Wed Oct 21 07:28:00 2015")
     assert [parse_retry_after(value, now=NOW) for value in forms] == [80.0] * 3
+
+
+def test_the_public_clamps_check_what_they_are_given_naming_it():
+    """hints.server_wait and hints.sleep_for are documented for users' own loops: a
+    negative maximum came back as a negative wait, a NaN one was ignored, None was a
+    bare TypeError, a negative beyond gave a negative sleep.  Each is refused naming
+    its parameter; the retry paths, whose policies checked them, clamp as before."""
+    from backoff_iter.hints import server_wait, sleep_for
+
+    rejects(lambda: server_wait(30, maximum=-1.0), ValueError, "maximum", "-1.0")
+    rejects(lambda: server_wait(30, maximum=math.nan), ValueError, "maximum", "nan")
+    rejects(lambda: server_wait(30, maximum=None), TypeError, "maximum", "None")
+    rejects(lambda: sleep_for(1.0, 5.0, beyond=-3.0), ValueError, "beyond", "-3.0")
+    rejects(lambda: sleep_for(-1.0, None), ValueError, "delay", "-1.0")
+    rejects(lambda: sleep_for(0.5, math.nan), ValueError, "hint", "nan")
+    rejects(lambda: sleep_for("1", None), TypeError, "delay", "'1'")
+    assert server_wait(90, maximum=60) == 60.0
+    assert server_wait(30, maximum=math.inf) == 30.0
+    assert sleep_for(1, 5, beyond=2) == 3.0
+    assert sleep_for(0.5, 10**400, beyond=math.inf) == math.inf
