@@ -77,7 +77,7 @@ class BrokenCircuitError(Exception):
         self._half_open = half_open
 
     def __reduce__(self) -> tuple[object, ...]:  # picklable, for worker processes
-        return self.__class__, (self.retry_after, self._half_open)
+        return self.__class__, (self.retry_after, self._half_open), self.__dict__
 
 
 class Breaker(Protocol):
@@ -226,6 +226,7 @@ class CircuitBreaker:
             self._upcoming = _first_break(break_duration)
         else:
             if callable(break_duration):
+                _checks.callback("break_duration", break_duration, ())  # no arguments, not async
                 self._restart = break_duration
                 self._durations = _checks.fresh_delays("break_duration", break_duration)
             elif isinstance(break_duration, (str, bytes)) or not isinstance(

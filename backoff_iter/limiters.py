@@ -241,6 +241,8 @@ class CubicRateLimiter:
         *sleep* defaults to ``time.sleep``, looked up at each call; under
         :func:`backoff_iter.testing.no_sleep` the wait is recorded, not slept.
         """
+        if sleep is not None:  # checked now, not at the first wait once the limiter is on
+            _checks.function("sleep", sleep)
         wait = self._reserve()
         if wait:
             try:
@@ -257,6 +259,8 @@ class CubicRateLimiter:
         ``trio.sleep`` under trio.
         A plain function is called and its result awaited only if awaitable.
         """
+        if sleep is not None:  # checked now, not at the first wait once the limiter is on
+            _checks.function("sleep", sleep)
         wait = self._reserve()
         if wait:
             try:

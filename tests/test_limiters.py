@@ -575,6 +575,19 @@ def test_bad_arguments_name_the_parameter(make, name):
     rejects(make, TypeError, name)
 
 
+def test_a_sleep_that_is_no_function_is_refused_naming_it_while_the_limiter_is_off():
+    """acquire(sleep="x") was taken while the limiter was off and, once a throttle
+    turned it on, was a bare TypeError ("'str' object is not callable")."""
+    limiter = CubicRateLimiter()
+    rejects(lambda: limiter.acquire(sleep="x"), TypeError, "sleep", "'x'")
+    rejects(lambda: asyncio.run(limiter.aacquire(sleep=5)), TypeError, "sleep", "5")
+    limiter.record(True)
+    rejects(lambda: limiter.acquire(sleep="x"), TypeError, "sleep", "'x'")
+    slept = []
+    limiter.acquire(sleep=slept.append)
+    assert slept and limiter.tokens < 1
+
+
 def test_importing_the_package_loads_neither_asyncio_nor_botocore_nor_trio():
     """The limiter, throttle and breaker import asyncio only when a task waits, and never botocore."""
     code = (
