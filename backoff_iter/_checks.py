@@ -29,7 +29,7 @@ class _ArgumentError(Exception):
         self.parameter = parameter
 
     def __reduce__(self) -> tuple[object, ...]:  # picklable, for worker processes
-        return self.__class__, (self.parameter, str(self))
+        return self.__class__, (self.parameter, str(self)), self.__dict__
 
 
 class ArgumentValueError(_ArgumentError, ValueError):

@@ -70,7 +70,7 @@ class ThrottledError(Exception):
         self.probability = probability
 
     def __reduce__(self) -> tuple[object, ...]:  # picklable, for worker processes
-        return self.__class__, (self.probability,)
+        return self.__class__, (self.probability,), self.__dict__
 
 
 class Throttle(Protocol):

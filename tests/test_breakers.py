@@ -554,6 +554,10 @@ class NoIterator:
         return 5
 
 
+async def _durations_async():
+    return [5.0]
+
+
 @pytest.mark.parametrize(
     "make, error, name",
     [
@@ -577,12 +581,53 @@ class NoIterator:
         (lambda: CircuitBreaker(break_duration=lambda: 5), TypeError, "break_duration"),
         (lambda: CircuitBreaker(break_duration=lambda: iter(())), ValueError, "break_duration"),
         (lambda: CircuitBreaker(break_duration=NoIterator()), TypeError, "break_duration"),
+        # a function that needs an argument, or an async one, named (a bare TypeError
+        # from the call, or a coroutine never awaited)
+        (lambda: CircuitBreaker(break_duration=lambda n: [5]), TypeError, "break_duration"),
+        (lambda: CircuitBreaker(break_duration=_durations_async), TypeError, "break_duration"),
         (lambda: CircuitBreaker(clock=1), TypeError, "clock"),
     ],
 )
 def test_bad_arguments_name_the_parameter(make, error, name):
     """Out-of-range or mistyped arguments, an empty schedule or a bad first duration fail when the breaker is made."""
     rejects(make, error, name)
+
+
+def test_an_async_break_duration_is_refused_before_it_is_called():
+    """An async function as break_duration was called, and its coroutine, refused as
+    no iterable, was never awaited: a RuntimeWarning besides the error."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rejects(
+            lambda: CircuitBreaker(break_duration=_durations_async),
+            TypeError,
+            "break_duration",
+            "async",
+        )
+        gc.collect()
+    assert [str(w.message) for w in caught] == []
+
+
+def test_refusals_and_argument_errors_keep_their_notes_and_attributes_through_pickling():
+    """The errors' own __reduce__ (for worker processes) dropped what a handler added
+    (add_note, an attribute), which a plain ValueError keeps."""
+    from backoff_iter import ArgumentValueError, ThrottledError
+
+    for error in (
+        BrokenCircuitError(3.0, half_open=True),
+        ThrottledError(0.25),
+        ArgumentValueError("base", "base must be positive, got -1"),
+    ):
+        error.extra = 1
+        if hasattr(error, "add_note"):  # Python 3.11+
+            error.add_note("while fetching")
+        copy = pickle.loads(pickle.dumps(error))
+        assert (type(copy), str(copy), copy.extra) == (type(error), str(error), 1)
+        assert getattr(copy, "__notes__", None) == getattr(error, "__notes__", None)
+        assert vars(copy) == vars(error)
 
 
 # -- a refusal keeps the failure that led to it ----------------------------------------------

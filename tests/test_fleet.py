@@ -1995,6 +1995,18 @@ def test_repr_says_where_a_budget_is_shared(client):
         )
 
 
+def test_repr_of_a_store_whose_pool_names_no_host_says_the_host_redis_py_uses():
+    """A pool made with port= alone (redis-py then talks to localhost) gave
+    'redis.Redis None:6390/0'."""
+    import redis
+
+    for pool in (redis.ConnectionPool(port=6390), redis.BlockingConnectionPool(port=6390)):
+        store = RedisStore(redis.Redis(connection_pool=pool), "where")
+        assert (
+            repr(store) == "RedisStore(<redis.Redis localhost:6390/0>, 'where', sync_interval=0.1)"
+        )
+
+
 FORK = """
 import os, sys, time, redis
 from fleet_workers import wait_for_first_exchange

@@ -614,6 +614,23 @@ def fleet(server):
     processes.close()
 
 
+def test_a_fleet_breaker_whose_minimum_throughput_no_count_reaches_exchanges_and_stays_closed(
+    server,
+):
+    """minimum_throughput=10**5000 (the in-process breaker takes it) was a bare
+    ValueError from str() as the store's thread was made; it goes to the script as
+    the largest count its numbers hold, and the breaker never opens."""
+    with RedisStore(server.client(), next(names), sync_interval=0.01) as store:
+        breaker = CircuitBreaker(failure_ratio=0.5, minimum_throughput=10**5000, store=store)
+        wait_for_first_exchange(breaker)
+        for _ in range(50):
+            breaker.check()
+            breaker.record(False)
+        answers = breaker._answers
+        RedisServer.wait_until(lambda: breaker._answers > answers + 1, "two more exchanges")
+        breaker.check()  # still closed
+
+
 @pytest.mark.parametrize("kind", ["breaker", "throttle"])
 def test_no_decision_waits_while_redis_hangs(server, kind, caplog):
     """Redis stopped: while the store's one call hangs on it, checks and records go on; only the store's thread calls Redis; one warning."""

@@ -160,7 +160,8 @@ def _where(client: Any) -> str:
             return "redis.cluster.RedisCluster"
         return f"redis.cluster.RedisCluster {node.host}:{node.port}"
     settings = pool.connection_kwargs
-    where = settings.get("path") or f"{settings.get('host')}:{settings.get('port')}"
+    host = settings.get("host") or "localhost"  # (redis-py's default, when not given)
+    where = settings.get("path") or f"{host}:{settings.get('port', 6379)}"
     return f"redis.Redis {where}/{settings.get('db', 0)}"
 
 
@@ -239,6 +240,19 @@ def _own_client(client: Any, timeout: float) -> tuple[Any, bool]:
         return client, False
 
 
+#: The largest count a script's numbers (Lua's doubles) hold exactly.
+_EXACT = 2**53
+
+
+def _argument(parameter: object) -> str:
+    """A part's parameter as its script's argument: an integer beyond what the
+    script's numbers hold (a ``minimum_throughput`` of 10**5000, which no count
+    reaches) as the largest they hold, not 5,000 digits (str() refuses 4,300)."""
+    if isinstance(parameter, int) and abs(parameter) > _EXACT:
+        return str(_EXACT if parameter > 0 else -_EXACT)
+    return str(parameter)
+
+
 #: The scripts by the name fleet classes give (``Member.SCRIPT``).
 SCRIPTS = {"budget": BUDGET, "throttle": THROTTLE, "breaker": BREAKER}
 
@@ -255,7 +269,7 @@ class _Worker:
         self._own = own
         self._keys = keys
         self._timing = member._timing
-        self._parameters = [str(p) for p in member._parameters]
+        self._parameters = [_argument(p) for p in member._parameters]
         self._name = name
         self._script = client.register_script(SCRIPTS[member.SCRIPT])  # loaded at its first use
         self.signal = threading.Event()
