@@ -109,7 +109,7 @@ def _seconds(delay: Any) -> float:
     """A delay of the user's iterable as a number of seconds (see the module's
     docstring); a float or an int that needs no change is itself, at once."""
     kind = delay.__class__
-    if (kind is float and delay >= 0.0) or (kind is int and 0 <= delay <= _checks.FLOAT_MAX):
+    if (kind is float and delay > 0.0) or (kind is int and 0 <= delay <= _checks.FLOAT_MAX):
         return cast("float", delay)
     seconds = _checks.wait("delays", delay)  # checked: a number, not negative nor NaN
     if seconds == math.inf:  # too long to sleep, but a sum or a bound still reads it

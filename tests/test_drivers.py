@@ -947,6 +947,9 @@ def test_every_real_number_is_slept_as_a_float(run):
     assert time.slept == [0.5, 0.25, 2.0, 0.0]
     assert all(type(d) is float for d in time.slept)
     assert math.copysign(1.0, time.slept[-1]) == 1.0  # Decimal("-0") as 0.0, not -0.0
+    time = FakeTime()  # a float -0.0 too (it passed the plain floats' quick check as itself)
+    run([-0.0, -0.0], Operation([OSError()] * 2), time)
+    assert [math.copysign(1.0, slept) for slept in time.slept] == [1.0, 1.0]
 
 
 class Boasting(float):
