@@ -1183,6 +1183,32 @@ def test_a_hook_factory_given_uncalled_is_refused_when_the_policy_is_made(factor
     assert instrument.enabled() == before  # nothing enabled
 
 
+def test_a_hook_class_given_for_its_instance_is_refused_when_the_policy_is_made():
+    """observe=RetryLogger (the class, its instances the hooks) was taken: at the
+    first event the class was called with it, as its logger, and every retried call
+    ended with that error; enabled, every retrying call of the process.  A class
+    whose own call is the hook's work (made with the event) is still taken."""
+    from backoff_iter.instrument import RetryLogger
+
+    class Counting(RetryLogger):
+        pass
+
+    meant = "RetryLogger(...) was probably meant"
+    rejects(lambda: retrying([0.0], observe=RetryLogger), TypeError, "observe", meant)
+    rejects(lambda: retry([0.0], observe=[print, Counting]), TypeError, "observe", "Counting")
+    before = instrument.enabled()
+    rejects(lambda: instrument.enable(RetryLogger), TypeError, "new", meant)
+    assert instrument.enabled() == before  # nothing enabled
+    made = []
+
+    class Record:
+        def __init__(self, event):
+            made.append(event.kind)
+
+    retry([0.0], on=OSError, sleep=lambda s: None, observe=Record)(lambda: None)()
+    assert made == ["success"]
+
+
 def test_opentelemetry_records_a_give_up_whose_message_raises_by_its_type():
     """The SDK's record_exception reads str(failure): for one whose __str__ raises, the
     hook records an "exception" event of its type, and the call ends with its own

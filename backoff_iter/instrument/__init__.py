@@ -65,6 +65,7 @@ from __future__ import annotations
 import _thread
 import itertools
 from collections.abc import Callable, Iterable
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, NamedTuple, Union, cast
 
 from backoff_iter import _checks
@@ -174,6 +175,12 @@ def hooks(observe: Observe, name: str = "observe") -> tuple[Hook, ...]:
                     f"{name} must be hooks, got the function {made}, which makes one:"
                     f" {made}() was probably meant",
                 )
+        if isinstance(hook, type) and isinstance(getattr(hook, "__call__", None), FunctionType):
+            raise _checks.ArgumentTypeError(  # (its call makes an instance, not a hook's work)
+                name,
+                f"{name} must be hooks, got the class {hook.__qualname__}, whose instances are"
+                f" hooks: {hook.__qualname__}(...) was probably meant",
+            )
         _checks.callback(name, hook, ("event",))
     return checked
 
