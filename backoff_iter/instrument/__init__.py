@@ -175,7 +175,8 @@ def hooks(observe: Observe, name: str = "observe") -> tuple[Hook, ...]:
                     f"{name} must be hooks, got the function {made}, which makes one:"
                     f" {made}() was probably meant",
                 )
-        if isinstance(hook, type) and isinstance(getattr(hook, "__call__", None), FunctionType):
+        method = getattr(hook, "__call__", None)  # noqa: B004 - the method itself is asked
+        if isinstance(hook, type) and isinstance(method, FunctionType):
             raise _checks.ArgumentTypeError(  # (its call makes an instance, not a hook's work)
                 name,
                 f"{name} must be hooks, got the class {hook.__qualname__}, whose instances are"
