@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from redis_server import RedisServer, free_port, require_binary
 
 import backoff_iter.fleet
-from backoff_iter import RetryBudget, RetryQuota, TokenBucket, aretrying
+from backoff_iter import CircuitBreaker, RetryBudget, RetryQuota, TokenBucket, aretrying
 from backoff_iter.fleet import RedisStore, Store, _SharedState
 from backoff_iter.fleet._budgets import FleetTokenBucket
 from backoff_iter.fleet._ledger import KEPT
@@ -618,6 +618,37 @@ def test_a_process_that_heard_once_is_alone_as_soon_as_its_answer_lapses_mid_exc
     store.lapse(wanting)
     assert wanting._alone
     assert sum(wanting.try_retry(None) for _ in range(40)) == 10
+
+
+@pytest.mark.parametrize("kind", ["budget", "breaker"])
+def test_a_part_is_alone_once_its_answer_lapses_while_its_exchange_hangs(client, kind):
+    """An exchange that hangs (Redis paused, packets dropped; a client the store cannot
+    copy keeps its own timeout, or none) blocks the store's thread, which alone saw the
+    answer lapse: the part went alone when the call gave up (5 x sync_interval), or
+    never, though an answer holds for stale seconds.  A watcher sees to it on time,
+    and the answer that comes at last is merged."""
+    with RedisStore(client, f"hang-{kind}", sync_interval=0.05) as store:
+        part = TokenBucket(store=store) if kind == "budget" else CircuitBreaker(store=store)
+        wait_for_first_exchange(part)
+        worker = store._worker
+        script, hung, release = worker._script, threading.Event(), threading.Event()
+
+        def hanging(*arguments, **options):
+            hung.set()
+            release.wait(30.0)
+            return script(*arguments, **options)
+
+        worker._script = hanging
+        try:
+            assert hung.wait(5.0)
+            heard = part._ok_at
+            RedisServer.wait_until(lambda: part._alone, "the part alone", timeout=5.0)
+            assert time.monotonic() - heard >= part._stale  # not before its answer lapsed
+            assert hung.is_set() and not release.is_set()  # the exchange still hangs
+        finally:
+            worker._script = script
+            release.set()
+        RedisServer.wait_until(lambda: not part._alone, "the answer merged")
 
 
 def test_no_lease_is_kept_for_a_process_whose_answer_is_stale():

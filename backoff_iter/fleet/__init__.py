@@ -36,8 +36,9 @@ What the lag costs
 
 Redis slow, paused, restarted or gone
     An answer holds for ``max(3 x sync_interval, 0.25)`` seconds (*stale*)
-    after the exchange that brought it.  Once exchanges have failed that
-    long, each part goes on alone, warning once on the ``backoff_iter.fleet``
+    after the exchange that brought it.  Once exchanges have failed (or one
+    has hung: Redis paused, packets dropped) that long, each part goes on
+    alone, on time whatever the connection's timeout, warning once on the ``backoff_iter.fleet``
     logger: a budget with its last lease and its own counts (at most a
     ``1/n`` slice of a whole one), a breaker and a throttle as the
     in-process part on their own window (a breaker alone opens, and sends

@@ -123,6 +123,14 @@ class Member:
                 self._alone = True
                 self._go_alone(self._ok_at != -_INF)
 
+    def _lapses_at(self) -> float:
+        """When :meth:`_lapse` will find the part alone, an exchange being
+        under way: ``stale`` seconds after the last answer's exchange, or
+        after the first exchange if none came back; inf if none is under way."""
+        with self._lock:
+            since = self._ok_at if self._ok_at != -_INF else self._trying
+            return _INF if since is None else since + self._stale
+
     def _snapshot(self, now: float, always: bool, in_flight: bool = True) -> list[Any] | None:
         """What to send (the script's ARGV from 8 on); None when the process
         has had no calls for long enough to let the fleet forget it (unless

@@ -57,7 +57,9 @@ class RedisStore(Store):
     serves one part (a budget, a breaker or a throttle); ``close()`` it, or
     use it as a context manager, to stop its thread and leave the fleet
     (the thread is a daemon, and also stops when the store and its part are
-    garbage collected).  Thread-safe.
+    garbage collected; a second one, idle but while an exchange is under
+    way, sees the part's answer lapse on time should that exchange hang).
+    Thread-safe.
 
     See :mod:`backoff_iter.fleet` for what the fleet shares and what the
     lag between exchanges can cost.
@@ -260,8 +262,9 @@ _workers: weakref.WeakSet[_Worker] = weakref.WeakSet()
 
 
 class _Worker:
-    """A store's thread: every sync interval, one exchange for its part.
-    Holds its part weakly: the thread ends when the part is collected."""
+    """A store's thread: every sync interval, one exchange for its part; and
+    its watcher, for the exchange that hangs.  Holds its part weakly: the
+    threads end when the part is collected."""
 
     def __init__(self, member: Member, client: Any, own: bool, keys: list[str], name: str) -> None:
         self._member = weakref.ref(member)
@@ -279,22 +282,32 @@ class _Worker:
         self._repairing = False
         self.error: Exception | None = None
         self._thread: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
+        self._watch = threading.Condition()  # guards _sent_at; wakes the watcher
+        self._sent_at: float | None = None  # when the exchange under way was sent
+        self._ended = False  # the thread is done (the part gone, or stopped)
         _workers.add(self)
 
     def serving(self) -> bool:
         return self._member() is not None and not self._stopping
 
     def start(self) -> None:
+        self._ended = False
         self._thread = threading.Thread(
             target=self._run, name=f"backoff_iter.fleet {self._name}", daemon=True
         )
+        self._watcher = threading.Thread(
+            target=self._watch_exchanges, name=f"backoff_iter.fleet {self._name} watch", daemon=True
+        )
         self._thread.start()
+        self._watcher.start()
 
     def stop(self, leave: bool) -> None:
         """Stop the thread; with *leave*, after a last exchange that leaves the fleet."""
         self._leave = leave
         self._stopping = True
         self.signal.set()
+        self._wake_watcher()
         thread = self._thread
         if leave and thread is not None and thread is not threading.current_thread():
             thread.join(self._timing.stale + 1.0)
@@ -322,6 +335,40 @@ class _Worker:
             member = self._member()
             if member is not None:  # no answer comes again: it goes on alone
                 member._end()
+            self._ended = True
+            self._wake_watcher()
+
+    def _wake_watcher(self) -> None:
+        with self._watch:
+            self._watch.notify_all()
+
+    def _watch_exchanges(self) -> None:
+        """The watcher's thread: while an exchange hangs (Redis paused, packets
+        dropped, a client the store could not copy and with no timeout), the
+        part's last answer still lapses on time - ``stale`` seconds after it -
+        and the part goes on alone then, not when the call gives up (its socket
+        timeout, ``5 x sync_interval``, or never); the store's thread, blocked
+        in that call, cannot see to it."""
+        watch = self._watch
+        with watch:
+            while not (self._stopping or self._ended):
+                sent_at = self._sent_at
+                if sent_at is None:  # no exchange under way
+                    watch.wait()
+                    continue
+                member = self._member()
+                if member is None:
+                    return
+                lapses_at = member._lapses_at()
+                now = time.monotonic()
+                if now < lapses_at:
+                    del member  # not kept alive while waiting
+                    watch.wait(lapses_at - now)  # (woken early when the exchange ends)
+                    continue
+                member._lapse(now)  # alone now, unless the answer came meanwhile
+                del member
+                while self._sent_at == sent_at and not (self._stopping or self._ended):
+                    watch.wait()  # this exchange is seen to; the next one may hang too
 
     def _exchange(self, leave: bool) -> bool:
         """One exchange; False when the part is gone."""
@@ -336,6 +383,9 @@ class _Worker:
         if sent is None:
             return True  # idle
         arguments = [name, "", *self._timing.arguments, int(leave), *sent, *self._parameters]
+        with self._watch:
+            self._sent_at = sent_at
+            self._watch.notify_all()
         try:
             reply = self._script(keys=self._keys, args=arguments, client=self._client)
             answer = [int(number) for number in reply]
@@ -354,6 +404,10 @@ class _Worker:
             if member is not None:
                 member._lapse(time.monotonic())
             return True
+        finally:
+            with self._watch:
+                self._sent_at = None
+                self._watch.notify_all()
         self._report(answer[0])
         member = self._member()
         if member is not None:
@@ -388,6 +442,8 @@ class _Worker:
             return
         member._renew(_new_member())
         self.signal = member._signal = threading.Event()
+        self._watch = threading.Condition()  # (the parent's watcher may have held its lock)
+        self._sent_at = None
         self._failing = False
         self.start()
 
