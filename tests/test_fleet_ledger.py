@@ -780,6 +780,24 @@ def test_a_lease_recorded_above_what_is_leased_in_all_is_dropped_not_taken_back(
     assert twins.state()[2]["leased"] == "10000"
 
 
+@pytest.mark.parametrize("parameters", ["LEVEL", "WINDOW"])
+def test_leases_summed_beyond_the_widest_room_are_counted_again(client, parameters):
+    """'leased' poisoned to 2**52 (a whole number, so taken): no member was lent
+    anything again, in any process, silently, and each exchange wrote it back.  The
+    leases never add up past the widest room the part's parameters allow: beyond it
+    they are counted again from each member's, flagged (Redis and the model alike)."""
+    given = LEVEL if parameters == "LEVEL" else WINDOW
+    twins = Twins(client, "BUDGET")
+    twins.run("a", NOW, *TIMING, 0, 0, 0, 0, 0, "", 0, *given)
+    twins.run("b", NOW + 1, *TIMING, 0, 0, 0, 0, 0, "", 0, *given)
+    twins.poison(("ledger", "leased", str(2**52)), "a")
+    mask, _, n, lease = twins.run("a", NOW + 2, *TIMING, 0, 0, 0, 0, 0, "", 0, *given)
+    assert (mask & REPAIRED, n) == (REPAIRED, 2)
+    assert lease > 0
+    leases = sum(int(v) for k, v in twins.state()[2].items() if k.startswith("l:"))
+    assert twins.state()[2]["leased"] == str(leases)
+
+
 def test_the_level_stays_between_zero_and_its_cap():
     """Counts below 0 or above the cap stop there, and the script says so."""
     model = Ledger()

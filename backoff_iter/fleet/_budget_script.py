@@ -95,7 +95,7 @@ local delta = since('a', tonumber(ARGV[8]), tonumber(ARGV[9]))
 local keep, kind, unit = tonumber(ARGV[10]), ARGV[14], tonumber(ARGV[15])
 local need = tonumber(ARGV[13]) or 0
 local want = leave and 0 or tonumber(ARGV[11])
-local value, room
+local value, room, widest  -- widest: the most room the part's parameters allow
 local owes, least = false, 1
 -- Counts gone (expired or deleted) are rebuilt from what the member heard,
 -- never from full; for a horizon after (the rebuilder's: within any), each
@@ -106,6 +106,7 @@ end
 if kind == 'level' then
   local cap, zero = tonumber(ARGV[16]), tonumber(ARGV[17])
   owes, least = ARGV[18] == '1', tonumber(ARGV[19]) or 1
+  widest = 2 * cap + math.abs(zero)
   local floor = owes and -2 * cap or 0
   local stored = redis.call('HGET', counts, 'level')
   local level, heard = whole(stored, floor, cap), whole(ARGV[12], 0, cap)
@@ -137,6 +138,7 @@ if kind == 'level' then
 else
   local width, slots, reserve = tonumber(ARGV[16]), tonumber(ARGV[17]), tonumber(ARGV[18])
   local most = tonumber(ARGV[19])
+  widest = reserve + most * (slots + 2 + math.floor(interval / width))
   local heard = whole(ARGV[12], -most * slots, most * slots)
   local slot = math.floor(now / width)
   -- the newest slot a server's clock may have written, and the slots that
@@ -218,6 +220,16 @@ else
   redis.call('ZREM', demand, member)
 end
 local wanting = redis.call('ZCARD', demand)
+-- Each lease was lent from what was free then: together they never pass the
+-- widest room.  A sum beyond it was written by no exchange (it would lend
+-- nothing to anyone, for good): counted again from the members' own.
+if leased > widest then
+  local counted = leases()
+  if counted ~= leased then
+    leased = counted
+    flag(REPAIRED)
+  end
+end
 local free = math.max(0, room - leased)
 local lease = 0
 if room > 0 and not leave then
@@ -342,9 +354,17 @@ class BudgetLedger(LedgerBase):
                 value = 0
                 self._mask |= OWED
             room = 2 * value - zero
+            widest = 2 * cap + abs(zero)
         else:
             least = 1
             value, room = self._slots_window(now, interval, horizon, delta, heard, *parameters)
+            width, slots, reserve, most = parameters
+            widest = reserve + most * (slots + 2 + interval // width)
+        if leased > widest:  # a sum no exchange wrote: counted again (see the script)
+            counted = self._leases()
+            if counted != leased:
+                leased = counted
+                self._mask |= REPAIRED
         lease = self._lend(
             member, now, stale, room, n, leased, keep, want, unit, max(least, need), leave, owes
         )

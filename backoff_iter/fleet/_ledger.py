@@ -100,16 +100,20 @@ local interval, stale, horizon = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(
 local ttl, leave = tonumber(ARGV[6]), ARGV[7] == '1'
 
 -- The leases held: a number, or (gone or wrong) the sum of each member's.
-local leased = redis.call('HGET', ledger, 'leased')
-if not whole(leased, 0, LIMIT) then
-  if leased then flag(REPAIRED) end
-  leased = 0
+local function leases()
+  local sum = 0
   local fields = redis.call('HGETALL', ledger)
   for i = 1, #fields, 2 do
     if string.sub(fields[i], 1, 2) == 'l:' then
-      leased = leased + (whole(fields[i + 1], 0, LIMIT) or 0)
+      sum = sum + (whole(fields[i + 1], 0, LIMIT) or 0)
     end
   end
+  return sum
+end
+local leased = redis.call('HGET', ledger, 'leased')
+if not whole(leased, 0, LIMIT) then
+  if leased then flag(REPAIRED) end
+  leased = leases()
 else
   leased = tonumber(leased)
 end
@@ -347,7 +351,11 @@ class LedgerBase:
             return leased
         if stored is not None:
             self._mask |= REPAIRED
-        return sum(whole(v, 0, LIMIT) or 0 for k, v in ledger.items() if k[:2] == "l:")
+        return self._leases()
+
+    def _leases(self) -> int:
+        """The sum of each member's lease (one that cannot be a lease counts as none)."""
+        return sum(whole(v, 0, LIMIT) or 0 for k, v in self.ledger.items() if k[:2] == "l:")
 
     def _release(self, member: str, leased: int) -> int:
         held = self.ledger.get("l:" + member)
