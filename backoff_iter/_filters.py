@@ -284,6 +284,13 @@ def exception_filter(name: str, on: object) -> tuple[Filter, bool]:
         pass
     if isinstance(on, type) and issubclass(on, BaseException):
         classes: tuple[type[BaseException], ...] = (on,)
+    elif isinstance(on, tuple) and not on:  # (classes from a config, found empty): no retry
+        default = ", or leave on out for the transient failures (is_transient)"
+        raise _checks.ArgumentValueError(
+            name,
+            f"{name} got (), which matches no failure: give the exception classes to"
+            f" retry{default if name == 'on' else ''}",
+        )
     elif isinstance(on, tuple) and all(
         isinstance(c, type) and issubclass(c, BaseException) for c in on
     ):
