@@ -621,7 +621,7 @@ def test_a_process_that_heard_once_is_alone_as_soon_as_its_answer_lapses_mid_exc
 
 
 @pytest.mark.parametrize("kind", ["budget", "breaker"])
-def test_a_part_is_alone_once_its_answer_lapses_while_its_exchange_hangs(client, kind):
+def test_a_part_is_alone_once_its_answer_lapses_while_its_exchange_hangs(client, kind, caplog):
     """An exchange that hangs (Redis paused, packets dropped; a client the store cannot
     copy keeps its own timeout, or none) blocks the store's thread, which alone saw the
     answer lapse: the part went alone when the call gave up (5 x sync_interval), or
@@ -639,16 +639,23 @@ def test_a_part_is_alone_once_its_answer_lapses_while_its_exchange_hangs(client,
             return script(*arguments, **options)
 
         worker._script = hanging
+        caplog.set_level(logging.INFO, logger="backoff_iter.fleet")
         try:
             assert hung.wait(5.0)
             heard = part._ok_at
             RedisServer.wait_until(lambda: part._alone, "the part alone", timeout=5.0)
             assert time.monotonic() - heard >= part._stale  # not before its answer lapsed
             assert hung.is_set() and not release.is_set()  # the exchange still hangs
+            RedisServer.wait_until(lambda: caplog.records, "the warning", timeout=5.0)
         finally:
             worker._script = script
             release.set()
         RedisServer.wait_until(lambda: not part._alone, "the answer merged")
+        RedisServer.wait_until(lambda: len(caplog.records) == 2, "the answer said", timeout=5.0)
+    warned, back = caplog.records
+    assert (warned.levelno, back.levelno) == (logging.WARNING, logging.INFO)
+    assert "has not answered" in warned.getMessage()
+    assert "answers again" in back.getMessage()
 
 
 def test_no_lease_is_kept_for_a_process_whose_answer_is_stale():
@@ -1987,11 +1994,14 @@ def test_closing_a_store_that_served_no_budget_does_nothing(client):
 
 
 def test_a_budget_collected_while_its_store_lives_ends_the_thread(client):
-    """The thread holds its budget weakly: once the budget is gone it stops, the store still open."""
+    """The threads hold their budget weakly: once the budget is gone they stop, the
+    store still open - the watcher too (it waited for an exchange for good)."""
     with RedisStore(client, next(names), sync_interval=0.01) as store:
         RetryQuota(store=store)  # garbage at once
         gc.collect()
-        RedisServer.wait_until(lambda: not store._worker._thread.is_alive(), "the thread to end")
+        worker = store._worker
+        RedisServer.wait_until(lambda: not worker._thread.is_alive(), "the thread to end")
+        RedisServer.wait_until(lambda: not worker._watcher.is_alive(), "the watcher to end")
 
 
 def test_a_bug_in_an_exchange_is_logged_and_exchanges_go_on(client, caplog, monkeypatch):

@@ -320,6 +320,13 @@ class _Worker:
                     self._client.close()
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        finally:  # (the part gone, or the store stopped): the watcher ends too
+            self._ended = True
+            self._wake_watcher()
+
+    def _serve(self) -> None:
         while not self._stopping:
             try:
                 if not self._exchange(False):
@@ -335,8 +342,6 @@ class _Worker:
             member = self._member()
             if member is not None:  # no answer comes again: it goes on alone
                 member._end()
-            self._ended = True
-            self._wake_watcher()
 
     def _wake_watcher(self) -> None:
         with self._watch:
@@ -366,7 +371,16 @@ class _Worker:
                     watch.wait(lapses_at - now)  # (woken early when the exchange ends)
                     continue
                 member._lapse(now)  # alone now, unless the answer came meanwhile
+                alone = member._alone
                 del member
+                if alone and not self._failing:  # said once, as for a failed exchange
+                    self._failing = True
+                    _log.warning(
+                        "fleet part %r: Redis has not answered for %.3g s; deciding from"
+                        " this process's own counts until it does",
+                        self._name,
+                        now - sent_at,
+                    )
                 while self._sent_at == sent_at and not (self._stopping or self._ended):
                     watch.wait()  # this exchange is seen to; the next one may hang too
 
