@@ -284,12 +284,9 @@ def exception_filter(name: str, on: object) -> tuple[Filter, bool]:
         pass
     if isinstance(on, type) and issubclass(on, BaseException):
         classes: tuple[type[BaseException], ...] = (on,)
-    elif isinstance(on, tuple) and not on:  # (classes from a config, found empty): no retry
-        default = ", or leave on out for the transient failures (is_transient)"
+    elif isinstance(on, tuple) and not on and name != "on":  # (on=(): see nothing_retried)
         raise _checks.ArgumentValueError(
-            name,
-            f"{name} got (), which matches no failure: give the exception classes to"
-            f" retry{default if name == 'on' else ''}",
+            name, f"{name} got (), which matches no failure: give the exception classes"
         )
     elif isinstance(on, tuple) and all(
         isinstance(c, type) and issubclass(c, BaseException) for c in on
@@ -305,11 +302,24 @@ def exception_filter(name: str, on: object) -> tuple[Filter, bool]:
             f" callable(exc) -> bool, got {_checks.shown(on)}",
         )
     checked = classes, all(issubclass(c, Exception) for c in classes)
+    if not classes:  # (), not kept: refused as a kind of per_failure, on= checks it itself
+        return checked
     with _FILTERS_LOCK:
         if len(_FILTERS) >= _FILTERS_MAX:
             del _FILTERS[next(iter(_FILTERS))]  # the oldest
         _FILTERS[on] = checked
     return checked
+
+
+def nothing_retried() -> _checks.ArgumentValueError:
+    """The error for ``on=()`` with no ``on_result``: a call that retries
+    nothing (classes from a configuration, found empty), taken silently."""
+    return _checks.ArgumentValueError(
+        "on",
+        "on got (), which matches no failure, and no on_result is given: the call would"
+        " retry nothing. Give the exception classes to retry, or leave on out for the"
+        " transient failures (is_transient)",
+    )
 
 
 def matches(on: Filter, only_exceptions: bool, exc: BaseException) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from . import _checks, instrument
-from ._filters import ExceptionFilter, Filter, exception_filter, is_transient
+from ._filters import ExceptionFilter, Filter, exception_filter, is_transient, nothing_retried
 from .hints import RETRY_AFTER_MAX
 from .parts import (
     BreakerPart,
@@ -309,6 +309,9 @@ def reusable(options: Mapping[str, Any]) -> dict[str, Any]:
     return made
 
 
+#: on=(), which retries no failure (the empty tuple is one object: read by identity).
+_NO_CLASSES: tuple[()] = ()
+
 #: The parts wrapping the options budget=, breaker=, throttle= and rate_limiter=.
 _SETTING_NO_TIMEOUT = frozenset({BudgetPart, BreakerPart, ThrottlePart, RateLimiterPart})
 
@@ -498,6 +501,8 @@ class Policy:
             setter(own, name, value)
             if name not in _READ_AS_GIVEN:
                 derives = True
+        if own["on"] is _NO_CLASSES and own["on_result"] is None:
+            raise nothing_retried()
         if derives:
             self._derive(options)
 

@@ -513,8 +513,8 @@ def test_a_bad_delay_in_a_list_is_refused_when_the_policy_is_made(make, error, p
         (lambda: retrying([1], on="OSError"), TypeError, ["on", "'OSError'"]),
         (lambda: retrying([1], on=(OSError, 3)), TypeError, ["on", "3"]),
         # an empty tuple (a config's list of classes, found empty): silently no retry at all
-        (lambda: retrying([1], on=()), ValueError, ["on", "()", "matches no failure"]),
-        (lambda: retry([1], on=()), ValueError, ["on", "()", "is_transient"]),
+        (lambda: retrying([1], on=()), ValueError, ["on", "()", "no on_result"]),
+        (lambda: retry([1], on=tuple([])), ValueError, ["on", "()", "is_transient"]),
         (lambda: retrying([1], deadline=-1), ValueError, ["deadline", "-1"]),
         (lambda: retrying([1], sleep=3), TypeError, ["sleep", "3"]),
         (lambda: retrying([1], before_sleep=1), TypeError, ["before_sleep", "1"]),
@@ -539,6 +539,20 @@ def test_a_bad_delay_in_a_list_is_refused_when_the_policy_is_made(make, error, p
 def test_bad_arguments_raise_at_the_call(call, error, words):
     """Driver and decorator arguments are checked before anything runs."""
     rejects(call, error, *words)
+
+
+def test_on_nothing_with_on_result_retries_results_alone():
+    """on=() beside on_result= retries the results it rejects and no failure: the
+    refusal of on=() is for a call that would retry nothing at all."""
+    results = iter([None, None, "ok"])
+    got = retry([0.0, 0.0], on=(), on_result=lambda r: r is None, sleep=lambda s: None)(
+        lambda: next(results)
+    )()
+    assert got == "ok"
+    with pytest.raises(OSError):
+        retry([0.0], on=(), on_result=lambda r: False, sleep=lambda s: None)(
+            Operation([OSError(), "never"])
+        )()
 
 
 def test_a_bare_retry_decorates_in_a_process_that_never_loaded_the_strategies(monkeypatch):
@@ -4593,6 +4607,7 @@ def test_a_plain_decorator_below_retry_hiding_an_async_def_is_refused_at_the_fir
     'never awaited' warning); a wrapper running the coroutine itself passes."""
     import asyncio
     import functools
+    import gc
     import warnings
 
     def logged(func):
@@ -4618,10 +4633,12 @@ def test_a_plain_decorator_below_retry_hiding_an_async_def_is_refused_at_the_fir
         return "page"
 
     hidden = retry([0.0, 0.0], on=ConnectionError, sleep=lambda s: None)(logged(fetch))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         with pytest.raises(TypeError, match=r"fetch returned <coroutine .*Put @retry right above"):
             hidden()
+        gc.collect()  # (the coroutine, held by the error's frames until now, is gone)
+    assert [str(warning.message) for warning in caught] == []
     assert ran == []  # never run: closed
     run = retry([0.0, 0.0], on=ConnectionError, sleep=lambda s: None)(run_to_end(fetch))
     assert run() == "page"
