@@ -242,7 +242,7 @@ class CubicRateLimiter:
         :func:`backoff_iter.testing.no_sleep` the wait is recorded, not slept.
         """
         if sleep is not None:  # checked now, not at the first wait once the limiter is on
-            _checks.function("sleep", sleep)
+            _checks.callback("sleep", sleep, ("seconds",))  # (not async: never awaited here)
         wait = self._reserve()
         if wait:
             try:
@@ -260,7 +260,7 @@ class CubicRateLimiter:
         A plain function is called and its result awaited only if awaitable.
         """
         if sleep is not None:  # checked now, not at the first wait once the limiter is on
-            _checks.function("sleep", sleep)
+            _checks.callback("sleep", sleep, ("seconds",), awaited=True)
         wait = self._reserve()
         if wait:
             try:

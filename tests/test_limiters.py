@@ -577,10 +577,14 @@ def test_bad_arguments_name_the_parameter(make, name):
 
 def test_a_sleep_that_is_no_function_is_refused_naming_it_while_the_limiter_is_off():
     """acquire(sleep="x") was taken while the limiter was off and, once a throttle
-    turned it on, was a bare TypeError ("'str' object is not callable")."""
+    turned it on, was a bare TypeError ("'str' object is not callable"); an async
+    sleep, an error saying to use aretrying."""
     limiter = CubicRateLimiter()
     rejects(lambda: limiter.acquire(sleep="x"), TypeError, "sleep", "'x'")
     rejects(lambda: asyncio.run(limiter.aacquire(sleep=5)), TypeError, "sleep", "5")
+    # an async one, which the sync acquire never awaits; one that takes no seconds
+    rejects(lambda: limiter.acquire(sleep=asyncio.sleep), TypeError, "sleep", "never awaited")
+    rejects(lambda: limiter.acquire(sleep=lambda: None), TypeError, "sleep", "1 argument")
     limiter.record(True)
     rejects(lambda: limiter.acquire(sleep="x"), TypeError, "sleep", "'x'")
     slept = []
