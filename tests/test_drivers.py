@@ -514,7 +514,7 @@ def test_a_bad_delay_in_a_list_is_refused_when_the_policy_is_made(make, error, p
         (lambda: retrying([1], on=(OSError, 3)), TypeError, ["on", "3"]),
         # an empty tuple (a config's list of classes, found empty): silently no retry at all
         (lambda: retrying([1], on=()), ValueError, ["on", "()", "no on_result"]),
-        (lambda: retry([1], on=tuple([])), ValueError, ["on", "()", "is_transient"]),
+        (lambda: retry([1], on=()), ValueError, ["on", "()", "is_transient"]),
         (lambda: retrying([1], deadline=-1), ValueError, ["deadline", "-1"]),
         (lambda: retrying([1], sleep=3), TypeError, ["sleep", "3"]),
         (lambda: retrying([1], before_sleep=1), TypeError, ["before_sleep", "1"]),
