@@ -203,6 +203,7 @@ def test_a_scheduler_asking_by_number_gets_the_default_schedule():
 def test_bad_arguments_are_named():
     """A key that is no kind, a schedule that is one-shot, a jitter of another kind: each named."""
     rejects(lambda: per_failure({"x": [1.0]}, default=[1.0]), TypeError, "kinds")
+    retrying([1.0], on=(), on_result=bool)  # on=() beside on_result: taken, not kept for kinds
     rejects(lambda: per_failure({(): [1.0]}, default=[1.0]), ValueError, "kinds", "matches no")
     rejects(lambda: per_failure(default=iter([1.0])), TypeError, "default", "iterator")
     rejects(lambda: per_failure(throttle="1", default=[1.0]), TypeError, "throttle")
