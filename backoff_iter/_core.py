@@ -795,11 +795,13 @@ class Call:
                     if delay.__class__ is Deferred:  # paid for: drawn here, asked set
                         delay = delay.draw()
             number = self.number
-            if delay.__class__ is not float or not 0.0 < delay <= ENDLESS_DELAY:
-                if delay is not _END:  # checked: _END if infinite, a long one warned of, -0.0 0.0
+            if delay.__class__ is not float or not 0.0 <= delay <= ENDLESS_DELAY:
+                if delay is not _END:  # checked: _END if infinite, a long one warned of
                     delay = self._unusual(delay, number)
             elif number > ENDLESS_RETRIES and policy.deadline is None and not policy.warned:
                 self._warn_endless(delay)
+            if not delay:  # -0.0 as 0.0 (a zero delay is common: no slower path for it)
+                delay = 0.0
             if delay is not _END and (self.hint is not None or not plan.simple):
                 delay, reason = self._limit(delay, outcome, kind, asked)
             if delay is _END and asked:  # paid for, but no retry: a jittered draw too long
@@ -877,7 +879,7 @@ class Call:
         return delay >= remaining and self.policy.timeout_part is not None
 
     def _unusual(self, given: Any, number: int) -> float:
-        """A delay that is not a float within (0, ENDLESS_DELAY] (nor _END):
+        """A delay that is not a float within [0, ENDLESS_DELAY] (nor _END):
         _END if infinite, a valid delay (a long one warned of), or the error
         naming it."""
         delay = _checks.wait("delays", given)

@@ -111,6 +111,8 @@ def _seconds(delay: Any) -> float:
     kind = delay.__class__
     if (kind is float and delay > 0.0) or (kind is int and 0 <= delay <= _checks.FLOAT_MAX):
         return cast("float", delay)
+    if kind is float and delay == 0.0:  # -0.0 as 0.0
+        return 0.0
     seconds = _checks.wait("delays", delay)  # checked: a number, not negative nor NaN
     if seconds == math.inf:  # too long to sleep, but a sum or a bound still reads it
         try:
