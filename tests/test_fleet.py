@@ -654,7 +654,7 @@ def test_a_part_is_alone_once_its_answer_lapses_while_its_exchange_hangs(client,
         RedisServer.wait_until(lambda: len(caplog.records) == 2, "the answer said", timeout=5.0)
     warned, back = caplog.records
     assert (warned.levelno, back.levelno) == (logging.WARNING, logging.INFO)
-    assert "has not answered" in warned.getMessage()
+    assert "did not answer within" in warned.getMessage()
     assert "answers again" in back.getMessage()
 
 

@@ -376,8 +376,8 @@ class _Worker:
                 if alone and not self._failing:  # said once, as for a failed exchange
                     self._failing = True
                     _log.warning(
-                        "fleet part %r: Redis has not answered for %.3g s; deciding from"
-                        " this process's own counts until it does",
+                        "fleet part %r: Redis did not answer within %.3g s (the exchange"
+                        " still hangs); deciding from this process's own counts until it does",
                         self._name,
                         now - sent_at,
                     )
