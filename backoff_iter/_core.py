@@ -479,7 +479,8 @@ class Call:
             if self._retries_heard:
                 self.emit("retry", result if exc is None else exc, self.number - 1, delay)
             told = True
-            _sleeping.sleep(self.policy.sleep, delay)
+            if _sleeping.sleep(self.policy.sleep, delay):  # recorded under no_sleep, not slept:
+                self.start -= delay  # the call's time goes on as though slept (its deadline)
         except BaseException as error:
             self._cut_short(error, told)
             raise
@@ -512,7 +513,8 @@ class Call:
             if self._retries_heard:
                 self.emit("retry", result if exc is None else exc, self.number - 1, delay)
             told = True
-            await _sleeping.asleep(self.policy.sleep, delay)
+            if await _sleeping.asleep(self.policy.sleep, delay):  # (as in settle)
+                self.start -= delay
         except BaseException as error:
             self._cut_short(error, told)
             raise

@@ -21,15 +21,17 @@ from . import _checks
 recorders: list[list[float]] = []
 
 
-def sleep(function: Callable[[float], Any] | None, delay: float) -> None:
+def sleep(function: Callable[[float], Any] | None, delay: float) -> bool:
     """Sleep *delay* with *function* (``time.sleep`` when None, looked up now,
-    so a test that patches it is obeyed), or record it under ``no_sleep``."""
+    so a test that patches it is obeyed), or record it under ``no_sleep``:
+    True then (no time passed: a call counts it as passed, see ``Call.settle``)."""
     if recorders and _recorded(delay):
-        return
+        return True
     # (None, not any falsy function: a callable that is falsy is still the sleep)
     result = (time.sleep if function is None else function)(delay)
     if result is not None:
         refuse_awaitable(result, function, "sleep")
+    return False
 
 
 def _recorded(delay: float) -> bool:
@@ -91,12 +93,13 @@ def default_async_sleep() -> Callable[[float], Any]:
     return asyncio.sleep
 
 
-async def asleep(function: Callable[[float], Any] | None, delay: float) -> None:
+async def asleep(function: Callable[[float], Any] | None, delay: float) -> bool:
     """:func:`sleep` for async loops: the running event loop's sleep by default
     (asyncio's or trio's), and a plain function's result is awaited only when
-    it is awaitable."""
+    it is awaitable.  True when recorded under ``no_sleep``."""
     if recorders and _recorded(delay):
-        return
+        return True
     result = (default_async_sleep() if function is None else function)(delay)
     if result is not None and hasattr(result, "__await__"):
         await result
+    return False

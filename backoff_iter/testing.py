@@ -37,6 +37,12 @@ def no_sleep() -> Iterator[list[float]]:
     >>> slept
     [1.0, 2.0]
 
+    A delay recorded counts as time passed for its call: a ``deadline=``
+    shortens and ends the schedule as it would in a real run (the delays of
+    ``@retry([1.0, 1.0, 1.0], deadline=1.5)`` are ``[1.0, 0.5]``, all but
+    the milliseconds the attempts took).  A rate limiter's wait before an
+    attempt is recorded, but not counted so.
+
     Blocks nest; the innermost open one records - the one opened last in
     the process, whichever thread opened it: blocks open at once in two
     threads (tests run in parallel threads) share their delays, all in the

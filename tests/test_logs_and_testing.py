@@ -528,6 +528,34 @@ def test_no_sleep_records_instead_of_sleeping_for_every_form(monkeypatch):
     assert slept == [1.0, 2.0, 3.0, 4.0, 5.0]
 
 
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_no_sleep_counts_the_delays_it_records_as_time_passed_for_a_deadline(form):
+    """Under no_sleep no time passed, so a deadline never shortened nor ended the
+    schedule: [1.0, 1.0, 1.0] and 4 attempts given up "exhausted", where a real run
+    sleeps 1.0 then what is left of 1.5 s, 3 attempts given up at the "deadline".  The
+    delays recorded count as time passed, as the docs say they would have been slept."""
+    events, attempts = [], []
+
+    def fail():
+        attempts.append(1)
+        raise ConnectionError
+
+    options = {"deadline": 1.5, "on": ConnectionError, "observe": events.append}
+    with no_sleep() as slept:
+        with pytest.raises(ConnectionError):
+            if form == "sync":
+                retry([1.0, 1.0, 1.0], **options)(fail)()
+            else:
+
+                async def afail():
+                    fail()
+
+                asyncio.run(retry([1.0, 1.0, 1.0], **options)(afail)())
+    assert len(attempts) == 3 and slept[0] == 1.0 and 0.4 < slept[1] <= 0.5
+    [give_up] = [event for event in events if event.kind == "give_up"]
+    assert give_up.reason == "deadline" and give_up.elapsed == pytest.approx(1.5, abs=0.05)
+
+
 def test_no_sleep_reaches_other_threads_and_nests():
     """A thread's retries are recorded too; the innermost open block records."""
     with no_sleep() as outer:
