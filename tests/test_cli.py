@@ -890,6 +890,27 @@ def test_simulate_prints_a_table_per_strategy(cli):
         ]
 
 
+def test_simulate_writes_a_time_near_the_largest_float_in_significant_digits(cli):
+    """--base 1e307: the time cell was a number of 300 digits (f"{time:.1f}"); it is
+    written in six significant digits, as show and plan write such numbers."""
+    args = ["--strategies", "exponential", "--clients", "10", "--runs", "2", "--cap", "inf"]
+    result = cli("simulate", *args, "--base", "1e307", "--seed", "1", "--jobs", "1")
+    assert result.status == 0, result.err
+    [row] = [line.split() for line in result.out.splitlines() if line.lstrip().startswith("10 ")]
+    assert row[0] == "10" and len(row[2]) < 16 and float(row[2]) > 1e306, row
+
+
+def test_show_a_negative_seed_draws_its_own_schedule(cli):
+    """--seed -5 drew what --seed 5 draws (Python's Random seeds by the absolute value):
+    two seeds, one schedule.  Each seed is its own, the same at every run."""
+    drawn = {
+        seed: cli("show", "full_jitter", "--seed", seed, "-n", "4", "--json").out
+        for seed in ("5", "-5")
+    }
+    assert drawn["5"] != drawn["-5"]
+    assert cli("show", "full_jitter", "--seed", "-5", "-n", "4", "--json").out == drawn["-5"]
+
+
 @pytest.fixture
 def study(monkeypatch):
     """The keyword arguments of each simulation.simulate call, which returns no rows."""

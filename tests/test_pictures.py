@@ -98,6 +98,16 @@ def test_attempts_are_marked_at_whole_numbers(figures, attempts):
         assert len(shown) >= 2 and all(tick == int(tick) for tick in shown), shown
 
 
+def test_one_attempt_is_marked_at_its_whole_number_alone(figures):
+    """A schedule of one sleep (show -n 1, --until-elapsed 1) drew its attempt axis
+    from -0.045 to 0.045 in fractions: the locator fills a view under 1 wide so."""
+    _pictures.show("x.png", "t", [[1.0]], None)
+    (figure,) = figures
+    for axes in figure.axes:
+        low, high = axes.get_xlim()
+        assert [tick for tick in axes.get_xticks() if low <= tick <= high] == [0]
+
+
 def test_each_panel_names_its_own_line_and_no_legend_covers_data(figures):
     """The sleep panel's reference line is the schedule, the lower one is the time it slept;
     each legend lies beside its panel, not on it."""

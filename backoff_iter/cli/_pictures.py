@@ -86,9 +86,21 @@ def show(
         axes.grid(alpha=0.3, which="both")
         axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")  # off the data
     bottom.set_xlabel("attempt (from 0)")
-    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))  # attempts are whole numbers
+    _whole_ticks(bottom)  # attempts are whole numbers
     figure.suptitle(title)
     _save(figure, path)
+
+
+def _whole_ticks(axes: Any) -> None:
+    """Ticks at whole numbers only on *axes*' x axis - also for a single point,
+    whose view (less than 1 wide) the locator would fill with fractions."""
+    low, high = axes.get_xlim()
+    if high - low < 2:  # one point: its tick alone (no attempt -1 beside attempt 0)
+        middle = round((low + high) / 2)
+        axes.set_xlim(middle - 1, middle + 1)
+        axes.set_xticks([middle])
+        return
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 # The top of a log axis: matplotlib's margins and ticks overflow a float near
@@ -136,7 +148,7 @@ def simulation(path: str, results: Sequence[Result], args: argparse.Namespace) -
     for axes in (work, duration):
         axes.legend(fontsize="small")
         axes.grid(alpha=0.3, which="both")
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        _whole_ticks(axes)  # client counts
     figure.suptitle(
         f"AWS contention study: {plural(args.runs, 'run')} per point, base {args.base:g} ms,"
         f" cap {args.cap:g} ms, {_seed(args.seed)}"

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> None:
     if args.plot:
         _picture(args, options, seed, limit, until)
         return
-    rng = None if seed is None else Random(seed)
+    rng = None if seed is None else _seeded(seed)
     rows = _rows(strategies.make(name, rng=rng, **options), limit, until)
     last = (-1, 0.0, 0.0)
     if args.json:  # streamed: one row per line, constant memory
@@ -211,7 +211,7 @@ def _picture(
     """The attempts the table would show, drawn: *samples* schedules if jittered."""
     name: str = args.strategy
     samples: int = SAMPLES if args.samples is None else args.samples
-    draws = Random(seed)  # the first schedule drawn is the one the table shows with --seed
+    draws = Random() if seed is None else _seeded(seed)  # (the table's first, with --seed)
     rows = list(
         _rows(strategies.make(name, rng=draws, **options), min(limit, DRAWN_AT_MOST + 1), until)
     )
@@ -272,3 +272,9 @@ def _reference(name: str, options: dict[str, Any], n: int) -> tuple[str, list[fl
         values[parameter] = options.get(parameter, defaults.get(name, defaults["exponential"]))
     label = "exponential(" + ", ".join(f"{key}={value:g}" for key, value in values.items()) + ")"
     return label, list(islice(strategies.make("exponential", **values), n))
+
+
+def _seeded(seed: int) -> Random:
+    """The draws of ``--seed`` *seed*: a negative seed its own (``Random(-5)``
+    draws what ``Random(5)`` does: Python seeds by the absolute value)."""
+    return Random(seed if seed >= 0 else str(seed))

@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> None:
         else:
             for name in dict.fromkeys(r.strategy for r in results):
                 rows = [
-                    [str(r.clients), f"{r.work:.1f}", f"{r.time:.1f}"]
+                    [str(r.clients), _tenths(r.work), _tenths(r.time)]
                     for r in results
                     if r.strategy == name
                 ]
@@ -144,3 +144,9 @@ def run(args: argparse.Namespace) -> None:
             simulation(path, results, args)
 
         picture(NAME, args.plot, draw)
+
+
+def _tenths(value: float) -> str:
+    """*value* to a tenth, or in six significant digits past 15 digits (no cell
+    of 300 digits for a time near the largest float: ``--base 1e307``)."""
+    return f"{value:.1f}" if abs(value) < 1e15 else f"{value:.6g}"
