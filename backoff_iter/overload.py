@@ -354,13 +354,17 @@ def simulate_overload(
         )
     if not work <= MAX_ATTEMPTS:
         # (the spike by what it adds: a spike of 1000 for no time adds nothing)
-        factors = {"rate": rate, "seconds": seconds, "spike": expected / (rate * seconds)}
+        # (the spike's factor from a rate of 1: a rate near the largest float overflows
+        # the run's requests to inf, which was taken for the spike's)
+        spiked = _expected_requests(1.0, seconds, spike, spike_at, spike_for) / seconds
+        factors = {"rate": rate, "seconds": seconds, "spike": spiked}
+        got = f"{work:.3g}" if work < math.inf else "more than a float holds"
         if retrying:
             factors["retries"] = 1.0 + retries
         raise _checks.ArgumentValueError(
             _furthest_above_default(factors),
             f"a run may expect at most {MAX_ATTEMPTS:,} attempts, rate x seconds (the spike"
-            f" included) x (1 + retries), got {work:.3g}; lower the rate, seconds, spike or"
+            f" included) x (1 + retries), got {got}; lower the rate, seconds, spike or"
             " retries",
         )
     model = _Model(

@@ -585,6 +585,9 @@ def test_the_work_bound_is_the_expected_requests_times_one_plus_retries(
         ({"rate": 50_000, "retries": 250}, "retries"),  # 62.5x the rate, 62.75x 1 + retries
         ({"rate": 80_000, "spike": 1000, "spike_for": 0}, "rate"),  # a spike of no time adds 0
         ({"rate": 800, "spike": 20_000, "spike_for": 120}, "spike"),  # 20,000x the requests
+        # a rate whose requests, the default spike added, overflow a float: the rate (the
+        # spike's factor was taken as inf / rate x seconds)
+        ({"rate": 1.4e306}, "rate"),
     ],
 )
 def test_a_run_expecting_too_many_attempts_names_what_was_raised_furthest(options, named):
@@ -597,6 +600,13 @@ def test_a_run_expecting_too_many_attempts_names_what_was_raised_furthest(option
         named,
         f"{MAX_ATTEMPTS:,}",
     )
+    if options == {"rate": 1.4e306}:  # (beyond floats: no "inf" attempts)
+        rejects(
+            lambda: simulate_overload(["full_jitter"], ["none"], progress=started, **options),
+            ValueError,
+            "rate",
+            "got more than a float holds",
+        )
     # No strategy retries: the retries are no factor, however many.
     rejects(
         lambda: simulate_overload(["none"], ["none"], rate=1e6, retries=10**6, progress=started),
