@@ -34,15 +34,9 @@ if TYPE_CHECKING:
     from tenacity.stop import stop_base
     from tenacity.wait import wait_base
 
-    from ._botocore import botocore_retries
-    from ._httpx import RetryTransport
-    from ._urllib3 import Urllib3Retry
 
-__all__ = [
-    "RetryTransport",
-    "Urllib3Retry",
+__all__ = [  # and the adapters of the peers installed: see _installed
     "backoff_wait_gen",
-    "botocore_retries",
     "tenacity_schedule",
     "tenacity_wait",
 ]
@@ -301,6 +295,26 @@ _PEERS = {
     "RetryTransport": "httpx",
     "botocore_retries": "botocore",
 }
+
+
+def _installed(peer: str) -> bool:
+    """Whether *peer* can be imported, asked without importing it (None in
+    ``sys.modules``, as a test or an embedder hides a module, is absent).
+
+    >>> _installed("json"), _installed("no_such_peer_here")
+    (True, False)
+    """
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(peer) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# `from backoff_iter.interop import *` takes the adapters whose peer is installed
+# (each name of __all__ is fetched: one of a missing peer would fail the import).
+__all__ += [name for name, peer in _PEERS.items() if _installed(peer)]
 
 
 def __getattr__(name: str) -> Any:

@@ -7,6 +7,8 @@ import asyncio
 import copy
 import email.utils
 import math
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -2094,3 +2096,18 @@ def test_httpx_a_response_read_as_it_was_made_is_retried_as_it_is(mode):
     with no_sleep() as slept:
         response = fetched(transport, "http://127.0.0.1/thing", mode)
     assert response.text == "ok" and slept == [1.0]
+
+
+def test_a_star_import_takes_the_adapters_whose_peer_is_installed():
+    """`from backoff_iter.interop import *` works with httpx absent, and brings the others."""
+    code = (
+        "import sys; sys.modules['httpx'] = None\n"
+        "from backoff_iter.interop import *\n"
+        "print(sorted(name for name in dir() if not name.startswith('_')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "['Urllib3Retry', 'backoff_wait_gen', 'botocore_retries', 'sys',"
+        " 'tenacity_schedule', 'tenacity_wait']\n"
+    )
