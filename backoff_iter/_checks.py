@@ -386,6 +386,25 @@ def is_async(func: object) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(method)
 
 
+def unawaited(value: object) -> bool:
+    """Whether *value* is awaitable, which a sync caller cannot wait for: a
+    coroutine is closed first (never awaited, it would warn as it goes); a
+    Future or any other awaitable is left alone.
+
+    >>> async def fetch():
+    ...     return 1
+    >>> coroutine = fetch()
+    >>> unawaited(coroutine), coroutine.cr_frame is None, unawaited(1)
+    (True, True, False)
+    """
+    if not hasattr(value, "__await__"):
+        return False
+    close = getattr(value, "close", None)
+    if callable(close):
+        close()
+    return True
+
+
 def function(name: str, value: object | None) -> None:
     """Reject a non-callable where a callable is expected."""
     if not callable(value):

@@ -49,10 +49,7 @@ def refuse_awaitable(result: object, function: object, name: str = "sleep") -> N
 
     A coroutine is closed first (an un-awaited one would warn); a Future or
     any other awaitable is left alone."""
-    if hasattr(result, "__await__"):
-        close = getattr(result, "close", None)
-        if callable(close):
-            close()
+    if _checks.unawaited(result):
         raise _checks.ArgumentTypeError(
             name,
             f"{name} must be a plain function in a sync loop, got {_checks.shown(function)},"

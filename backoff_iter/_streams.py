@@ -99,8 +99,7 @@ def _source(
     if not hasattr(kind, protocol) and not (
         protocol == "__iter__" and hasattr(kind, "__getitem__")
     ):
-        if hasattr(items, "__await__") and callable(getattr(items, "close", None)):
-            items.close()  # a coroutine (resume was an async def) would warn, never awaited
+        _checks.unawaited(items)  # a coroutine (resume was an async def): closed
         wanted = (
             "an async iterable (an async generator)" if protocol == "__aiter__" else "an iterable"
         )

@@ -394,49 +394,36 @@ def _decorate(delays: Any, options: dict[str, Any], func: Callable[P, R]) -> Cal
     if not sync:  # (no stream here: an async function, as found above)
         coroutine_function = cast("Callable[P, Awaitable[R]]", func)
         return cast("Callable[P, R]", _async_wrapper(policy, coroutine_function, timeout_arg))
-    wrapper = _sync_wrapper(policy, func, timeout_arg)
-    if _checks.is_async(_unwrapped(func)):  # a plain decorator below @retry hides an async def
-        return _refusing_awaitables(wrapper)
-    return wrapper
+    # A plain decorator below @retry may hide an async def: its awaitables are refused.
+    return _sync_wrapper(policy, func, timeout_arg, _checks.is_async(_unwrapped(func)))
 
 
 def _unwrapped(func: object) -> object:
     """*func* without the decorators that say what they wrap (``__wrapped__``,
-    as ``functools.wraps`` sets it): at most 100 of them, and *func* itself if
-    they loop."""
-    for _ in range(100):
-        inner = getattr(func, "__wrapped__", None)
-        if inner is None or inner is func:
-            break
-        func = inner
-    return func
+    as ``functools.wraps`` sets it), or *func* itself if they loop."""
+    import inspect  # only when decorating: it is slow to import
+
+    try:
+        return inspect.unwrap(func)  # type: ignore[arg-type]
+    except ValueError:  # a cycle of __wrapped__
+        return func
 
 
-def _refusing_awaitables(wrapper: Callable[P, R]) -> Callable[P, R]:
-    """*wrapper*, the retried plain function that wraps an async one, refusing
-    the awaitable it returns: its caller would await it after the retries, and
-    what it raises there would never be retried (``@retry`` above a decorator
-    that is not async itself, over an ``async def``).  A wrapper that runs the
-    coroutine itself (``asyncio.run``) returns its result, which passes."""
-
-    @functools.wraps(wrapper)
-    def refusing(*args: P.args, **kwargs: P.kwargs) -> R:
-        result = wrapper(*args, **kwargs)
-        if hasattr(result, "__await__"):
-            close = getattr(result, "close", None)
-            if callable(close):  # a coroutine: never awaited, and no warning that says so
-                close()
-            name = _qualified_name(wrapper)
-            raise TypeError(
-                f"{name} returned {_checks.shown(result)}, which @retry cannot retry: the"
-                f" function it decorates is a plain one around an async def (a decorator"
-                " below @retry that is not async), so what the awaitable raises comes after"
-                " the retries. Put @retry right above the async def, or make the decorator"
-                " below it async"
-            )
-        return result
-
-    return refusing
+def _awaitable_refused(func: object, result: object) -> TypeError | None:
+    """The error ending a call of *func*, a plain function wrapping an async
+    one, that returned the awaitable *result* (closed, if a coroutine): its
+    caller would await it after the retries, and what it raises there would
+    never be retried (``@retry`` above a decorator that is not async itself,
+    over an ``async def``).  None for any other result: a wrapper that runs
+    the coroutine itself (``asyncio.run``) returns what it gave, which passes."""
+    if not _checks.unawaited(result):
+        return None
+    return TypeError(
+        f"{_qualified_name(func)} returned {_checks.shown(result)}, which @retry cannot"
+        " retry: the function it decorates is a plain one around an async def (a decorator"
+        " below @retry that is not async), so what the awaitable raises comes after the"
+        " retries. Put @retry right above the async def, or make the decorator below it async"
+    )
 
 
 def _is_generator(func: object) -> str:
@@ -525,10 +512,17 @@ def _either_role(
 
 
 def _sync_wrapper(
-    policy: Policy, func: Callable[P, R], timeout_arg: str | None = None
+    policy: Policy,
+    func: Callable[P, R],
+    timeout_arg: str | None = None,
+    hides_async: bool = False,
 ) -> Callable[P, R]:
+    """*func* retried by *policy*.  *hides_async*: *func* wraps an async
+    function, and a call that returns an awaitable ends with a TypeError, as
+    an error the parts and hooks hear (never the bare first try's success)."""
     plan, clock, on_result = policy.plan, policy.clock, policy.on_result
-    fast, timed, afters, successes = plan.fast, plan.timed, plan.afters, plan.successes
+    timed, afters, successes = plan.timed, plan.afters, plan.successes
+    fast = plan.fast and not hides_async
     # (limiter, a CubicRateLimiter itself, is read by its slot, not its enabled
     # property: the property's call costs more than all the rest of the test)
     checks, limiter = plan.checks, plan.limiter
@@ -608,6 +602,11 @@ def _sync_wrapper(
                 if call.settle(attempt, error, _NO_RESULT):
                     continue  # slept: the next attempt
                 raise
+            if hides_async:
+                awaitable = _awaitable_refused(func, result)
+                if awaitable is not None:
+                    call.stop(awaitable)  # the call's error, never retried
+                    raise awaitable
             if call.quiet or not call.settle(attempt, None, result):
                 return result
 

@@ -4645,6 +4645,40 @@ def test_a_plain_decorator_below_retry_hiding_an_async_def_is_refused_at_the_fir
     assert ran == [1, 1, 1]
 
 
+def test_a_refused_hidden_coroutine_ends_the_call_as_an_error_the_hooks_and_parts_hear():
+    """@retry over a plain decorator hiding an async def: the refusal is the
+    call's error - the parts and hooks hear "error", never a success first."""
+    import functools
+
+    from backoff_iter.parts import Part
+
+    kinds, events = [], []
+
+    class Tally(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            kinds.append((kind, type(outcome).__name__))
+
+    def logged(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    async def fetch():
+        return "page"
+
+    hidden = retry(
+        [0.0], on=Exception, sleep=lambda s: None, parts=[Tally()], observe=[events.append]
+    )(logged(fetch))
+    with pytest.raises(TypeError, match="Put @retry right above"):
+        hidden()
+    assert kinds == [("error", "TypeError")]
+    assert [(event.kind, type(event.outcome).__name__) for event in events] == [
+        ("error", "TypeError")
+    ]
+
+
 def test_hooks_and_parts_given_as_generators_serve_every_function_a_decorator_decorates():
     """observe= and parts= take iterables: a generator is read once, as the
     decorator is made, and each function it decorates hears and asks them all
