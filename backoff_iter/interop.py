@@ -304,12 +304,12 @@ def _installed(peer: str) -> bool:
     >>> _installed("json"), _installed("no_such_peer_here")
     (True, False)
     """
+    import sys
     from importlib.util import find_spec
 
-    try:
-        return find_spec(peer) is not None
-    except (ImportError, ValueError):
-        return False
+    if peer in sys.modules:  # imported already (find_spec would ask its __spec__), or hidden
+        return sys.modules[peer] is not None
+    return find_spec(peer) is not None
 
 
 # `from backoff_iter.interop import *` takes the adapters whose peer is installed
