@@ -339,17 +339,20 @@ def plural(count: int, noun: str, nouns: str | None = None, *, grouped: bool = T
     return f"{count:{',' if grouped else ''}} {noun if count == 1 else nouns or noun + 's'}"
 
 
-def decimal(value: float) -> str:
-    """*value* with three decimals, or in six significant digits once it has
-    more than 15 (no line of 300 digits for a sleep near the largest float), or
-    in three when three decimals would show it as 0 (a sleep of 0.0001 is not 0.000).
+def decimal(value: float, places: int = 3) -> str:
+    """*value* with three decimals (or *places*), or in six significant digits
+    once it has more than 15 (no line of 300 digits for a sleep near the largest
+    float), or in three when the decimals would show it as 0 (a sleep of 0.0001
+    is not 0.000).
 
     >>> decimal(97.0172), decimal(0.0), decimal(0.0001), decimal(2e-05), decimal(2.0**60)
     ('97.017', '0.000', '0.0001', '2e-05', '1.15292e+18')
+    >>> decimal(97.0172, places=1), decimal(0.04, places=1), decimal(1e300, places=1)
+    ('97.0', '0.04', '1e+300')
     """
-    if 0.0 < abs(value) < 0.0005:
+    if 0.0 < abs(value) < 0.5 / 10**places:
         return f"{value:.3g}"
-    return f"{value:.3f}" if abs(value) < 1e15 else f"{value:.6g}"
+    return f"{value:.{places}f}" if abs(value) < 1e15 else f"{value:.6g}"
 
 
 def figure(value: float) -> str:

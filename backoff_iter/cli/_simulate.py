@@ -12,6 +12,7 @@ from backoff_iter import simulation
 from ._common import (
     Progress,
     counts,
+    decimal,
     default,
     integer,
     names_among,
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> None:
         else:
             for name in dict.fromkeys(r.strategy for r in results):
                 rows = [
-                    [str(r.clients), _tenths(r.work), _tenths(r.time)]
+                    [str(r.clients), decimal(r.work, places=1), decimal(r.time, places=1)]
                     for r in results
                     if r.strategy == name
                 ]
@@ -146,7 +147,3 @@ def run(args: argparse.Namespace) -> None:
         picture(NAME, args.plot, draw)
 
 
-def _tenths(value: float) -> str:
-    """*value* to a tenth, or in six significant digits past 15 digits (no cell
-    of 300 digits for a time near the largest float: ``--base 1e307``)."""
-    return f"{value:.1f}" if abs(value) < 1e15 else f"{value:.6g}"
