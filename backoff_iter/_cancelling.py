@@ -5,6 +5,7 @@ no retry starts once the task's cancel scope is cancelled."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -82,6 +83,21 @@ def no_retry_if_cancelled(task: Any, baseline: int, exc: BaseException | None) -
     import asyncio
 
     raise asyncio.CancelledError("the task is being cancelled: no retry")
+
+
+def cancelled_under_trio() -> bool:
+    """Whether this task runs under trio with its cancel scope cancelled: its
+    next checkpoint raises ``Cancelled`` (trio's effective deadline is then
+    minus infinity).  An attempt that failed so - its code turned the
+    cancellation into an ordinary error - is no answer of the dependency,
+    and the parts hear nothing of it, as under asyncio, where
+    :func:`no_retry_if_cancelled` ends the call before they would."""
+    trio = sys.modules.get("trio")
+    return (
+        trio is not None
+        and running_library() == "trio"
+        and trio.current_effective_deadline() == -math.inf
+    )
 
 
 async def no_retry_if_cancelled_under_trio() -> None:

@@ -33,6 +33,7 @@ from . import _checks, _sleeping, instrument
 from ._attempt import _DONE, _NEXT, _NO_RESULT, _READY, _RUNNING, Attempt
 from ._cancelling import (
     cancellations,
+    cancelled_under_trio,
     no_retry_if_cancelled,
     no_retry_if_cancelled_under_trio,
 )
@@ -773,7 +774,11 @@ class Call:
         try:  # what breaks from here ends the call: its hooks hear of it
             if self.in_async and self._task is not None:  # (3.11+) is the task being cancelled?
                 self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
-            if plan.tells:  # a throttle, or parts to tell (else a plain failure)
+            # (under trio the cancellation comes at asettle's checkpoint: the parts hear
+            # nothing of the attempt first, as under asyncio)
+            if plan.tells and not (
+                self.in_async and "trio" in sys.modules and cancelled_under_trio()
+            ):
                 if policy.throttled is not None and policy.throttled(outcome):
                     kind = THROTTLE
                 told = True

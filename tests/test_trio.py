@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import faulthandler
 import itertools
+import sys
 
 import anyio
 import pytest
@@ -539,3 +540,71 @@ def test_under_trio_no_retry_starts_once_the_callers_scope_is_cancelled(sleep):
     assert [(e.kind, e.number, type(e.outcome), e.reason) for e in events] == [
         ("error", 1, trio.Cancelled, None)
     ]
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_an_attempt_turning_its_cancellation_into_an_error_is_told_to_no_part_on_either_backend(
+    backend,
+):
+    """The caller's scope is cancelled while the attempt waits, and the attempt
+    turns its cancellation into a ConnectionError ("socket closed"): no retry,
+    the cancellation ends the call, and no part hears a failure of the
+    dependency - under trio as under asyncio (trio's parts heard "failure")."""
+    if backend == "asyncio" and sys.version_info < (3, 11):
+        pytest.skip("asyncio counts cancellation requests from 3.11 (Task.cancelling)")
+    from backoff_iter.parts import Part
+
+    heard, ended, runs = [], [], []
+
+    class Tally(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            heard.append(kind)
+
+    @retry([0.0] * 3, on=ConnectionError, parts=[Tally()], sleep=lambda s: None)
+    async def fetch():
+        runs.append(1)
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():
+            raise ConnectionError("socket closed") from None
+
+    async def call():
+        try:
+            await fetch()
+        except BaseException as error:
+            ended.append(isinstance(error, anyio.get_cancelled_exc_class()))
+            raise
+
+    async def main():
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            await anyio.wait_all_tasks_blocked()
+            group.cancel_scope.cancel()
+
+    anyio.run(main, backend=backend)
+    assert (runs, ended, heard) == ([1], [True], [])
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_with_trio_imported_the_parts_hear_each_failure_on_either_backend(backend):
+    """trio imported (this module does), no cancellation: the parts hear each
+    failure and the success, under asyncio as under trio."""
+    from backoff_iter.parts import Part
+
+    heard = []
+
+    class Tally(Part):
+        def after_attempt(self, outcome, kind, number, spent):
+            heard.append(kind)
+
+    operation = Operation([OSError()])
+
+    @retry([0.0], on=OSError, parts=[Tally()], sleep=lambda s: None)
+    async def fetch():
+        return operation()
+
+    async def main():
+        return await fetch()
+
+    assert anyio.run(main, backend=backend) == "ok"
+    assert heard == ["failure", "success"]

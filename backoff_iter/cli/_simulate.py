@@ -145,5 +145,3 @@ def run(args: argparse.Namespace) -> None:
             simulation(path, results, args)
 
         picture(NAME, args.plot, draw)
-
-
