@@ -72,9 +72,9 @@ def sleep_for(delay: float, hint: float | None, beyond: float | None = None) -> 
     ``ArgumentValueError``/``ArgumentTypeError`` naming it), as the retry
     paths checked theirs when their policy was made.
     """
-    delay = _checks.wait("delay", delay)
+    delay = _checks.seconds("delay", delay, infinite=True)
     if hint is not None:
-        hint = _checks.wait("hint", hint)
+        hint = _checks.seconds("hint", hint, infinite=True)
     if beyond is not None:
         beyond = _checks.seconds("beyond", beyond, infinite=True)
     return raised(delay, hint, beyond)

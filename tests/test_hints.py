@@ -298,6 +298,8 @@ def test_the_public_clamps_check_what_they_are_given_naming_it():
     rejects(lambda: server_wait(30, maximum=None), TypeError, "maximum", "None")
     rejects(lambda: sleep_for(1.0, 5.0, beyond=-3.0), ValueError, "beyond", "-3.0")
     rejects(lambda: sleep_for(-1.0, None), ValueError, "delay", "-1.0")
+    with pytest.raises(ValueError, match=r"^delay must be a non-negative number, got -1\.0$"):
+        sleep_for(-1.0, None)  # (not the wording of a schedule's check: "must give")
     rejects(lambda: sleep_for(0.5, math.nan), ValueError, "hint", "nan")
     rejects(lambda: sleep_for("1", None), TypeError, "delay", "'1'")
     assert server_wait(90, maximum=60) == 60.0
