@@ -262,7 +262,9 @@ def _do(task: _Task) -> tuple[_Task, tuple[float, float]]:
 
 
 def _hold_ctrl_c() -> Callable[[], object]:
-    """Hold (block) SIGINT in this thread while workers start; returns what lets it through.
+    """Hold (block) SIGINT in this thread while workers start (or are stopped: a
+    Ctrl-C cutting ``terminate()`` short leaves ``join()`` waiting for ever);
+    returns what lets it through.
 
     A terminal's Ctrl-C goes to every process of the group, workers included, and a
     worker takes some 0.3 s to start (an interpreter, then the imports of the task's
@@ -451,13 +453,16 @@ def _in_processes(
                 pool.apply_async(_do, (task,), callback=results.put, error_callback=results.put)
                 ahead += 1
             finished(*result)
-    except BaseException:  # an error, or Ctrl-C: stop the workers where they are
-        pool.terminate()
-        raise
-    else:  # done: the workers exit on their own, as a process should
-        pool.close()
-    finally:
+        pool.close()  # done: the workers exit on their own, as a process should
         pool.join()
+    except BaseException:  # an error, or Ctrl-C: stop the workers where they are
+        release = _hold_ctrl_c()  # (a second Ctrl-C cut terminate() short: join() hung)
+        try:
+            pool.terminate()
+            pool.join()
+        finally:
+            release()  # a Ctrl-C held meanwhile comes now
+        raise
 
 
 def _strategy(name: str, parameter: str = "strategy") -> StudyStrategy:

@@ -6,6 +6,8 @@ import importlib.util
 import math
 import multiprocessing
 import random
+import signal
+import subprocess
 import sys
 from itertools import islice
 from pathlib import Path
@@ -511,3 +513,33 @@ def test_results_coming_back_in_any_order_are_summed_in_task_order(monkeypatch):
     names = [name for name, *_ in PINNED_SPLIT]
     rows = simulate(names, clients=[25], runs=45, seed=2026, jobs=2)
     assert [tuple(r) for r in rows] == PINNED_SPLIT
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="signal masks are POSIX")
+def test_a_second_ctrl_c_while_the_workers_are_stopped_cannot_leave_the_pool_hanging():
+    """Ctrl-C, then another as the pool is being terminated (a terminal's second
+    press, or `timeout -s INT`, which signals the process and then its group):
+    the second waits until the workers are stopped, and the study ends with
+    KeyboardInterrupt.  It cut terminate() short: join() then waited for
+    results no worker would send, for ever."""
+    code = (
+        "import os, signal\n"
+        "import multiprocessing.pool as pool\n"
+        "from backoff_iter import simulation\n"
+        "helped = pool.Pool._help_stuff_finish\n"
+        "def second_ctrl_c(*args):  # inside terminate(), half done\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return helped(*args)\n"
+        "pool.Pool._help_stuff_finish = staticmethod(second_ctrl_c)\n"
+        "def first_ctrl_c(done, total):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "try:\n"
+        "    simulation.simulate(['full_jitter'], clients=[10, 100], runs=100, jobs=2,"
+        " progress=first_ctrl_c)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=40
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "interrupted\n", "")
