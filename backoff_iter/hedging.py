@@ -181,17 +181,17 @@ class _Hedging:
                             due, reason = None, "budget"  # for the budget
                             continue
                         took[number + 1] = events.took
-                    gap = next(gaps, None)
-                    due = None if gap is None or gap == _INF else now + gap
-                    number += 1
-                    if number > 1 and events._failure_hooks:
-                        events.emit("hedge", trigger, number, now - started)
-                    started = now
-                    trigger = None
-                    try:
+                    try:  # until the attempt starts, what breaks gives back what its hedge took
+                        gap = next(gaps, None)
+                        due = None if gap is None or gap == _INF else now + gap
+                        number += 1
+                        if number > 1 and events._failure_hooks:
+                            events.emit("hedge", trigger, number, now - started)
+                        started = now
+                        trigger = None
                         group.start(number)
-                    except BaseException:  # its call raised as it was made: the attempt never
-                        events._drop()  # ran, and what its hedge took comes back (none for 1)
+                    except BaseException:  # the next delay or a hook broke, or the call raised
+                        events._drop()  # as it was made: the attempt never ran (none for 1)
                         raise
                     # On to the wait below, even when the next hedge is due at once:
                     # the attempts get a pass of the event loop before it starts (an

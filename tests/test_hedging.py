@@ -586,6 +586,33 @@ def test_a_hedge_whose_call_raised_as_it_was_made_gives_back_what_it_took():
     assert quota.available == 500.0
 
 
+@pytest.mark.parametrize("breaks", ["delay", "hook"])
+def test_a_hedge_that_never_starts_because_its_delay_or_hook_broke_gives_back_what_it_took(
+    breaks,
+):
+    """Attempt 1 fails; as hedge 2 is sent the schedule's next delay is -1, or
+    the "hedge" hook raises: that hedge never ran, and the RetryQuota gets back
+    what it took for it (it was kept: 486 left)."""
+    from backoff_iter import RetryQuota
+
+    quota = RetryQuota()
+    script = Script(fail(ConnectionError("reset")), forever)
+
+    def delays():
+        yield 60
+        if breaks == "delay":
+            yield -1
+
+    def hook(event):
+        if breaks == "hook" and event.kind == "hedge":
+            raise LookupError("the hook's")
+
+    error = (ValueError, "delays") if breaks == "delay" else (LookupError, "the hook's")
+    with pytest.raises(error[0], match=error[1]):
+        run(hedged(script, delays(), on=ConnectionError, budget=quota, observe=hook))
+    assert quota.available == 500.0
+
+
 def test_what_a_winning_hedge_gives_back_is_its_cost_plus_the_sum_of_the_unneeded_ones():
     """Hedges costing 0.1, 0.2 and 0.3, the first of them winning, the other two cancelled:
     record_success is told 0.1 + (0.2 + 0.3), the winner's plus the sum of those it made
