@@ -146,10 +146,12 @@ class Attempt:
     ) -> bool:
         call = self._call
         if call.state != _RUNNING or call.number != self.number:
-            call.misuse(self, "async with", exc)  # raises, unless exc is the misuse ending the call
-            if self._scope is not None:  # ... which goes through, its scope left first
-                await self._scope.__aexit__(exc_type, exc, traceback)
-                self._scope = None
+            try:  # raises, unless exc is the misuse ending the call, which goes through
+                call.misuse(self, "async with", exc)
+            finally:  # either way its timeout goes with it (the block may have caught the misuse)
+                scope, self._scope = self._scope, None
+                if scope is not None:
+                    await scope.__aexit__(exc_type, exc, traceback)
             return False
         if exc is None and call.quiet:  # a success nobody needs told of (and no timeout)
             call.state = _DONE

@@ -660,3 +660,33 @@ def test_a_bad_timeout_from_a_users_part_ends_the_call_as_the_callers_bug(librar
         trio.run(main) if library == "trio" else asyncio.run(main())
     assert heard == [(ERROR, 1, "ArgumentValueError")] and made == []
     assert [(event.kind, event.number) for event in events] == [("error", 1)]
+
+
+@pytest.mark.parametrize("library", ["asyncio", "trio"])
+def test_a_misuse_caught_inside_a_timed_attempt_leaves_no_timeout_behind(library):
+    """`async with attempt:` twice, the misuse caught in the block: the loop ends
+    with the misuse error, and the attempt's timeout is gone with it - no stray
+    cancellation of the task once its time is up (a sleep after the loop was cut)."""
+    import trio
+    import trio.testing
+
+    sleep = trio.sleep if library == "trio" else asyncio.sleep
+    caught = []
+
+    async def main():
+        with pytest.raises(RuntimeError, match="not the current attempt"):
+            async for attempt in aretrying([0.0], attempt_timeout=0.02, sleep=lambda s: None):
+                async with attempt:
+                    try:
+                        async with attempt:
+                            pass
+                    except RuntimeError as misuse:
+                        caught.append(misuse)
+        await sleep(0.1)  # past the attempt's 0.02 s
+        return "slept"
+
+    if library == "trio":
+        result = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    else:
+        result = asyncio.run(main())
+    assert result == "slept" and len(caught) == 1
