@@ -612,7 +612,7 @@ def hedged(
     >>> asyncio.run(hedged(flaky, [60, 60, 60], on=ConnectionError)), attempts
     ('answer from attempt 3', [1, 2, 3])
     """
-    _checks.function("call", call)
+    _checks.callback("call", call, (), awaited=True)  # (a zero-argument async function)
     hedging = _Hedging(delays, dict(options), reusable=False)
     return hedging.run(call, hedging.policy.name)
 

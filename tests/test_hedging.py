@@ -1300,8 +1300,13 @@ async def coroutine_function():
     return 1
 
 
+async def needs_a_url(url):
+    return url
+
+
 BAD = [
     ({"call": None}, ArgumentTypeError, "call"),
+    ({"call": needs_a_url}, ArgumentTypeError, "call", "no arguments", "needs_a_url(url)"),
     ({"delays": 5}, ArgumentTypeError, "delays", "iterable"),
     ({"delays": [-1]}, ArgumentValueError, "delays", "-1"),
     ({"delays": [0.1, -(10**400)]}, ArgumentValueError, "delays"),
