@@ -126,14 +126,39 @@ class _LegacyAsyncioScope(_Scope):
         if self._handle is not None:
             self._handle.cancel()
         task = asyncio.current_task()
-        if (
-            self._expired
-            and isinstance(exc, asyncio.CancelledError)
-            and exc.args == (_EXPIRED,)
-            and getattr(task, "_cancel_message", _EXPIRED) == _EXPIRED  # no caller's since
-        ):
-            return _timed_out(self._seconds, exc)
-        return None
+        if not self._expired or not isinstance(exc, asyncio.CancelledError):
+            return None
+        if exc.args == (_EXPIRED,):
+            if getattr(task, "_cancel_message", _EXPIRED) != _EXPIRED:  # a caller's came since
+                return None
+        elif exc.args or not _expired_within(exc):
+            return None
+        return _timed_out(self._seconds, exc)
+
+
+#: The most contexts of a cancellation read for the timer's message.
+_MOST_LINKS = 8
+
+
+def _expired_within(cancelled: BaseException) -> bool:
+    """Whether *cancelled*, a CancelledError with no message, came of the
+    timer's: Python 3.9 and 3.10 drop the message as a cancellation leaves a
+    task the attempt awaited (``gather``'s, ``ensure_future``'s), but the
+    task's own error, its context, keeps it - or the caller's, if theirs came
+    in the same pass (the message of the first link that has one tells).
+    One that comes later still, while that task cleans up, is lost to it (it
+    ends with the timer's), and the attempt is taken for timed out, as
+    ``async_timeout`` takes it on those Pythons."""
+    import asyncio
+
+    link = cancelled.__context__
+    for _ in range(_MOST_LINKS):
+        if not isinstance(link, asyncio.CancelledError):
+            return False
+        if link.args:
+            return link.args == (_EXPIRED,)
+        link = link.__context__
+    return False
 
 
 class _TrioScope(_Scope):

@@ -137,7 +137,9 @@ class aretrying(Policy, AsyncIterable[Attempt]):
     or ``trio.sleep``, found as anyio and httpx find them); a plain function
     is called and its result awaited only if it is awaitable.  An async
     *before_sleep* is awaited.  Cancellation is never swallowed, and no
-    retry starts once the task has been asked to cancel since the loop began.
+    retry starts once the task has been asked to cancel since the loop began
+    (asyncio counts the requests from Python 3.11: before, an attempt that
+    turns the cancellation into an ordinary error is decided as that error).
 
     >>> import asyncio
     >>> async def main():

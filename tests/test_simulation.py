@@ -539,7 +539,5 @@ def test_a_second_ctrl_c_while_the_workers_are_stopped_cannot_leave_the_pool_han
         "except KeyboardInterrupt:\n"
         "    print('interrupted')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=40
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=40)
     assert (done.returncode, done.stdout, done.stderr) == (0, "interrupted\n", "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import sys
 import threading
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -690,3 +691,65 @@ def test_a_misuse_caught_inside_a_timed_attempt_leaves_no_timeout_behind(library
     else:
         result = asyncio.run(main())
     assert result == "slept" and len(caught) == 1
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 11),
+    reason="3.11 keeps the message on a cancellation's way out of a task (and has asyncio.timeout)",
+)
+def test_the_timer_of_pythons_without_asyncio_timeout_cuts_an_attempt_awaiting_a_task():
+    """The 3.9/3.10 scope, on those Pythons: an attempt awaiting a task
+    (gather, ensure_future) that the timer cuts is a TimeoutError - those
+    Pythons drop the cancel message on the way out of a task, and the attempt
+    came out as a bare CancelledError, never retried."""
+    from backoff_iter._timeouts import _LegacyAsyncioScope
+
+    async def attempt(body):
+        scope = _LegacyAsyncioScope(0.02)
+        await scope.__aenter__()
+        try:
+            await body()
+        except BaseException as exc:
+            return await scope.__aexit__(type(exc), exc, exc.__traceback__), exc
+        return await scope.__aexit__(None, None, None), None
+
+    async def gathered():
+        await asyncio.gather(asyncio.sleep(HANG))
+
+    async def in_a_task():
+        await asyncio.ensure_future(asyncio.sleep(HANG))
+
+    async def main():
+        for body in (gathered, in_a_task):
+            expired, exc = await attempt(body)
+            assert isinstance(expired, TimeoutError), body.__name__
+            assert isinstance(exc, asyncio.CancelledError), body.__name__
+        task = asyncio.current_task()
+
+        async def cancel_soon():
+            task.cancel()
+
+        canceller = asyncio.ensure_future(cancel_soon())  # the task's own, with no message
+        expired, exc = await attempt(in_a_task)
+        await canceller
+        assert expired is None and isinstance(exc, asyncio.CancelledError)
+
+        for message in ("the caller's", None):  # the timer's and the caller's in one pass
+            scope = _LegacyAsyncioScope(HANG)
+            await scope.__aenter__()
+            expire = scope._handle._callback
+
+            def both(expire=expire, message=message):
+                expire()
+                task.cancel(message)
+
+            asyncio.get_running_loop().call_soon(both)
+            cancelled = None
+            try:
+                await in_a_task()
+            except asyncio.CancelledError as exc:
+                cancelled = exc
+            assert isinstance(cancelled, asyncio.CancelledError), message
+            assert await scope.__aexit__(type(cancelled), cancelled, None) is None, message
+
+    asyncio.run(main())
