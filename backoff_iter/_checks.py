@@ -276,6 +276,13 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
         raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {shown(delays)}")
     if isinstance(delays, type):
         exception_classes(name, delays)
+    if isinstance(delays, int) and not isinstance(delays, bool):  # "retry 5 times"
+        raise ArgumentTypeError(
+            name,
+            f"{name} must be delays (a list of seconds, or a function returning them), got"
+            f" {shown(delays)}: for at most {shown(delays)} retries, bound a schedule, as in"
+            f" lambda: islice(full_jitter(0.1, cap=5), {shown(delays)})",
+        )
     if isinstance(delays, Iterator):  # an iterator that happens to be callable is still one-shot
         return delays.__iter__, True
     if callable(delays):

@@ -405,11 +405,16 @@ _DEADLINE = "deadline= bounds the whole call in seconds, attempt_timeout= each a
 # attempt_timeout=).
 _PEERS = {
     "attempts": _BOUNDED,
+    "tries": _BOUNDED,
     "max_tries": _BOUNDED,
+    "max_attempts": _BOUNDED,
     "retries": _BOUNDED,
+    "max_retries": _BOUNDED,
     "stop": _BOUNDED + ", or deadline=",
+    "stop_after_attempt": _BOUNDED,
     "timeout": _DEADLINE,
     "max_time": _DEADLINE,
+    "stop_after_delay": _DEADLINE,
     "wait": "the delays are the first argument, as in lambda: islice(exponential(0.1), 5)",
     "retry": "on= says what is retried: an exception class, a tuple of them, or a predicate",
     "predicate": "on= says what is retried: an exception class, a tuple of them, or a predicate",
@@ -429,7 +434,7 @@ def _unexpected(maker: str, name: str) -> str:
         close = difflib.get_close_matches(name, [*SETTERS, "delays"], n=1)
         meant = f" (did you mean {close[0]!r}?)" if close else ""
     given = "" if maker == "Policy" else f"{maker}() got "
-    return f"{given}an unexpected keyword argument {name!r}{meant}; see RetryOptions for each"
+    return f"{given}an unexpected keyword argument {name!r}{meant}; RetryOptions lists the options"
 
 
 class Policy:

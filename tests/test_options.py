@@ -137,9 +137,14 @@ def test_an_option_mistyped_is_refused_saying_which_was_meant():
     [
         ("attempts", "islice"),  # stamina
         ("max_tries", "islice"),  # backoff
+        ("tries", "islice"),
+        ("max_attempts", "islice"),
+        ("max_retries", "islice"),
         ("stop", "islice"),  # tenacity
+        ("stop_after_attempt", "islice"),  # tenacity's stop, as a keyword
         ("timeout", "deadline="),  # stamina, google-api-core: the whole call's
         ("max_time", "deadline="),  # backoff
+        ("stop_after_delay", "deadline="),
         ("wait", "delays"),  # tenacity
         ("retry", "on="),  # tenacity
         ("predicate", "on="),  # google-api-core
@@ -156,6 +161,14 @@ def test_another_librarys_option_is_refused_saying_what_does_it_here(option, mea
         message = str(raised.value)
         assert f"unexpected keyword argument {option!r}" in message, message
         assert meant in message and "did you mean" not in message, message
+
+
+def test_a_count_given_for_the_delays_says_how_to_bound_a_schedule():
+    """retry(5) or retrying(5), "retry five times": the error says how to ask
+    for at most 5 retries (it said "delays must be an iterable, got 5")."""
+    for driver in (retrying, aretrying, retry):
+        rejects(lambda d=driver: d(5), TypeError, "delays", "at most 5 retries", "islice(")
+    rejects(lambda: retrying(True), TypeError, "delays", "True")  # no count
 
 
 @pytest.mark.parametrize(
