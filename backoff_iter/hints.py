@@ -226,7 +226,9 @@ def _epoch(match: re.Match[str], *, two_digit_year: bool, now: float) -> float |
     year = int(match["year"])
     if two_digit_year:
         # RFC 9110: a two-digit year more than 50 years in the future is
-        # the most recent past year with the same last two digits.
+        # the most recent past year with the same last two digits - and one
+        # no more than 50 years ahead is that year, in the next century if
+        # need be (21-Oct-15 seen in 1970, or 05 in 2080: 2015, 2105).
         try:
             this_year = time.gmtime(now).tm_year
         except (OverflowError, ValueError, OSError):  # a `now` beyond the calendar
@@ -234,6 +236,8 @@ def _epoch(match: re.Match[str], *, two_digit_year: bool, now: float) -> float |
         year += this_year - this_year % 100
         if year > this_year + 50:
             year -= 100
+        elif year <= this_year - 50:
+            year += 100
     month = _MONTHS[match["month"].lower()]
     day, hour = int(match["day"]), int(match["hour"])
     minute, second = int(match["minute"]), int(match["second"])

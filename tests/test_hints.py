@@ -74,6 +74,19 @@ def test_a_two_digit_year_more_than_50_years_ahead_is_in_the_past():
     assert parse_retry_after("Friday, 01-Jan-66 00:00:00 GMT", now=NOW) == 0.0  # 51 ahead: 1966
 
 
+def test_a_two_digit_year_no_more_than_50_years_ahead_is_ahead_in_the_next_century_too():
+    """RFC 9110 moves back only a year more than 50 years ahead: '-15' read in
+    1970 is 2015 and '-05' read in 2080 is 2105 (both read as a century back,
+    in the past: no wait)."""
+    in_2015 = calendar.timegm((2015, 10, 21, 7, 28, 0))
+    assert parse_retry_after("Wednesday, 21-Oct-15 07:28:00 GMT", now=0.0) == in_2015
+    in_2080 = calendar.timegm((2080, 1, 1, 0, 0, 0))
+    in_2105 = calendar.timegm((2105, 1, 1, 0, 0, 0))
+    assert parse_retry_after("Monday, 01-Jan-05 00:00:00 GMT", now=in_2080) == in_2105 - in_2080
+    in_2130 = calendar.timegm((2130, 1, 1, 0, 0, 0))  # 50 years ahead: still ahead
+    assert parse_retry_after("Tuesday, 01-Jan-30 00:00:00 GMT", now=in_2080) == in_2130 - in_2080
+
+
 def test_the_default_now_is_the_current_time():
     """Without now=, a date is taken relative to time.time()."""
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
@@ -185,7 +198,8 @@ def years(first, last):
         # now is 1 January 10000: "15" is 10015 (within 50 years ahead), "51" is 9951 (past)
         ("Monday, 01-Jan-15 00:00:00 GMT", 253402300800, years(10000, 10015)),
         ("Monday, 01-Jan-51 00:00:00 GMT", 253402300800, 0.0),
-        ("Saturday, 01-Jan-00 00:00:10 GMT", 10**12, 0.0),  # year 33658: "00" is 33600, past
+        # year 33658: "00" is 33700, 42 years ahead (33600 is 58 back: RFC 9110 reads ahead)
+        ("Saturday, 01-Jan-00 00:00:10 GMT", 10**12, years(1970, 33700) + 10 - 10**12),
     ],
 )
 def test_rfc_850_dates_past_the_year_9999_are_read_not_raised(value, now, expected):
