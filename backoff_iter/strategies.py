@@ -609,13 +609,14 @@ def parameters(name: str) -> tuple[str, ...]:
 def make(name: str, **options: Any) -> Iterator[float]:
     """Strategy *name* with the *options* it takes; the others are ignored.
 
-    ``base`` is constant's ``delay``.  Unknown names raise ``ValueError``.
+    ``base`` is constant's ``delay`` (which it takes by that name too).
+    Unknown names raise ``ValueError``.
 
     >>> from itertools import islice
     >>> list(islice(make("exponential", base=1, cap=3, rng=None), 4))
     [1.0, 2.0, 3.0, 3.0]
-    >>> list(islice(make("constant", base=0.5, cap=3), 2))
-    [0.5, 0.5]
+    >>> list(islice(make("constant", base=0.5, cap=3), 2)), list(islice(make("constant", delay=5), 2))
+    ([0.5, 0.5], [5.0, 5.0])
     """
     return maker(name, **options)()
 
@@ -623,14 +624,22 @@ def make(name: str, **options: Any) -> Iterator[float]:
 def maker(name: str, **options: Any) -> Callable[[], Iterator[float]]:
     """A zero-argument function making strategy *name* with those *options*:
     the options are sorted out once, for a simulator that makes thousands."""
-    taken = parameters(name)
+    taken = parameters(_known(name))
     kwargs = {key: value for key, value in options.items() if key in taken}
-    if name == "constant" and "base" in kwargs:
-        kwargs["delay"] = kwargs.pop("base")
+    if name == "constant":  # its delay, as the others' base or by its own name
+        if "base" in kwargs:
+            kwargs["delay"] = kwargs.pop("base")
+        elif "delay" in options:
+            kwargs["delay"] = options["delay"]
     return partial(STRATEGIES[name], **kwargs)
 
 
 def _known(name: str) -> str:
+    if not isinstance(name, str):  # (a list is no key: unhashable)
+        raise _checks.ArgumentTypeError(
+            "strategy",
+            f"strategy must be a name, one of {', '.join(STRATEGIES)}, got {_checks.shown(name)}",
+        )
     if name not in STRATEGIES:
         raise _checks.ArgumentValueError(
             "strategy",

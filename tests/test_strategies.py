@@ -757,6 +757,17 @@ def test_every_strategy_is_in_the_registry_and_made_by_name():
     for name in strategies.STRATEGIES:
         assert take(strategies.make(name, base=1, cap=5, factor=2, step=1, rng=Random(1)), 3)
     rejects(lambda: strategies.make("nope"), ValueError, "strategy", "nope")
+    rejects(lambda: strategies.make(["exponential"]), TypeError, "strategy", "['exponential']")
+
+
+def test_make_takes_constants_delay_by_its_own_name_as_well_as_base():
+    """make("constant", delay=5) is 5 s, as base=5 is: delay, constant's own
+    parameter, was dropped among the options it ignores, for the default 1 s."""
+    from backoff_iter import strategies
+
+    assert take(strategies.make("constant", delay=5), 2) == [5.0, 5.0]
+    assert take(strategies.make("constant", base=2, delay=5), 2) == [2.0, 2.0]  # base wins
+    assert take(strategies.make("constant"), 1) == [1.0]
 
 
 @pytest.mark.parametrize("strategy", [full_jitter, equal_jitter, decorrelated, smooth_jitter])
