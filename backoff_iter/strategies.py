@@ -506,11 +506,13 @@ def smooth_jitter(base: float = 1.0, cap: float = _INF, *, rng: Any = None) -> I
 
     For try ``i = 0, 1, 2, ...`` it draws ``t = i + uniform(0, 1)``, takes
     ``g(t) = 2**t * tanh(sqrt(4*t))`` (``g = 0`` before the first try) and
-    yields ``min(cap, (g(t_i) - g(t_(i-1))) * base / 1.4)``.  *base* is the
-    median of the first delay; the medians of the retry *times* run near
-    base, 2·base, 4·base, ...  Unlike AWS's decorrelated jitter the delays do
-    not pile up at the cap.  Values stay finite (at most the largest float)
-    and are never NaN: once a value reaches the cap, the cap repeats.
+    yields ``min(cap, (g(t_i) - g(t_(i-1))) * base / 1.4)``.  The median of
+    the first delay is about 0.9·base (``g(0.5) / 1.4``); the medians of the
+    retry *times* run near base, 2·base, 4·base, ...  Unlike AWS's
+    decorrelated jitter the delays spread smoothly on their way up, with no
+    run of draws near the cap before they reach it.  Values stay finite (at
+    most the largest float) and are never NaN: once a value reaches the cap,
+    the cap repeats.
 
     >>> from itertools import islice
     >>> from random import Random
