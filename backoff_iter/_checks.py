@@ -210,14 +210,35 @@ def factor(name: str, value: object, *, above_one: bool = False) -> float:
 
 
 def count(name: str, value: object, *, minimum: int = 0, most: int | None = None) -> int:
-    """A whole number (not a bool) of at least *minimum* (and at most *most*)."""
+    """A whole number (not a bool) of at least *minimum* (and at most *most*):
+    an ``int``, or what stands for one (``__index__``: a numpy integer).
+
+    >>> class Whole:  # as a numpy integer is
+    ...     def __index__(self):
+    ...         return 4
+    >>> count("sleeps", 3), count("sleeps", Whole())
+    (3, 4)
+    """
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(name, f"{name} must be a whole number, got {shown(value)}")
+        whole = None if isinstance(value, bool) else _index(value)
+        if whole is None:
+            raise ArgumentTypeError(name, f"{name} must be a whole number, got {shown(value)}")
+        value = whole
     if value < minimum:
         raise ArgumentValueError(name, f"{name} must be at least {minimum}, got {short(value)}")
     if most is not None and value > most:
         raise ArgumentValueError(name, f"{name} must be at most {most}, got {short(value)}")
     return value
+
+
+def _index(value: object) -> int | None:
+    """The int *value* stands for (``operator.index``), or None."""
+    import operator
+
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 def seed(name: str, value: object) -> int | None:

@@ -356,3 +356,14 @@ def test_next_sleep_of_factor_1_is_the_base_even_after_inf():
 def test_bad_arguments_name_the_parameter(call, error, name):
     """Each plan function rejects bad input, naming the parameter."""
     rejects(call, error, name)
+
+
+def test_a_count_may_be_a_numpy_integer_but_no_bool():
+    """elapsed_after(1, 2, numpy.int64(3)): a numpy integer is a whole number,
+    as numpy floats are numbers everywhere here (it was refused); numpy's bool
+    and Python's are not."""
+    import numpy  # (matplotlib's, of the test extra)
+
+    assert elapsed_after(1, 2, numpy.int64(3)) == elapsed_after(1, 2, 3) == 7.0
+    for bad in (numpy.bool_(True), True, 3.0):
+        rejects(lambda bad=bad: elapsed_after(1, 2, bad), TypeError, "sleeps")
