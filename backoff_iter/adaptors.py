@@ -19,6 +19,20 @@ from . import _checks, _jitter
 __all__ = ["capped", "elapsed", "jittered", "within"]
 
 
+def _given(delays: Iterable[float]) -> Iterator[float]:
+    """An iterator of *delays*; a list or tuple, given whole, is checked at
+    once (as the drivers check one), not when the bad delay comes up.
+
+    >>> _given([1, -1])
+    Traceback (most recent call last):
+    ...
+    backoff_iter.ArgumentValueError: delays must give non-negative numbers of seconds, got -1
+    """
+    if isinstance(delays, (list, tuple)):
+        _checks.listed("delays", delays)
+    return _checks.iterable("delays", delays)
+
+
 def capped(delays: Iterable[float], cap: float) -> Iterator[float]:
     """Each delay, but never more than *cap*: ``min(cap, d)``.
 
@@ -27,7 +41,7 @@ def capped(delays: Iterable[float], cap: float) -> Iterator[float]:
     """
     cap = _checks.seconds("cap", cap, infinite=True)
     # min(cap, d) keeps the first argument, the cap, on ties.
-    return map(min, repeat(cap), map(_seconds, _checks.iterable("delays", delays)))
+    return map(min, repeat(cap), map(_seconds, _given(delays)))
 
 
 def jittered(
@@ -46,7 +60,7 @@ def jittered(
     >>> all(5 <= d <= 10 for d in jittered([10] * 100, "equal"))
     True
     """
-    delays = map(_seconds, _checks.iterable("delays", delays))
+    delays = map(_seconds, _given(delays))
     if kind == "full":
         return _jitter.full(delays, _jitter.random_source(rng))
     if kind == "equal":
@@ -73,7 +87,7 @@ def within(delays: Iterable[float], total: float) -> Iterator[float]:
     [3, 3, 3]
     """
     total = _checks.seconds("total", total, infinite=True)
-    return _within(_checks.iterable("delays", delays), total)
+    return _within(_given(delays), total)
 
 
 def _within(delays: Iterator[float], total: float) -> Iterator[float]:
@@ -93,7 +107,7 @@ def elapsed(delays: Iterable[float]) -> Iterator[float]:
     >>> list(islice(elapsed(exponential(1)), 5))
     [1.0, 3.0, 7.0, 15.0, 31.0]
     """
-    return accumulate(map(_seconds, _checks.iterable("delays", delays)), _add)
+    return accumulate(map(_seconds, _given(delays)), _add)
 
 
 def _add(total: float, delay: float) -> float:

@@ -263,3 +263,22 @@ def test_elapsed_past_the_largest_float_in_whole_numbers_then_a_float_is_inf():
     big = int(sys.float_info.max)
     assert list(elapsed([big, big, 0.5, 1])) == [big, 2 * big, math.inf, math.inf]
     assert list(elapsed([big, big, math.inf])) == [big, 2 * big, math.inf]
+
+
+@pytest.mark.parametrize(
+    "adaptor",
+    [
+        lambda delays: capped(delays, 4),
+        lambda delays: jittered(delays, rng=Random(1)),
+        lambda delays: within(delays, 10),
+        elapsed,
+    ],
+    ids=["capped", "jittered", "within", "elapsed"],
+)
+def test_a_list_given_whole_is_checked_as_the_adaptor_is_made(adaptor):
+    """capped([1, -1], 4) and the others: a list (or tuple) with a bad delay is
+    refused when the adaptor is made, as the drivers refuse one; it was refused
+    only when the bad delay came up, items later."""
+    rejects(lambda: adaptor([1, -1]), ValueError, "delays", "-1")
+    rejects(lambda: adaptor((1, "2")), TypeError, "delays", "'2'")
+    assert list(adaptor([1, 2]))  # a good one is taken as it is
