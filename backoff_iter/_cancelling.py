@@ -85,13 +85,19 @@ def no_retry_if_cancelled(task: Any, baseline: int, exc: BaseException | None) -
     raise asyncio.CancelledError("the task is being cancelled: no retry")
 
 
+class TrioCancelling(BaseException):
+    """Raised by the decision (sync) when the task's trio cancel scope is
+    cancelled: the async step awaits trio's own ``Cancelled`` in its place,
+    which ends the call as asyncio's ``CancelledError`` does there."""
+
+
 def cancelled_under_trio() -> bool:
     """Whether this task runs under trio with its cancel scope cancelled: its
     next checkpoint raises ``Cancelled`` (trio's effective deadline is then
     minus infinity).  An attempt that failed so - its code turned the
-    cancellation into an ordinary error - is no answer of the dependency,
-    and the parts hear nothing of it, as under asyncio, where
-    :func:`no_retry_if_cancelled` ends the call before they would."""
+    cancellation into an ordinary error - is no answer of the dependency:
+    the call ends with the cancellation (:class:`TrioCancelling`), the parts
+    told nothing, as :func:`no_retry_if_cancelled` ends it under asyncio."""
     trio = sys.modules.get("trio")
     return (
         trio is not None

@@ -300,7 +300,7 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
     if isinstance(delays, int) and not isinstance(delays, bool):  # "retry 5 times"
         raise ArgumentTypeError(
             name,
-            f"{name} must be delays (a list of seconds, or a function returning them), got"
+            f"{name} must be an iterable of seconds (or a function returning one), got"
             f" {shown(delays)}: for at most {shown(delays)} retries, bound a schedule, as in"
             f" lambda: islice(full_jitter(0.1, cap=5), {shown(delays)})",
         )

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 from . import _checks, _sleeping, instrument
 from ._attempt import _DONE, _NEXT, _NO_RESULT, _READY, _RUNNING, Attempt
 from ._cancelling import (
+    TrioCancelling,
     cancellations,
     cancelled_under_trio,
     no_retry_if_cancelled,
@@ -495,7 +496,15 @@ class Call:
         observed = self.plan.observed  # a hook is handed the attempts (before_sleep, give_up)
         if attempt is None and observed:  # @retry's first try, for the hooks
             attempt = Attempt(self, 1, 0.0, 0.0)
-        delay = self.decide(attempt, exc, result, judged)
+        try:
+            delay = self.decide(attempt, exc, result, judged)
+        except TrioCancelling:  # the task's trio scope is cancelled: its Cancelled ends the call
+            try:
+                await no_retry_if_cancelled_under_trio()
+            except BaseException as cancelled:
+                self._broken(cancelled)  # as asyncio's CancelledError out of decide
+                raise
+            return await self.asettle(attempt, exc, result, judged)  # no longer: decided anew
         if delay is None:
             return False
         told = False  # the hooks heard of the retry (then an error ends the attempt after it)
@@ -772,13 +781,12 @@ class Call:
         kind = FAILURE
         told = False  # the parts heard of the attempt
         try:  # what breaks from here ends the call: its hooks hear of it
-            if self.in_async and self._task is not None:  # (3.11+) is the task being cancelled?
-                self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
-            # (under trio the cancellation comes at asettle's checkpoint: the parts hear
-            # nothing of the attempt first, as under asyncio)
-            if plan.tells and not (
-                self.in_async and "trio" in sys.modules and cancelled_under_trio()
-            ):
+            if self.in_async:  # is the task being cancelled?
+                if self._task is not None:  # asyncio's requests, counted (3.11+)
+                    self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
+                elif "trio" in sys.modules and cancelled_under_trio():  # trio's scope
+                    raise TrioCancelling  # (asettle raises trio's Cancelled in its place)
+            if plan.tells:
                 if policy.throttled is not None and policy.throttled(outcome):
                     kind = THROTTLE
                 told = True
@@ -814,6 +822,8 @@ class Call:
             if delay is _END and asked:  # paid for, but no retry: a jittered draw too long
                 self._drop()  # to sleep, or the hint or the deadline leaves none
         except BaseException as error:  # the schedule, a delay, a callback or a part broke
+            if error.__class__ is TrioCancelling:  # nothing asked or told yet: see asettle
+                raise
             if not told and plan.tells:
                 self._untold(error, outcome, kind)
             if asked:  # after the parts paid for the retry (a draw, a hook): it will not come

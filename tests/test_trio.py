@@ -542,25 +542,38 @@ def test_under_trio_no_retry_starts_once_the_callers_scope_is_cancelled(sleep):
     ]
 
 
+@pytest.mark.parametrize("retries", [3, 0], ids=["retries-left", "the-last-attempt"])
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_an_attempt_turning_its_cancellation_into_an_error_is_told_to_no_part_on_either_backend(
-    backend,
+    backend, retries
 ):
     """The caller's scope is cancelled while the attempt waits, and the attempt
     turns its cancellation into a ConnectionError ("socket closed"): no retry,
-    the cancellation ends the call, and no part hears a failure of the
-    dependency - under trio as under asyncio (trio's parts heard "failure")."""
+    the cancellation ends the call, no part hears a failure of the dependency
+    and the hooks hear the cancellation end it - under trio as under asyncio,
+    with retries left or none (trio's parts heard "failure", and on the last
+    attempt its hooks a give-up on the ConnectionError, which ended the call)."""
     if backend == "asyncio" and sys.version_info < (3, 11):
         pytest.skip("asyncio counts cancellation requests from 3.11 (Task.cancelling)")
     from backoff_iter.parts import Part
 
-    heard, ended, runs = [], [], []
+    heard, ended, runs, events = [], [], [], []
 
     class Tally(Part):
         def after_attempt(self, outcome, kind, number, spent):
             heard.append(kind)
 
-    @retry([0.0] * 3, on=ConnectionError, parts=[Tally()], sleep=lambda s: None)
+    def hook(event):
+        cancelled = isinstance(event.outcome, anyio.get_cancelled_exc_class())
+        events.append((event.kind, "cancelled" if cancelled else type(event.outcome).__name__))
+
+    @retry(
+        [0.0] * retries,
+        on=ConnectionError,
+        parts=[Tally()],
+        observe=[hook],
+        sleep=lambda s: None,
+    )
     async def fetch():
         runs.append(1)
         try:
@@ -582,7 +595,7 @@ def test_an_attempt_turning_its_cancellation_into_an_error_is_told_to_no_part_on
             group.cancel_scope.cancel()
 
     anyio.run(main, backend=backend)
-    assert (runs, ended, heard) == ([1], [True], [])
+    assert (runs, ended, heard, events) == ([1], [True], [], [("error", "cancelled")])
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
