@@ -146,19 +146,34 @@ def _expired_within(cancelled: BaseException) -> bool:
     task the attempt awaited (``gather``'s, ``ensure_future``'s), but the
     task's own error, its context, keeps it - or the caller's, if theirs came
     in the same pass (the message of the first link that has one tells).
-    One that comes later still, while that task cleans up, is lost to it (it
-    ends with the timer's), and the attempt is taken for timed out, as
-    ``async_timeout`` takes it on those Pythons."""
+    The task ran in frames of its own: a context raised in a frame of the
+    error itself is no message dropped but one handled there - the attempt
+    caught the timer's cancellation and was cancelled again as it cleaned
+    up, by its caller, whose cancellation goes through.  One that comes
+    while an awaited task cleans up is lost to it (it ends with the timer's),
+    and the attempt is taken for timed out, as ``async_timeout`` takes it on
+    those Pythons."""
     import asyncio
 
+    own = _frames(cancelled)
     link = cancelled.__context__
     for _ in range(_MOST_LINKS):
-        if not isinstance(link, asyncio.CancelledError):
+        if not isinstance(link, asyncio.CancelledError) or not own.isdisjoint(_frames(link)):
             return False
         if link.args:
             return link.args == (_EXPIRED,)
         link = link.__context__
     return False
+
+
+def _frames(error: BaseException) -> set[int]:
+    """The frames *error* went through (their ids)."""
+    frames = set()
+    trace = error.__traceback__
+    while trace is not None:
+        frames.add(id(trace.tb_frame))
+        trace = trace.tb_next
+    return frames
 
 
 class _TrioScope(_Scope):

@@ -702,7 +702,7 @@ def test_the_timer_of_pythons_without_asyncio_timeout_cuts_an_attempt_awaiting_a
     (gather, ensure_future) that the timer cuts is a TimeoutError - those
     Pythons drop the cancel message on the way out of a task, and the attempt
     came out as a bare CancelledError, never retried."""
-    from backoff_iter._timeouts import _LegacyAsyncioScope
+    from backoff_iter._timeouts import _EXPIRED, _LegacyAsyncioScope
 
     async def attempt(body):
         scope = _LegacyAsyncioScope(0.02)
@@ -733,6 +733,18 @@ def test_the_timer_of_pythons_without_asyncio_timeout_cuts_an_attempt_awaiting_a
         expired, exc = await attempt(in_a_task)
         await canceller
         assert expired is None and isinstance(exc, asyncio.CancelledError)
+
+        async def cleans_up_and_is_cancelled():  # the timer's caught, then the caller's
+            try:
+                await asyncio.sleep(HANG)
+            except asyncio.CancelledError:
+                task.cancel()  # the caller's, with no message, as the attempt cleans up
+                await asyncio.sleep(0)
+                raise
+
+        expired, exc = await attempt(cleans_up_and_is_cancelled)
+        assert expired is None and exc.args == ()  # the caller's goes through
+        assert exc.__context__.args == (_EXPIRED,)  # (the timer's, handled in the same frame)
 
         for message in ("the caller's", None):  # the timer's and the caller's in one pass
             scope = _LegacyAsyncioScope(HANG)
