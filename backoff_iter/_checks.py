@@ -220,7 +220,8 @@ def count(name: str, value: object, *, minimum: int = 0, most: int | None = None
     (3, 4)
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        whole = None if isinstance(value, bool) else _index(value)
+        boolean = isinstance(value, bool) or value.__class__.__name__ in ("bool_", "bool")
+        whole = None if boolean else _index(value)  # (numpy's bool: an index before numpy 2)
         if whole is None:
             raise ArgumentTypeError(name, f"{name} must be a whole number, got {shown(value)}")
         value = whole
@@ -297,11 +298,11 @@ def delays_factory(name: str, delays: object) -> tuple[Callable[[], Iterable[flo
         raise ArgumentTypeError(name, f"{name} must give numbers of seconds, got {shown(delays)}")
     if isinstance(delays, type):
         exception_classes(name, delays)
-    if isinstance(delays, int) and not isinstance(delays, bool):  # "retry 5 times"
+    if isinstance(delays, int) and not isinstance(delays, bool) and delays > 0:  # "5 times"
         raise ArgumentTypeError(
             name,
             f"{name} must be an iterable of seconds (or a function returning one), got"
-            f" {shown(delays)}: for at most {shown(delays)} retries, bound a schedule, as in"
+            f" {shown(delays)}: n delays give n more attempts, so bound a schedule, as in"
             f" lambda: islice(full_jitter(0.1, cap=5), {shown(delays)})",
         )
     if isinstance(delays, Iterator):  # an iterator that happens to be callable is still one-shot

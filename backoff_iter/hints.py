@@ -67,17 +67,24 @@ def sleep_for(delay: float, hint: float | None, beyond: float | None = None) -> 
     5.5
     >>> sleep_for(0.5, float("inf"), beyond=1e300)  # raised beyond any sleep: no next attempt
     inf
+    >>> sleep_for(1, 1e20)  # longer than any sleep: no next attempt either
+    inf
 
     Each argument is checked (a negative, NaN or non-number one is an
     ``ArgumentValueError``/``ArgumentTypeError`` naming it), as the retry
     paths checked theirs when their policy was made.
     """
-    delay = _checks.seconds("delay", delay, infinite=True)
+    delay = _long_as_endless(_checks.seconds("delay", delay, infinite=True))
     if hint is not None:
-        hint = _checks.seconds("hint", hint, infinite=True)
+        hint = _long_as_endless(_checks.seconds("hint", hint, infinite=True))
     if beyond is not None:
         beyond = _checks.seconds("beyond", beyond, infinite=True)
     return raised(delay, hint, beyond)
+
+
+def _long_as_endless(seconds: float) -> float:
+    """*seconds*, or ``inf`` when longer than any sleep (as a loop reads a delay)."""
+    return seconds if seconds <= _checks.LONGEST else math.inf
 
 
 def raised(delay: float, hint: float | None, beyond: float | None) -> float:

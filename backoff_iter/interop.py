@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from tenacity.stop import stop_base
     from tenacity.wait import wait_base
 
+    # The adapters as type checkers see them (at run time: __getattr__, on first use).
+    from ._botocore import botocore_retries as botocore_retries
+    from ._httpx import RetryTransport as RetryTransport
+    from ._urllib3 import Urllib3Retry as Urllib3Retry
+
 
 __all__ = [  # and the adapters of the peers installed: see _installed
     "backoff_wait_gen",

@@ -118,7 +118,8 @@ def simulate_once(
     (3, True)
     """
     study_strategy = _strategy(strategy)
-    _bounded(1, [_checks.count("clients", clients, minimum=1)], 1)
+    clients = _checks.count("clients", clients, minimum=1)  # (a numpy integer made an int)
+    _bounded(1, [clients], 1)
     base, cap = _base_and_cap(base, cap)
     if not isinstance(rng, random.Random):
         raise _checks.ArgumentTypeError(
@@ -346,12 +347,12 @@ def simulate(
         raise _checks.ArgumentValueError("strategies", "strategies must name at least one strategy")
     if not counts:
         raise _checks.ArgumentValueError("clients", "clients must name at least one count")
-    _checks.count("runs", runs, minimum=1)
+    runs = _checks.count("runs", runs, minimum=1)  # (a numpy integer's products wrap round)
     names, counts = list(dict.fromkeys(names)), list(dict.fromkeys(counts))  # each once
     _bounded(len(names), counts, runs)
     base, cap = _base_and_cap(base, cap)
     seed = _checks.seed("seed", seed)
-    _checks.count("jobs", jobs, minimum=1)
+    jobs = _checks.count("jobs", jobs, minimum=1)
     if progress is not None:
         _checks.function("progress", progress)
     cells = [(name, n) for name in names for n in counts]

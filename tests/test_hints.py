@@ -320,3 +320,5 @@ def test_the_public_clamps_check_what_they_are_given_naming_it():
     assert server_wait(30, maximum=math.inf) == 30.0
     assert sleep_for(1, 5, beyond=2) == 3.0
     assert sleep_for(0.5, 10**400, beyond=math.inf) == math.inf
+    assert sleep_for(1, 1e20) == sleep_for(1e20, None) == math.inf  # longer than any sleep
+    assert sleep_for(1, 1e5) == 1e5

@@ -165,10 +165,19 @@ def test_another_librarys_option_is_refused_saying_what_does_it_here(option, mea
 
 def test_a_count_given_for_the_delays_says_how_to_bound_a_schedule():
     """retry(5) or retrying(5), "retry five times": the error says how to ask
-    for at most 5 retries (it said "delays must be an iterable, got 5")."""
+    for at most 5 more attempts (it said "delays must be an iterable, got 5")."""
     for driver in (retrying, aretrying, retry):
-        rejects(lambda d=driver: d(5), TypeError, "delays", "at most 5 retries", "islice(")
-    rejects(lambda: retrying(True), TypeError, "delays", "True")  # no count
+        rejects(
+            lambda d=driver: d(5),
+            TypeError,
+            "delays",
+            "n more attempts",
+            "islice(full_jitter(0.1, cap=5), 5)",
+        )
+    for bad in (True, 0, -1):  # no count of attempts: no hint
+        with pytest.raises(TypeError, match="delays") as raised:
+            retrying(bad)
+        assert "more attempts" not in str(raised.value)
 
 
 @pytest.mark.parametrize(

@@ -541,3 +541,23 @@ def test_a_second_ctrl_c_while_the_workers_are_stopped_cannot_leave_the_pool_han
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=40)
     assert (done.returncode, done.stdout, done.stderr) == (0, "interrupted\n", "")
+
+
+def test_a_numpy_count_is_bounded_as_an_int_is():
+    """runs=numpy.int64(2**62): taken as the int it stands for, so the study's
+    bound refuses it (its cost, multiplied in numpy's 64 bits, wrapped round
+    and passed); a numpy count of clients runs as the int."""
+    import numpy  # (matplotlib's, of the test extra)
+
+    def ran(done, total):  # the study began: its bound let it through
+        raise AssertionError(f"{total} runs began")
+
+    rejects(
+        lambda: simulate(["full_jitter"], clients=[2], runs=numpy.int64(2**62), progress=ran),
+        ValueError,
+        "runs",
+    )
+    rng = random.Random(0)
+    assert simulate_once("full_jitter", numpy.int64(3), rng) == simulate_once(
+        "full_jitter", 3, random.Random(0)
+    )

@@ -336,8 +336,22 @@ stream_items: list[int] = list(streamed())
 
 import backoff  # noqa: E402
 import tenacity  # noqa: E402
+from typing_extensions import assert_type  # noqa: E402
 
-from backoff_iter.interop import backoff_wait_gen, tenacity_schedule, tenacity_wait  # noqa: E402
+from backoff_iter._httpx import RetryTransport as HttpxRetryTransport  # noqa: E402
+from backoff_iter._urllib3 import Urllib3Retry as Urllib3RetryItself  # noqa: E402
+from backoff_iter.interop import (  # noqa: E402
+    RetryTransport,
+    Urllib3Retry,
+    backoff_wait_gen,
+    tenacity_schedule,
+    tenacity_wait,
+)
+
+# The lazily imported adapters keep their own types for a type checker, not the
+# Any of the module's __getattr__ (asserted against the classes where they live).
+assert_type(RetryTransport(delays=[0.1], statuses=[503]), HttpxRetryTransport)
+assert_type(Urllib3Retry(total=3, delays=[0.1]), Urllib3RetryItself)
 
 
 @backoff.on_exception(backoff_wait_gen([0.1, 0.2]), OSError, jitter=None)
