@@ -509,8 +509,6 @@ class Call:
             return False
         told = False  # the hooks heard of the retry (then an error ends the attempt after it)
         try:  # from here to the end of the sleep, what ends the call gives the retry back
-            if "trio" in sys.modules:  # (asyncio's requests: counted in decide)
-                await no_retry_if_cancelled_under_trio()
             hook = self.policy.before_sleep if observed else None
             if hook is not None:
                 outcome = result if exc is None else exc

@@ -237,12 +237,14 @@ def test_adaptors_read_odd_delays_as_the_drivers_do():
     assert list(elapsed([1.0, Fraction(1, 2), huge, 1.0])) == [1.0, 1.5, math.inf, math.inf]
     odd = [(math.nan, ValueError), (-1.0, ValueError), (-1, ValueError), ("1", TypeError)]
     for adaptor in (lambda d: within(d, 5.0), jittered, elapsed):
-        for bad, error in [*odd, (None, TypeError)]:
+        for bad, error in [*odd, (None, TypeError)]:  # (a list, checked whole, and as it comes)
             delays = [1.0, bad, 100.0, 100.0]
             rejects(lambda a=adaptor, d=delays: list(a(d)), error, "delays")
+            rejects(lambda a=adaptor, d=delays: list(a(iter(d))), error, "delays")
     assert list(capped([1, Decimal("5"), Fraction(1, 2), huge], 4)) == [1, 4.0, 0.5, 4.0]
     for bad, error in odd:  # capped read none of its delays: a NaN became the cap
         rejects(lambda b=bad: list(capped([1.0, b], 4.0)), error, "delays")
+        rejects(lambda b=bad: list(capped(iter([1.0, b]), 4.0)), error, "delays")
 
 
 def test_a_whole_number_of_seconds_within_floats_is_kept_whatever_its_size():
