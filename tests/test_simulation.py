@@ -540,7 +540,8 @@ def test_a_second_ctrl_c_while_the_workers_are_stopped_cannot_leave_the_pool_han
         "    print('interrupted')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=40)
-    assert (done.returncode, done.stdout, done.stderr) == (0, "interrupted\n", "")
+    assert (done.returncode, done.stdout) == (0, "interrupted\n"), done.stderr
+    assert "Traceback" not in done.stderr, done.stderr  # (coverage may warn there in CI)
 
 
 def test_a_numpy_count_is_bounded_as_an_int_is():
