@@ -82,8 +82,13 @@ def number(name: str, value: object, *, endless: bool = False) -> float:
         raise unconvertible(name, value, error, "be a real number") from error
 
 
+def is_boolean(value: object) -> bool:
+    """A bool, Python's or numpy's (``numpy.bool_``: no subclass of ``bool``)."""
+    return isinstance(value, bool) or value.__class__.__name__ in ("bool_", "bool")
+
+
 def is_real(value: object) -> bool:
-    if isinstance(value, bool) or value.__class__.__name__ in ("bool_", "bool"):
+    if is_boolean(value):
         return False  # True is not 1 second; numpy.bool_ is no number either
     if isinstance(value, Real):
         return True
@@ -132,7 +137,13 @@ def wait(name: str, value: object) -> float:
         raise ArgumentValueError(
             name, f"{name} must give non-negative numbers of seconds, got {short(value)}"
         )
-    return result + 0.0 if result <= LONGEST else math.inf  # (-0.0 as 0.0)
+    return sleepable(result + 0.0)  # (-0.0 as 0.0)
+
+
+def sleepable(seconds: float) -> float:
+    """*seconds*, or ``inf`` when longer than any sleep (:data:`LONGEST`): no
+    next attempt, as a loop reads such a wait."""
+    return seconds if seconds <= LONGEST else math.inf
 
 
 def unconvertible(name: str, value: object, error: Exception, wanted: str) -> ArgumentTypeError:
@@ -220,8 +231,7 @@ def count(name: str, value: object, *, minimum: int = 0, most: int | None = None
     (3, 4)
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        boolean = isinstance(value, bool) or value.__class__.__name__ in ("bool_", "bool")
-        whole = None if boolean else _index(value)  # (numpy's bool: an index before numpy 2)
+        whole = None if is_boolean(value) else _index(value)  # (numpy's: an index before 2.0)
         if whole is None:
             raise ArgumentTypeError(name, f"{name} must be a whole number, got {shown(value)}")
         value = whole

@@ -782,7 +782,7 @@ class Call:
             if self.in_async:  # is the task being cancelled?
                 if self._task is not None:  # asyncio's requests, counted (3.11+)
                     self._cancelling = no_retry_if_cancelled(self._task, self._cancelling, exc)
-                elif "trio" in sys.modules and cancelled_under_trio():  # trio's scope
+                elif cancelled_under_trio():  # trio's scope
                     raise TrioCancelling  # (asettle raises trio's Cancelled in its place)
             if plan.tells:
                 if policy.throttled is not None and policy.throttled(outcome):

@@ -74,17 +74,12 @@ def sleep_for(delay: float, hint: float | None, beyond: float | None = None) -> 
     ``ArgumentValueError``/``ArgumentTypeError`` naming it), as the retry
     paths checked theirs when their policy was made.
     """
-    delay = _long_as_endless(_checks.seconds("delay", delay, infinite=True))
+    delay = _checks.sleepable(_checks.seconds("delay", delay, infinite=True))
     if hint is not None:
-        hint = _long_as_endless(_checks.seconds("hint", hint, infinite=True))
+        hint = _checks.sleepable(_checks.seconds("hint", hint, infinite=True))
     if beyond is not None:
         beyond = _checks.seconds("beyond", beyond, infinite=True)
     return raised(delay, hint, beyond)
-
-
-def _long_as_endless(seconds: float) -> float:
-    """*seconds*, or ``inf`` when longer than any sleep (as a loop reads a delay)."""
-    return seconds if seconds <= _checks.LONGEST else math.inf
 
 
 def raised(delay: float, hint: float | None, beyond: float | None) -> float:
@@ -93,7 +88,7 @@ def raised(delay: float, hint: float | None, beyond: float | None) -> float:
         return delay
     if beyond is not None and hint > delay + beyond:
         raised = delay + beyond
-        return raised if raised <= _checks.LONGEST else math.inf  # too long to sleep
+        return _checks.sleepable(raised)  # inf when too long to sleep
     return hint
 
 

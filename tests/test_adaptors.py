@@ -284,3 +284,12 @@ def test_a_list_given_whole_is_checked_as_the_adaptor_is_made(adaptor):
     rejects(lambda: adaptor([1, -1]), ValueError, "delays", "-1")
     rejects(lambda: adaptor((1, "2")), TypeError, "delays", "'2'")
     assert list(adaptor([1, 2]))  # a good one is taken as it is
+
+
+def test_a_negative_zero_of_another_kind_is_read_as_zero():
+    """Decimal("-0") reads as 0.0, with its sign: an adaptor
+    yields 0.0, as for the float -0.0 (it yielded -0.0, a sleep printed "-0.0")."""
+    from decimal import Decimal
+
+    for made in (list(capped([Decimal("-0")], 4)), list(elapsed([Decimal("-0")]))):
+        assert made == [0.0] and math.copysign(1.0, made[0]) == 1.0
