@@ -1559,6 +1559,17 @@ def test_help_lists_each_command_and_the_exit_statuses(cli):
     assert "seconds" in cli("show", "--help").out
 
 
+def test_each_commands_exit_statuses_name_a_picture_only_where_it_draws_one(cli):
+    """A command's --help says what its status 1 means: a picture that
+    could not be written only where the command draws one (--plot)."""
+    for command in ("show", "plan", "simulate", "overload"):
+        text = " ".join(cli(command, "--help").out.split())
+        draws = "--plot" in text
+        assert draws == (command != "plan")
+        assert ("1 the output or a picture could not be written" in text) == draws, command
+        assert ("1 the output could not be written" in text) == (not draws), command
+
+
 @pytest.mark.parametrize("width", ["60", "80", "100"])
 def test_help_never_breaks_a_name_across_lines(cli, monkeypatch, width):
     """Each command's help wraps between words: every name it lists (a strategy, a

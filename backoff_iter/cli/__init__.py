@@ -41,10 +41,16 @@ __all__ = ["main"]
 COMMANDS = {"show": "_show", "plan": "_plan", "simulate": "_simulate", "overload": "_overload"}
 
 DESCRIPTION = "Backoff schedules as iterables: show one, plan one, or simulate clients using them."
-EXIT_STATUS = (
-    "exit status: 0 success, 1 the output or a picture could not be written,"
-    " 2 bad usage, 130 interrupted (Ctrl-C); a reader that goes away (| head) ends it quietly"
-)
+
+
+def exit_status(draws: bool = True) -> str:
+    """The exit statuses, as a help's last lines say them: status 1 names a
+    picture only for what *draws* one (the top level, a command with ``--plot``)."""
+    unwritten = "the output or a picture" if draws else "the output"
+    return (
+        f"exit status: 0 success, 1 {unwritten} could not be written, 2 bad usage,"
+        " 130 interrupted (Ctrl-C); a reader that goes away (| head) ends it quietly"
+    )
 
 
 def parser(only: str | None = None, prog: str = PROG) -> Parser:
@@ -54,7 +60,7 @@ def parser(only: str | None = None, prog: str = PROG) -> Parser:
     lists them in its errors) but their modules are not imported.  *prog*:
     how the usage names the command line.
     """
-    top = Parser(prog=prog, description=DESCRIPTION, epilog=EXIT_STATUS)
+    top = Parser(prog=prog, description=DESCRIPTION, epilog=exit_status())
     top.add_argument("--version", action="version", version=f"backoff_iter {__version__}")
     commands = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name, module in COMMANDS.items():
@@ -62,11 +68,11 @@ def parser(only: str | None = None, prog: str = PROG) -> Parser:
             commands.add_parser(name)  # not the one that runs
             continue
         command = import_module(f".{module}", __name__)
-        sub = commands.add_parser(
-            name, help=command.SUMMARY, description=command.SUMMARY, epilog=EXIT_STATUS
-        )
+        sub = commands.add_parser(name, help=command.SUMMARY, description=command.SUMMARY)
         sub.set_defaults(run=command.run, prints=command.prints, parser=sub)
         command.add(sub)
+        # (argparse names no public way to ask a parser for an option it has)
+        sub.epilog = exit_status(draws="--plot" in sub._option_string_actions)
     return top
 
 
