@@ -12,7 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from numbers import Real
-from types import FunctionType, MethodType
+from types import FrameType, FunctionType, MethodType
 from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
@@ -567,3 +567,21 @@ def takes(function: object, count: int, awaited: bool = True) -> bool:
     if most - len(function.__defaults__ or ()) > count:
         return False
     return code.co_kwonlyargcount <= len(function.__kwdefaults__ or ())
+
+
+def outside_the_library() -> int:
+    """The *stacklevel* of a warning given by the caller of the caller: the
+    first frame outside this package - the user's loop, the call or the await
+    of a decorated function; the event loop's or the thread's own frame for a
+    task or a thread started on one - so that the warning names the user's
+    line; 2 if every frame is the library's."""
+    frame: FrameType | None = sys._getframe(1)  # the frame that warns: level 1
+    level = 1
+    while frame is not None:
+        module = frame.f_globals.get("__name__")
+        if not isinstance(module, str) or (
+            module != __package__ and not module.startswith(f"{__package__}.")
+        ):
+            return level
+        frame, level = frame.f_back, level + 1
+    return 2

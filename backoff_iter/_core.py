@@ -24,7 +24,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
@@ -47,8 +46,6 @@ from .schedules import END as _PICKED_END
 from .schedules import Deferred
 
 if TYPE_CHECKING:
-    from types import FrameType
-
     from .parts import Drops
 
 __all__ = ["Call", "begin"]
@@ -165,24 +162,6 @@ def dropped(drops: Drops, passed: int) -> None:
     for drop in reversed(drops[:passed]):
         if drop is not None:
             drop(0.0)
-
-
-def _outside_the_library() -> int:
-    """The *stacklevel* of a warning given by the caller of the caller: the
-    first frame outside this package - the user's loop, the call or the await
-    of a decorated function; the event loop's or the thread's own frame for a
-    task or a thread started on one - so that the warning names the user's
-    line; 2 if every frame is the library's."""
-    frame: FrameType | None = sys._getframe(1)  # the frame that warns: level 1
-    level = 1
-    while frame is not None:
-        module = frame.f_globals.get("__name__")
-        if not isinstance(module, str) or (
-            module != __package__ and not module.startswith(f"{__package__}.")
-        ):
-            return level
-        frame, level = frame.f_back, level + 1
-    return 2
 
 
 def _no_room(outcome: Any, kind: str) -> Any:
@@ -923,7 +902,7 @@ class Call:
             " delays may never end.  Bound them: islice(delays, n) for at most n"
             " retries, within(delays, seconds) for a total sleep, or deadline=seconds",
             RuntimeWarning,
-            stacklevel=_outside_the_library(),
+            stacklevel=_checks.outside_the_library(),
         )
 
     def _limit(self, delay: float, outcome: Any, kind: str, asked: bool) -> tuple[float, str]:

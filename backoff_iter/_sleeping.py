@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -28,10 +29,33 @@ def sleep(function: Callable[[float], Any] | None, delay: float) -> bool:
     if recorders and _recorded(delay):
         return True
     # (None, not any falsy function: a callable that is falsy is still the sleep)
-    result = (time.sleep if function is None else function)(delay)
+    if function is None:
+        if delay > 0.0:
+            _warn_if_blocking(delay)
+        time.sleep(delay)
+        return False
+    result = function(delay)
     if result is not None:
         refuse_awaitable(result, function, "sleep")
     return False
+
+
+def _warn_if_blocking(delay: float) -> None:
+    """Warn that a sync loop's time.sleep of *delay* stops the event loop
+    running in this thread, and every task of it: ``retrying`` (or a sync
+    function under ``@retry``) in an ``async def``, where ``aretrying`` (an
+    async function) was meant.  Nothing to say in a thread of its own
+    (``run_in_executor``, ``to_thread``): no event loop runs there."""
+    library = running_library()
+    if library is not None:
+        warnings.warn(
+            f"a sync retry loop sleeps {delay:g} s with time.sleep, which blocks the"
+            f" {library} event loop running it (every task stops): use aretrying"
+            " (async for) or @retry on an async function in async code, or pass"
+            " sleep= to say how to wait",
+            RuntimeWarning,
+            stacklevel=_checks.outside_the_library(),
+        )
 
 
 def _recorded(delay: float) -> bool:

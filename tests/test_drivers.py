@@ -14,6 +14,7 @@ import warnings
 from decimal import Decimal
 from fractions import Fraction
 from itertools import islice
+from typing import Any
 
 import pytest
 from checks import in_threads, rejects
@@ -27,6 +28,7 @@ from backoff_iter import (
     TokenBucket,
     _checks,
     aretrying,
+    attempts,
     capped,
     constant,
     exponential,
@@ -5727,3 +5729,74 @@ def test_a_loop_body_that_returns_without_a_result_tells_the_parts_none(run, fai
     )
     assert heard == [(FAILURE, error)] * failures + [(SUCCESS, None)]
     assert [(e.kind, e.outcome) for e in events][-1] == ("success", None)
+
+
+# -- a sync loop sleeping inside a running event loop ------------------------------------------
+
+
+def _retried_once_in_a_sync_loop(form: str) -> Any:
+    """A sync loop (``retrying``, ``@retry`` or ``attempts``) that fails once
+    and sleeps 0.5 s with the default sleep; what the form returns."""
+    if form == "loop":
+        for attempt in retrying([0.5], on=OSError):
+            with attempt:
+                if attempt.number == 1:
+                    raise OSError("reset")
+                return attempt.number
+    if form == "attempts":
+        for number in attempts([0.5]):
+            if number == 2:
+                return number
+        raise AssertionError
+    operation = Operation([OSError()])
+    retry([0.5], on=OSError)(operation)()
+    return operation.calls
+
+
+@pytest.mark.parametrize("form", ["loop", "decorator", "attempts"])
+def test_a_sync_loop_sleeping_in_a_running_event_loop_warns_that_it_blocks_it(form, monkeypatch):
+    """``retrying`` where ``aretrying`` was meant - in an ``async def`` - sleeps
+    with time.sleep and stops every task of the event loop meanwhile: it
+    warns, naming the user's line, and sleeps as asked (as it did)."""
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)  # (looked up at each sleep)
+
+    async def main() -> Any:
+        return _retried_once_in_a_sync_loop(form)
+
+    with pytest.warns(RuntimeWarning, match="blocks the asyncio event loop") as caught:
+        asyncio.run(main())
+    assert slept == [0.5]
+    assert [w.filename for w in caught] == [__file__]
+    assert "aretrying" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("form", ["loop", "decorator", "attempts"])
+def test_a_sync_loop_sleeping_outside_an_event_loop_or_as_told_warns_of_nothing(form, monkeypatch):
+    """No warning where nothing is blocked: no event loop running, a worker
+    thread of one (run_in_executor), a sleep= of the user's, a delay of 0."""
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+
+    async def in_a_thread() -> Any:
+        return await asyncio.get_running_loop().run_in_executor(
+            None, _retried_once_in_a_sync_loop, form
+        )
+
+    async def told_how_to_sleep() -> list[float]:
+        mine: list[float] = []
+        for attempt in retrying([0.5], on=OSError, sleep=mine.append):
+            with attempt:
+                if attempt.number == 1:
+                    raise OSError("reset")
+        for number in attempts([0.0, 0.0]):
+            if number == 3:
+                break
+        return mine
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _retried_once_in_a_sync_loop(form) == 2
+        assert asyncio.run(in_a_thread()) == 2
+        assert asyncio.run(told_how_to_sleep()) == [0.5]
+    assert slept == [0.5, 0.5, 0.0, 0.0]

@@ -621,3 +621,22 @@ def test_with_trio_imported_the_parts_hear_each_failure_on_either_backend(backen
 
     assert anyio.run(main, backend=backend) == "ok"
     assert heard == ["failure", "success"]
+
+
+def test_a_sync_loop_sleeping_under_trio_warns_that_it_blocks_trios_event_loop(monkeypatch):
+    """``retrying`` in an ``async def`` run by trio sleeps with time.sleep and
+    stops every trio task meanwhile: it warns so, naming the user's line."""
+    import time
+
+    from test_drivers import _retried_once_in_a_sync_loop
+
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+
+    async def main() -> object:
+        return _retried_once_in_a_sync_loop("loop")
+
+    with pytest.warns(RuntimeWarning, match="blocks the trio event loop") as caught:
+        assert run_trio(main)[0] == 2
+    assert slept == [0.5]
+    assert len(caught) == 1
