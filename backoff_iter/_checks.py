@@ -585,3 +585,25 @@ def outside_the_library() -> int:
             return level
         frame, level = frame.f_back, level + 1
     return 2
+
+
+def contexts(error: BaseException, most: int) -> Iterator[BaseException]:
+    """The first *most* links of *error*'s context chain: the exception
+    being handled when it was raised (``__context__``), then that one's...
+    Bounded: a chain may go round (an exception raised again while handled).
+
+    >>> try:
+    ...     try:
+    ...         raise KeyError("id")
+    ...     except KeyError:
+    ...         raise OSError("reset")
+    ... except OSError as error:
+    ...     [type(link).__name__ for link in contexts(error, 8)]
+    ['KeyError']
+    """
+    link = error.__context__
+    for _ in range(most):
+        if link is None:
+            return
+        yield link
+        link = link.__context__

@@ -290,14 +290,10 @@ def _raised_closing(failure: BaseException) -> bool:
     >>> _raised_closing(wrapped), _raised_closing(ConnectionError("its own"))
     (True, False)
     """
-    context = failure.__context__
-    for _ in range(_MOST_CONTEXTS):
-        if context is None:
-            return False
-        if issubclass(type(context), GeneratorExit):
-            return True
-        context = context.__context__
-    return False
+    return any(
+        issubclass(type(context), GeneratorExit)
+        for context in _checks.contexts(failure, _MOST_CONTEXTS)
+    )
 
 
 def _lets_out(failure: BaseException, thrown: BaseException) -> bool:

@@ -156,13 +156,11 @@ def _expired_within(cancelled: BaseException) -> bool:
     import asyncio
 
     own = _frames(cancelled)
-    link = cancelled.__context__
-    for _ in range(_MOST_LINKS):
+    for link in _checks.contexts(cancelled, _MOST_LINKS):
         if not isinstance(link, asyncio.CancelledError) or not own.isdisjoint(_frames(link)):
             return False
         if link.args:
             return link.args == (_EXPIRED,)
-        link = link.__context__
     return False
 
 

@@ -719,8 +719,11 @@ def test_the_timer_of_pythons_without_asyncio_timeout_cuts_an_attempt_awaiting_a
     async def in_a_task():
         await asyncio.ensure_future(asyncio.sleep(HANG))
 
+    async def in_tasks_within_tasks():  # the message two tasks down the context chain
+        await asyncio.ensure_future(gathered())
+
     async def main():
-        for body in (gathered, in_a_task):
+        for body in (gathered, in_a_task, in_tasks_within_tasks):
             expired, exc = await attempt(body)
             assert isinstance(expired, TimeoutError), body.__name__
             assert isinstance(exc, asyncio.CancelledError), body.__name__
