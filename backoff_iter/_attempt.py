@@ -119,10 +119,15 @@ class Attempt:
         call = self._call
         if call.state != _RUNNING or call.number != self.number:
             return call.misuse(self, "with", exc)
-        if exc is None and call.quiet:  # a success nobody needs told of
-            call.state = _DONE
+        if exc is None:
+            if call.quiet:  # a success nobody needs told of
+                call.state = _DONE
+            elif call.policy.on_result is None:  # nothing to decide: told at once
+                call.succeeded(self._result)
+            else:
+                return call.settle(self, None, self._result)
             return False
-        if exc is not None and exc is self._bug:
+        if exc is self._bug:
             return call.stop(exc)
         return call.settle(self, exc, self._result)
 
@@ -163,6 +168,9 @@ class Attempt:
             self._scope = None
             if expired is not None:
                 exc = expired
+        if exc is None and call.policy.on_result is None:  # nothing to decide: told at once
+            call.succeeded(self._result)
+            return False
         if exc is not None and exc is self._bug:
             return call.stop(exc)
         if await call.asettle(self, exc, self._result):

@@ -741,19 +741,7 @@ class Call:
         elif policy.on_result is not None and (judged or self.rejects(result)):
             outcome = result
         else:
-            self.last = None  # the call is over: it keeps no failure (nor its frames)
-            if result is _NO_RESULT:  # a loop body that returned handed over no result
-                result = None
-            try:  # (a part that raises ends the call: its hooks hear that error)
-                if self.took and plan.shares is not None:  # a part hears what it took
-                    self.tell_parts(result, SUCCESS, self.number)
-                elif plan.afters:  # (nobody took anything: one call fewer; none for no part)
-                    tell_each(plan.afters, result, SUCCESS, self.number)
-            except BaseException as error:
-                self._broken(error)
-                raise
-            if self._hooks:
-                self.emit("success", result, self.number)
+            self.succeeded(result)
             return None
         kind = FAILURE
         told = False  # the parts heard of the attempt
@@ -815,6 +803,28 @@ class Call:
         self.delay = delay
         self.state = _NEXT
         return delay
+
+    def succeeded(self, result: Any) -> None:
+        """The current attempt succeeded with *result* (``_NO_RESULT``: a
+        loop's body handed over none), and no ``on_result`` judges it: the
+        call is over.  Its parts hear of the success, then its hooks; a part
+        that raises ends the call with its error, which the hooks hear
+        instead.  (A loop's attempt tells it here at once, past ``settle``.)"""
+        self.state = _DONE
+        self.last = None  # the call is over: it keeps no failure (nor its frames)
+        if result is _NO_RESULT:  # a loop body that returned handed over no result
+            result = None
+        plan = self.plan
+        try:  # (a part that raises ends the call: its hooks hear that error)
+            if self.took and plan.shares is not None:  # a part hears what it took
+                self.tell_parts(result, SUCCESS, self.number)
+            elif plan.afters:  # (nobody took anything: one call fewer; none for no part)
+                tell_each(plan.afters, result, SUCCESS, self.number)
+        except BaseException as error:
+            self._broken(error)
+            raise
+        if self._hooks:
+            self.emit("success", result, self.number)
 
     def _untold(self, error: BaseException, outcome: Any, kind: str) -> None:
         """The decision broke on *error* (``throttled`` raised) before the
