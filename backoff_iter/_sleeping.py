@@ -22,16 +22,21 @@ from . import _checks
 recorders: list[list[float]] = []
 
 
-def sleep(function: Callable[[float], Any] | None, delay: float) -> bool:
+def sleep(
+    function: Callable[[float], Any] | None, delay: float, blocking: tuple[str, str] | None = None
+) -> bool:
     """Sleep *delay* with *function* (``time.sleep`` when None, looked up now,
     so a test that patches it is obeyed), or record it under ``no_sleep``:
-    True then (no time passed: a call counts it as passed, see ``Call.settle``)."""
+    True then (no time passed: a call counts it as passed, see ``Call.settle``).
+    *blocking*: what sleeps and its async form, for the warning when
+    ``time.sleep`` would stop a running event loop (:data:`RETRY_LOOP`,
+    :data:`RATE_LIMITER`); None (an HTTP client's retry): no warning."""
     if recorders and _recorded(delay):
         return True
     # (None, not any falsy function: a callable that is falsy is still the sleep)
     if function is None:
-        if delay > 0.0:
-            _warn_if_blocking(delay)
+        if blocking is not None and delay > 0.0:
+            _warn_if_blocking(*blocking)
         time.sleep(delay)
         return False
     result = function(delay)
@@ -40,22 +45,56 @@ def sleep(function: Callable[[float], Any] | None, delay: float) -> bool:
     return False
 
 
-def _warn_if_blocking(delay: float) -> None:
-    """Warn that a sync loop's time.sleep of *delay* stops the event loop
-    running in this thread, and every task of it: ``retrying`` (or a sync
-    function under ``@retry``) in an ``async def``, where ``aretrying`` (an
-    async function) was meant.  Nothing to say in a thread of its own
-    (``run_in_executor``, ``to_thread``): no event loop runs there."""
+#: What sleeps, and what to use in async code instead: the library's sync
+#: loops (``retrying``, ``@retry`` on a plain function, ``attempts``) ...
+RETRY_LOOP = ("retry loop", "aretrying (async for), or @retry on an async function")
+#: ... and a rate limiter's ``acquire()``.
+RATE_LIMITER = ("rate limiter's acquire()", "its aacquire(), or aretrying given rate_limiter=")
+
+
+def _warn_if_blocking(what: str, instead: str) -> None:
+    """Warn that a sync *what* sleeping with time.sleep stops the event loop
+    running in this thread, and every task of it (``retrying`` in an ``async
+    def``, where ``aretrying`` was meant): once per line of the user's (the
+    text names no delay, which Python's filter would take for another
+    warning).  Nothing to say in a thread of its own (``run_in_executor``,
+    ``to_thread``), where no event loop runs, in a notebook's cell, which
+    IPython's kernel runs in a task of its event loop, nor in an HTTP
+    client's retry (the first frame outside this package, which the warning
+    would name, the client's own): a sync client blocks as it does all its
+    I/O, and only its async twin would not."""
     library = running_library()
-    if library is not None:
-        warnings.warn(
-            f"a sync retry loop sleeps {delay:g} s with time.sleep, which blocks the"
-            f" {library} event loop running it (every task stops): use aretrying"
-            " (async for) or @retry on an async function in async code, or pass"
-            " sleep= to say how to wait",
-            RuntimeWarning,
-            stacklevel=_checks.outside_the_library(),
-        )
+    if library is None or _in_a_kernel_cell(library):
+        return
+    level = _checks.outside_the_library()
+    caller = sys._getframe(level - 1).f_globals.get("__name__")  # the frame the warning names
+    if isinstance(caller, str) and caller.partition(".")[0] in _HTTP_CLIENTS:
+        return  # an HTTP client's own retry (our adapter's): it blocks as all its I/O does
+    warnings.warn(
+        f"a sync {what} sleeps with time.sleep, which blocks the {library} event loop"
+        f" running it (every task stops): in async code use {instead}; or pass sleep="
+        " to say how to wait",
+        RuntimeWarning,
+        stacklevel=level,
+    )
+
+
+#: The packages whose sync clients run our adapters' retries through a call's
+#: decision (botocore_retries, RetryTransport; Urllib3Retry sleeps on its own,
+#: asking for no warning): a retry there is the client's own.
+_HTTP_CLIENTS = frozenset({"botocore", "httpx"})
+
+
+def _in_a_kernel_cell(library: str) -> bool:
+    """Whether the asyncio task running now is IPython's kernel's own (a
+    Jupyter notebook runs each cell in it: sync code there blocks it, as
+    every cell does)."""
+    if library != "asyncio":
+        return False
+    coroutine = sys.modules["asyncio"].current_task().get_coro()
+    frame = getattr(coroutine, "cr_frame", None)
+    module = "" if frame is None else frame.f_globals.get("__name__", "")
+    return isinstance(module, str) and module.partition(".")[0] in ("ipykernel", "IPython")
 
 
 def _recorded(delay: float) -> bool:

@@ -246,7 +246,7 @@ class CubicRateLimiter:
         wait = self._reserve()
         if wait:
             try:
-                _sleeping.sleep(sleep, wait)
+                _sleeping.sleep(sleep, wait, _sleeping.RATE_LIMITER)
             except BaseException:
                 self._give_back()
                 raise

@@ -543,3 +543,26 @@ def test_a_retry_a_part_refuses_after_the_quota_paid_leaves_the_last_retrys_shar
     server.script = ["throttle", "500", "crc"]
     assert client.list_tables()["ResponseMetadata"]["RetryAttempts"] == 2
     assert quota.available == 100 - 5 - 14 + 14
+
+
+def test_a_sync_clients_retries_in_an_event_loop_are_the_clients_own_blocking(server, monkeypatch):
+    """A botocore client put on our retries, called in an ``async def``,
+    blocks the event loop with all its I/O: its retries' sleeps (time.sleep,
+    no sleep= given) warn of nothing, where a sync loop of the library's own
+    would."""
+    import asyncio
+    import time
+    import warnings
+
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    client = botocore_retries(dynamodb(server.url), [0.5, 1.0])
+    server.script = ["503"]
+
+    async def main() -> list[str]:
+        return client.list_tables()["TableNames"]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert asyncio.run(main()) == ["t"]
+    assert slept == [0.5, 0.0]  # ours, then botocore's own wait of the 0.0 our handler returns

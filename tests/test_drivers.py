@@ -5800,3 +5800,89 @@ def test_a_sync_loop_sleeping_outside_an_event_loop_or_as_told_warns_of_nothing(
         assert asyncio.run(in_a_thread()) == 2
         assert asyncio.run(told_how_to_sleep()) == [0.5]
     assert slept == [0.5, 0.5, 0.0, 0.0]
+
+
+def test_the_blocking_warning_is_given_once_per_line_whatever_the_delays(monkeypatch):
+    """A jittered schedule's delays differ from call to call: the warning
+    names none, so Python's filter shows it once for the user's line."""
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+
+    async def handler() -> None:
+        for attempt in retrying(lambda: islice(full_jitter(0.1, 10), 2), on=OSError):
+            with attempt:
+                if attempt.number < 3:
+                    raise OSError("reset")
+
+    async def serve() -> None:
+        for _ in range(5):
+            await handler()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's own action for a RuntimeWarning
+        asyncio.run(serve())
+    assert len(caught) == 1
+
+
+def test_a_sync_loop_in_a_notebook_cell_warns_of_nothing(monkeypatch):
+    """IPython's kernel runs each cell of a notebook in a task of its own
+    asyncio loop: sync code in a cell blocks it as every cell does, and the
+    sync loops say nothing there (the task's coroutine is the kernel's)."""
+    import types
+
+    kernel = types.ModuleType("ipykernel.kernelbase")  # (the kernel's code, run as it runs it)
+    exec("async def shell_main(cell):\n    return cell()\n", kernel.__dict__)
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for form in ("loop", "decorator", "attempts"):
+            cell = functools.partial(_retried_once_in_a_sync_loop, form)
+            assert asyncio.run(kernel.shell_main(cell)) == 2
+    assert slept == [0.5, 0.5, 0.5]
+
+
+def test_a_rate_limiters_acquire_in_an_event_loop_warns_naming_aacquire(monkeypatch):
+    """CubicRateLimiter.acquire() waiting in an ``async def`` blocks the event
+    loop: the warning names its async twin, on the user's line."""
+    from backoff_iter import CubicRateLimiter
+
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    limiter = CubicRateLimiter()
+    limiter.record(True)  # throttled: the limiter is on, at its first rate
+
+    async def main() -> None:
+        while not slept:
+            limiter.acquire()
+
+    with pytest.warns(RuntimeWarning, match=r"rate limiter's acquire\(\).*aacquire\(\)") as caught:
+        asyncio.run(main())
+    assert [w.filename for w in caught] == [__file__]
+
+
+def test_a_sync_loop_run_by_an_http_clients_own_code_warns_of_nothing(monkeypatch):
+    """The first frame outside the library - the line the warning would
+    name - decides: an HTTP client's (botocore's, httpx's, whose sync
+    clients run our adapters' retries) blocks as all its I/O does, and is
+    not warned of, though the user's code called it in an ``async def``."""
+    import types
+
+    client = types.ModuleType("httpx._client")  # (a client's code, running our retries)
+    client.retrying = retrying  # type: ignore[attr-defined]
+    exec(
+        "def send():\n"
+        "    for attempt in retrying([0.5], on=OSError):\n"
+        "        with attempt:\n"
+        "            if attempt.number == 1:\n"
+        "                raise OSError('reset')\n"
+        "            return attempt.number\n",
+        client.__dict__,
+    )
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+
+    async def main() -> Any:
+        return client.send()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert asyncio.run(main()) == 2

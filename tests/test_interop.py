@@ -2111,3 +2111,25 @@ def test_a_star_import_takes_the_adapters_whose_peer_is_installed():
         "['Urllib3Retry', 'backoff_wait_gen', 'botocore_retries', 'sys',"
         " 'tenacity_schedule', 'tenacity_wait']\n"
     )
+
+
+def test_a_sync_http_clients_retry_in_an_event_loop_is_the_clients_own_blocking(monkeypatch):
+    """requests (through Urllib3Retry) and httpx's sync client (through
+    RetryTransport) called in an ``async def`` block the event loop with all
+    their I/O, retries and all: their retries' sleeps warn of nothing (a
+    sync loop of the library's own would, naming the user's line)."""
+    import warnings
+
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+
+    async def fetch(first: str, second: str) -> tuple[int, int]:
+        response = session(delays=[0.5], total=2, status_forcelist=[503]).get(first)
+        with httpx.Client(transport=RetryTransport(delays=[0.25])) as client:
+            return response.status_code, client.get(second).status_code
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with Server(failures=1) as first, Server(failures=1) as second:
+            assert asyncio.run(fetch(first.url, second.url)) == (200, 200)
+    assert slept == [0.5, 0.25]
