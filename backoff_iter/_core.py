@@ -460,7 +460,7 @@ class Call:
             if self._retries_heard:
                 self.emit("retry", result if exc is None else exc, self.number - 1, delay)
             told = True
-            if _sleeping.sleep(self.policy.sleep, delay, _sleeping.RETRY_LOOP):
+            if _sleeping.sleep(self.policy.sleep, delay):  # recorded under no_sleep, not slept:
                 self.start -= delay  # the call's time goes on as though slept (its deadline)
         except BaseException as error:
             self._cut_short(error, told)

@@ -22,20 +22,27 @@ from . import _checks
 recorders: list[list[float]] = []
 
 
+#: What sleeps, and what to use in async code instead, for the warning when
+#: time.sleep would stop a running event loop: the library's sync loops
+#: (``retrying``, ``@retry`` on a plain function, ``attempts``) ...
+RETRY_LOOP = ("retry loop", "aretrying (async for), or @retry on an async function")
+#: ... and a rate limiter's ``acquire()``.
+RATE_LIMITER = ("rate limiter's acquire()", "its aacquire(), or aretrying given rate_limiter=")
+
+
 def sleep(
-    function: Callable[[float], Any] | None, delay: float, blocking: tuple[str, str] | None = None
+    function: Callable[[float], Any] | None, delay: float, blocking: tuple[str, str] = RETRY_LOOP
 ) -> bool:
     """Sleep *delay* with *function* (``time.sleep`` when None, looked up now,
     so a test that patches it is obeyed), or record it under ``no_sleep``:
     True then (no time passed: a call counts it as passed, see ``Call.settle``).
-    *blocking*: what sleeps and its async form, for the warning when
-    ``time.sleep`` would stop a running event loop (:data:`RETRY_LOOP`,
-    :data:`RATE_LIMITER`); None (an HTTP client's retry): no warning."""
+    *blocking*: what sleeps, and its async form, should time.sleep stop a
+    running event loop (see :func:`_warn_if_blocking`)."""
     if recorders and _recorded(delay):
         return True
     # (None, not any falsy function: a callable that is falsy is still the sleep)
     if function is None:
-        if blocking is not None and delay > 0.0:
+        if delay > 0.0:
             _warn_if_blocking(*blocking)
         time.sleep(delay)
         return False
@@ -43,13 +50,6 @@ def sleep(
     if result is not None:
         refuse_awaitable(result, function, "sleep")
     return False
-
-
-#: What sleeps, and what to use in async code instead: the library's sync
-#: loops (``retrying``, ``@retry`` on a plain function, ``attempts``) ...
-RETRY_LOOP = ("retry loop", "aretrying (async for), or @retry on an async function")
-#: ... and a rate limiter's ``acquire()``.
-RATE_LIMITER = ("rate limiter's acquire()", "its aacquire(), or aretrying given rate_limiter=")
 
 
 def _warn_if_blocking(what: str, instead: str) -> None:
@@ -79,10 +79,9 @@ def _warn_if_blocking(what: str, instead: str) -> None:
     )
 
 
-#: The packages whose sync clients run our adapters' retries through a call's
-#: decision (botocore_retries, RetryTransport; Urllib3Retry sleeps on its own,
-#: asking for no warning): a retry there is the client's own.
-_HTTP_CLIENTS = frozenset({"botocore", "httpx"})
+#: The packages whose sync clients run our adapters' retries (Urllib3Retry,
+#: botocore_retries, RetryTransport): a retry there is the client's own.
+_HTTP_CLIENTS = frozenset({"urllib3", "botocore", "httpx"})
 
 
 def _in_a_kernel_cell(library: str) -> bool:

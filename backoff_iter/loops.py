@@ -46,5 +46,5 @@ def _attempts(delays: Iterator[float], sleep: Callable[[float], object] | None) 
         seconds = _checks.wait("delays", delay)
         if seconds == math.inf:
             return
-        _sleeping.sleep(sleep, seconds, _sleeping.RETRY_LOOP)
+        _sleeping.sleep(sleep, seconds)
         yield number

@@ -5768,6 +5768,7 @@ def test_a_sync_loop_sleeping_in_a_running_event_loop_warns_that_it_blocks_it(fo
         asyncio.run(main())
     assert slept == [0.5]
     assert [w.filename for w in caught] == [__file__]
+    assert str(caught[0].message).startswith("a sync retry loop sleeps")
     assert "aretrying" in str(caught[0].message)
 
 
