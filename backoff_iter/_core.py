@@ -57,7 +57,7 @@ _END: float = cast(float, object())  # no next attempt (compared by identity)
 _PROCESS = vars(instrument)
 _INF = math.inf
 _tuple_new = tuple.__new__
-_UNASKED = object()  # a call's failure hooks not yet asked what they want
+_RetryEvent = instrument.RetryEvent
 
 #: What names the answer of a part's allow_retry that is no number in its error.
 _TAKEN = "what allow_retry took (a budget's try_retry: a bool or a number)"
@@ -202,7 +202,7 @@ class Call:
         "_hooks",
         "_failure_hooks",
         "_retries_heard",
-        "_wanted",
+        "_retry_hooks",
         "start",
         "_time",
         "__dict__",
@@ -239,7 +239,7 @@ class Call:
     _hooks: tuple[instrument.Hook, ...]  # told of every event
     _failure_hooks: tuple[instrument.Hook, ...]  # told of retries and give-ups
     _retries_heard: bool  # False: no hook hears retries (none, or none wanted the first)
-    _wanted: Any  # instrument.gate of the failure hooks, made at the first retry
+    _retry_hooks: tuple[instrument.Hook, ...] | None  # those hearing retries, asked at the first
     start: float  # the first steady reading of the clock (NOT_YET: none so far)
     _time: float  # the latest steady reading
 
@@ -258,7 +258,7 @@ class Call:
         self.number = 1
         self.delay = self.slept = 0.0
         self.hint = self.timeout = self.last = self._delays = None
-        self._wanted = _UNASKED
+        self._retry_hooks = None
         self.in_async = in_async
         # The first steady reading of the clock starts the call; None: nobody
         # read it when the first attempt began, so the first reading will.
@@ -645,37 +645,40 @@ class Call:
         """Tell the call's hooks what happened to attempt *number*: every hook
         of a success or an error, those of retries too of a retry or give-up
         (and, if they want it, of an error that ends a call after a retry)."""
-        if kind == "retry" or kind == "give_up":
-            hooks = self._failure_hooks
-            wanted = self._wanted
-            if wanted is _UNASKED:
-                wanted = self._wanted = instrument.gate(hooks)
-            if wanted is not None and not wanted(kind):
-                if kind == "retry":  # a quiet logger: asked once per call, not per retry
+        if kind == "retry":
+            hooks = self._retry_hooks
+            if hooks is None:  # asked once per call, at its first retry, not per retry
+                hooks = self._retry_hooks = instrument.hearing(self._failure_hooks, kind)
+                if not hooks:  # (a quiet logger alone)
                     self._retries_heard = False
-                if self.start == NOT_YET:  # the clock read as the event would have
-                    self.elapsed()  # ... so that later events count from here
-                return  # no hook wants it (a quiet logger): no event made
+        elif kind == "give_up":
+            hooks = instrument.hearing(self._failure_hooks, kind)
         else:
             hooks = self._hooks
             if kind == "error" and number > 1 and len(self._failure_hooks) > len(hooks):
                 # A call that retried ends with an error: those of the hooks of retries
                 # and give-ups that say they want it hear it too (the retry log's last line).
                 hooks += instrument.wanting(self._failure_hooks[len(hooks) :], kind)
-            if not hooks:
-                return
+        if not hooks:  # nobody hears it (a quiet logger): no event made
+            if self.start == NOT_YET:  # the clock read as the event would have
+                self.elapsed()  # ... so that later events count from here
+            return
         if not self._id:
-            self._id = instrument.new_call_id()
-        event = instrument.event(
-            kind,
-            self.policy.name,
-            number,
-            outcome,
-            delay,
-            self.slept,
-            self.elapsed(),
-            reason,
-            self._id,
+            self._id = _PROCESS["new_call_id"]()
+        # (the event made here as the tuple it is: instrument.event's call costs a fifth)
+        event = _tuple_new(
+            _RetryEvent,
+            (
+                kind,
+                self.policy.name,
+                number,
+                outcome,
+                delay,
+                self.slept,
+                self.elapsed(),
+                reason,
+                self._id,
+            ),
         )
         for hook in hooks:
             hook(event)

@@ -173,9 +173,8 @@ class Urllib3Retry(Retry):
         every, failures = instrument.every, instrument.failures
         if self.observe and (every or failures):  # a hook of its own heard once
             every, failures = instrument.beside(self.observe, every, failures)
-        hooks = self.observe + every + failures
-        wanted = instrument.gate(hooks) if hooks else None
-        if hooks and (wanted is None or wanted(kind)):
+        hooks = instrument.hearing(self.observe + every + failures, kind)
+        if hooks:
             event = instrument.event(
                 kind,
                 self.name,

@@ -65,8 +65,9 @@ from __future__ import annotations
 import _thread
 import itertools
 from collections.abc import Callable, Iterable
+from operator import is_
 from types import FunctionType
-from typing import TYPE_CHECKING, Any, NamedTuple, Union, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from backoff_iter import _checks
 
@@ -190,37 +191,48 @@ def hooks(observe: Observe, name: str = "observe") -> tuple[Hook, ...]:
 _FACTORIES = ("log_retries", "prometheus", "opentelemetry")
 
 
-def gate(hooks: tuple[Hook, ...]) -> Callable[[str], bool] | None:
-    """What the drivers ask before they make an event of a kind for *hooks*:
-    None when one of them hears every event, else a function of the kind,
-    false when none of them wants that event now.
+def hearing(hooks: tuple[Hook, ...], kind: str) -> tuple[Hook, ...]:
+    """Those of *hooks* that hear an event of *kind* now: each without a
+    ``wants(kind)`` method, and each whose ``wants(kind)`` says yes (the retry
+    logger's is false while its logger drops the level).  The drivers make no
+    event that none of them hears, and tell none a hook does not want.  Most
+    calls ask of the same hooks (the process's, alone): which of them have
+    ``wants`` is kept for those (the same hooks: a call's own hook and the
+    process's come in a tuple made per call).
 
-    A hook says so with a ``wants(kind)`` method (the retry logger's is false
-    while its logger drops the level): an event nobody wants is not made.
-    Most calls ask of the same hooks (the process's, alone): the last answer
-    is kept for them.
+    >>> class GiveUpsOnly:
+    ...     def wants(self, kind):
+    ...         return kind == "give_up"
+    ...     def __call__(self, event):
+    ...         pass
+    >>> quiet = GiveUpsOnly()
+    >>> hearing((print, quiet), "retry") == (print,)
+    True
+    >>> hearing((print, quiet), "give_up") == (print, quiet)
+    True
     """
-    global _last_gate
-    last_hooks, last = _last_gate
-    if hooks is last_hooks:
-        return last
-    asked = []
-    for hook in hooks:
-        wants = getattr(hook, "wants", None)
-        if not callable(wants):
-            gate = None
-            break
-        asked.append(wants)
-    else:
-        if len(asked) == 1:
-            gate = cast("Callable[[str], bool]", asked[0])
-        else:
-            gate = lambda kind: any(wants(kind) for wants in asked)
-    _last_gate = hooks, gate
-    return gate
+    global _last_asked
+    last, asking = _last_asked
+    if hooks is not last and not (len(hooks) == len(last) and all(map(is_, hooks, last))):
+        asking = tuple((hook, _wants(hook)) for hook in hooks)
+        if all(wants is None for _, wants in asking):
+            asking = None
+        _last_asked = hooks, asking
+    if asking is None:
+        return hooks
+    return tuple(hook for hook, wants in asking if wants is None or wants(kind))
 
 
-_last_gate: tuple[tuple[Hook, ...], Callable[[str], bool] | None] = ((), None)
+def _wants(hook: Hook) -> Callable[[str], bool] | None:
+    """*hook*'s ``wants(kind)`` method, or None: it hears every event."""
+    wants = getattr(hook, "wants", None)
+    return wants if callable(wants) else None
+
+
+#: hearing()'s last hooks, each with its wants (None: none has one).
+_last_asked: tuple[
+    tuple[Hook, ...], tuple[tuple[Hook, Callable[[str], bool] | None], ...] | None
+] = ((), None)
 
 
 def wanting(hooks: tuple[Hook, ...], kind: str) -> tuple[Hook, ...]:
