@@ -12,6 +12,7 @@ says where the time goes: the functions of backoff_iter that take the most
 time in a profile of the path (file:function, share of the profile).
 
     python benchmarks/costs.py [--quick]     # this table alone
+    python benchmarks/costs.py --save 3.13.json   # ... kept for run.py --others
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 
 import delays
 import drivers
+import floors
 import threads
 from drivers import RETRIES, Flaky, _factory, _hand_written, _no_sleep, _sleep_is_free
 from timing import ainterleaved, arepeated, consume, interleaved, quiet_retry_log, repeated
@@ -61,6 +63,8 @@ class Row:
     most: float
     where: str = ""  # where the time goes, for a missed target
     detail: str = ""  # what else the measurement says, after the figure
+    floor: float | None = None  # the least the figure can be in Python (floors.py), if known
+    floor_what: str = ""  # ... what that least is
     profile: Callable[[], object] | None = None  # a run of the path, to profile if missed
 
     @property
@@ -88,6 +92,11 @@ class Row:
         return self.ours <= self.most
 
     @property
+    def beyond_reach(self) -> bool:
+        """Is the target below the least the path can cost in Python (its floor)?"""
+        return self.floor is not None and self.floor > self.most and self.kind in ("x", "+")
+
+    @property
     def measured(self) -> str:
         if self.kind == "+":
             figure = f"{self.ours - self.theirs:+,.0f} ns ({self.ratio:.2f}x)"
@@ -95,7 +104,19 @@ class Row:
             figure = f"{self.ours:g}"
         else:
             figure = f"{self.ratio:.2f}x"
-        return f"{figure} ({self.detail})" if self.detail else figure
+        notes = [self.detail] if self.detail else []
+        if self.floor is not None:
+            least = f"{self.floor:+,.0f} ns" if self.kind == "+" else f"{self.floor:.2f}x"
+            notes.append(f"floor {least}: {self.floor_what}")
+        return f"{figure} ({'; '.join(notes)})" if notes else figure
+
+    @property
+    def verdict(self) -> str:
+        """met; or MISSED (below its floor, if so), and where the time goes."""
+        if self.met:
+            return "met"
+        missed = "MISSED, target below its floor" if self.beyond_reach else "MISSED"
+        return f"{missed}: {self.where}" if self.where else missed
 
     @property
     def target(self) -> str:
@@ -136,7 +157,14 @@ def _operation_forms(
     operation: Flaky,
 ) -> tuple[dict[str, Callable[[], object]], dict[str, Callable[[], object]]]:
     """(references, ours): each way of calling *operation* with up to RETRIES retries."""
-    references: dict[str, Callable[[], object]] = {"hand": _hand_written(operation)}
+    references: dict[str, Callable[[], object]] = {
+        "hand": _hand_written(operation),
+        "floor loop": floors.loop(operation),
+        "floor plain": floors.told(operation, None),
+        "floor observe": floors.told(operation, floors.no_op),
+    }
+    for name, hook in _backends(work_only=True).items():
+        references[f"floor {name}"] = floors.told(operation, hook)
     google = drivers.contenders(operation).get("google-api-core Retry")
     if google is not None:
         references["google"] = google
@@ -190,16 +218,21 @@ def _no_op(event: object) -> None:
     pass
 
 
-def _backends() -> dict[str, Callable[[Any], object]]:
+def _backends(work_only: bool = False) -> dict[str, Callable[[Any], object]]:
     """The Prometheus and OpenTelemetry hooks (the SDK: metrics into an in-memory
-    reader, spans made and dropped), those whose libraries are installed."""
+    reader, spans made and dropped), those whose libraries are installed; or,
+    *work_only*, hooks that do only those libraries' work (floors.py)."""
     made: dict[str, Callable[[Any], object]] = {}
     try:
         from prometheus_client import CollectorRegistry
     except ImportError:
         pass
     else:
-        made["prometheus"] = backoff_iter.instrument.prometheus(CollectorRegistry())
+        made["prometheus"] = (
+            floors.prometheus_work()
+            if work_only
+            else backoff_iter.instrument.prometheus(CollectorRegistry())
+        )
     try:
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -208,7 +241,11 @@ def _backends() -> dict[str, Callable[[Any], object]]:
         pass
     else:
         meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
-        made["opentelemetry"] = backoff_iter.instrument.opentelemetry(meters, TracerProvider())
+        made["opentelemetry"] = (
+            floors.opentelemetry_work(meters, TracerProvider())
+            if work_only
+            else backoff_iter.instrument.opentelemetry(meters, TracerProvider())
+        )
     return made
 
 
@@ -222,7 +259,9 @@ def sync_rows(calls: int, rounds: int) -> list[Row]:
         )
         n = max(1, calls // RETRIES)
         failing_references, failing = _operation_forms(Flaky(RETRIES))
-        retried_names = ["hand", "google", "@retry", "fresh", "module", *_backends()]
+        retried_names = ["hand", "google", "@retry", "fresh", "module", "floor plain"]
+        for backend in _backends():
+            retried_names += [backend, f"floor {backend}"]
         retried_runs = {**failing_references, **failing}
         retried = interleaved(
             {
@@ -244,12 +283,28 @@ def sync_rows(calls: int, rounds: int) -> list[Row]:
 
     rows = []
 
-    def add(path: str, name: str, reference: str, ref: str, kind: str, most: float) -> None:
+    def least(floor: str, ref: str, kind: str, figures: dict[str, float]) -> float | None:
+        """The floor's figure against *ref* (a ratio, or for "+" the extra over
+        the floor's own reference, "floor plain")."""
+        if floor not in figures:
+            return None
+        if kind == "+":
+            return figures[floor] - figures["floor plain"]
+        return figures[floor] / figures[ref]
+
+    def add(
+        path: str, name: str, reference: str, ref: str, kind: str, most: float,
+        floor: str = "", floor_what: str = "",
+    ) -> None:  # fmt: skip
         if name in success and ref in success:
             rows.append(
                 Row(path, reference, success[name], success[ref], kind, most,
-                    profile=run(name, success_runs, calls))
+                    profile=run(name, success_runs, calls),
+                    floor=least(floor, ref, kind, success) if floor else None,
+                    floor_what=floor_what)
             )  # fmt: skip
+
+    loop_floor = "a for/with loop of two objects that decides nothing"
 
     add(
         "retrying(factory, budget=TokenBucket()) success",
@@ -259,9 +314,28 @@ def sync_rows(calls: int, rounds: int) -> list[Row]:
         "+",
         300,
     )
-    add("retrying(factory) success", "fresh", "hand-written loop", "hand", "x", 4)
-    add("retrying(factory) success", "fresh", "google-api-core Retry", "google", "x", 1)
-    add("module-level policy success", "module", "hand-written loop", "hand", "x", 2)
+    add(
+        "retrying(factory) success",
+        "fresh",
+        "hand-written loop",
+        "hand",
+        "x",
+        4,
+        "floor loop",
+        loop_floor,
+    )
+    add(
+        "retrying(factory) success",
+        "fresh",
+        "google-api-core Retry",
+        "google",
+        "x",
+        1,
+        "floor loop",
+        loop_floor,
+    )
+    add("module-level policy success", "module", "hand-written loop", "hand", "x", 2,
+        "floor loop", loop_floor)  # fmt: skip
     for name in ("@retry", "fresh", "module"):
         form = {"@retry": "@retry", "fresh": "retrying(factory)", "module": "module-level policy"}
         if name in per_retry and "google" in per_retry:
@@ -275,14 +349,18 @@ def sync_rows(calls: int, rounds: int) -> list[Row]:
     add("rate_limiter= (CUBIC) success", "rate_limiter", "@retry", "@retry", "+", 1000)
     add("all three success", "all three", "@retry", "@retry", "+", 2500)
     add("on_result= success", "on_result", "@retry", "@retry", "+", 500)
-    add("a no-op observe= hook, success", "observe", "@retry", "@retry", "+", 300)
+    add("a no-op observe= hook, success", "observe", "@retry", "@retry", "+", 300,
+        "floor observe", "two clock readings, the event and the hook's call")  # fmt: skip
     for backend, most in (("prometheus", 1500), ("opentelemetry", 10_000)):
         label = "Prometheus" if backend == "prometheus" else "OpenTelemetry SDK"
-        add(f"{label} per success", backend, "@retry, no hook", "@retry", "+", most)
+        work = f"the event and {'prometheus-client' if backend == 'prometheus' else 'the SDK'}'s own calls"
+        add(f"{label} per success", backend, "@retry, no hook", "@retry", "+", most,
+            f"floor {backend}", work)  # fmt: skip
         if backend in per_retry:
             rows.append(
                 Row(f"{label} per retry", "@retry, no hook, per retry", per_retry[backend],
-                    per_retry["@retry"], "+", most, profile=run(backend, retried_runs, n))
+                    per_retry["@retry"], "+", most, profile=run(backend, retried_runs, n),
+                    floor=least(f"floor {backend}", "", "+", per_retry), floor_what=work)
             )  # fmt: skip
     return rows
 
@@ -325,7 +403,10 @@ def _async_forms(failures: int) -> dict[str, Callable[[], Awaitable[object]]]:
                 return await operation()
         raise AssertionError
 
-    forms: dict[str, Callable[[], Awaitable[object]]] = {"hand": hand}
+    forms: dict[str, Callable[[], Awaitable[object]]] = {
+        "hand": hand,
+        "floor loop": floors.aloop(operation),
+    }
     try:
         from google.api_core.retry import AsyncRetry, if_exception_type
     except ImportError:
@@ -366,11 +447,14 @@ def async_rows(calls: int, rounds: int) -> list[Row]:
         forms = _async_forms(failures)
         return lambda: asyncio.run(arepeated(forms[name], count)())
 
+    floor, what = success["floor loop"] / success["hand"], "an async for/with loop of two objects"
     rows = [
         Row("aretrying(factory) success", "hand-written async loop", success["fresh"],
-            success["hand"], "x", 4, profile=run("fresh", 0, calls)),
+            success["hand"], "x", 4, profile=run("fresh", 0, calls), floor=floor,
+            floor_what=what),
         Row("module-level async policy success", "hand-written async loop",
-            success["module"], success["hand"], "x", 2, profile=run("module", 0, calls)),
+            success["module"], success["hand"], "x", 2, profile=run("module", 0, calls),
+            floor=floor, floor_what=what),
     ]  # fmt: skip
     if "google" in per_retry:
         for name, form in (
@@ -552,7 +636,7 @@ def table_rows(found: list[Row]) -> list[list[str]]:
             row.reference,
             row.measured,
             row.target,
-            "met" if row.met else f"MISSED: {row.where}" if row.where else "MISSED",
+            row.verdict,
         ]
         for row in found
     ]
@@ -562,10 +646,20 @@ HEADER = ["path", "against", "measured", "target", "verdict"]
 
 
 def main(argv: list[str]) -> int:
-    from run import table
+    import argparse
 
-    found = rows("--quick" in argv)
+    from run import save, table
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run")
+    parser.add_argument(
+        "--save", metavar="FILE", help="also write the rows as JSON, for run.py --others"
+    )
+    args = parser.parse_args(argv)
+    found = rows(args.quick)
     print("\n".join(table(HEADER, table_rows(found))))
+    if args.save:
+        save(args.save, found)
     return 0
 
 

@@ -194,7 +194,12 @@ def costs_section(rows: list[costs.Row], others: Sequence[dict[str, object]]) ->
         " reference, each a ratio measured in this one process, the contenders of a group"
         " timed in turn and the best of the rounds kept (this 2-core machine is shared)."
         " A missed target says where the time goes: backoff_iter's functions taking the"
-        " most time in a profile of the path, and their share of it.",
+        " most time in a profile of the path, and their share of it. Where a path has a"
+        " *floor*, it follows the figure: the least the path can cost in Python, timed in"
+        " the same rounds (``benchmarks/floors.py``: a loop of two objects that decides"
+        " nothing, a wrapper that only reads the clock, makes the event and calls the hook,"
+        " the monitoring library's own calls); a target below it is out of reach of Python"
+        " code (*MISSED, target below its floor*).",
         "",
     ]
     out += table(costs.HEADER, costs.table_rows(rows))
@@ -249,15 +254,13 @@ def missed_section(rows: list[costs.Row]) -> list[str]:
     return out + table(header, missed)
 
 
+#: What a saved run keeps of each row (costs.Row's fields, but its profile).
+SAVED = ("path", "reference", "ours", "theirs", "kind", "most", "where", "floor", "floor_what")
+
+
 def save(path: str, rows: list[costs.Row]) -> None:
     """This run's targets, for a run on another Python to show beside its own."""
-    kept = [
-        {
-            key: getattr(row, key)
-            for key in ("path", "reference", "ours", "theirs", "kind", "most", "where")
-        }
-        for row in rows
-    ]
+    kept = [{key: getattr(row, key) for key in SAVED} for row in rows]
     with open(path, "w", encoding="utf-8") as target:
         json.dump({"python": platform.python_version(), "rows": kept}, target, indent=1)
 

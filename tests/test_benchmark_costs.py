@@ -102,3 +102,74 @@ def test_every_target_of_the_issue_has_a_row(costs):
         "make + 10 values",
     ):
         assert path in source, path
+
+
+def test_a_floor_is_shown_beside_the_figure_and_a_target_below_it_says_so(costs):
+    """A row's floor (the least its path can cost in Python) follows its figure, in the
+    figure's own unit; a missed target below it is out of reach, one above it is not."""
+    extra = costs.Row("p", "r", 1500.0, 1000.0, "+", 300, floor=350.0, floor_what="the work")
+    assert extra.measured == "+500 ns (1.50x) (floor +350 ns: the work)"
+    assert extra.beyond_reach and extra.verdict == "MISSED, target below its floor"
+    ratio = costs.Row("p", "r", 400.0, 100.0, "x", 2, detail="d", floor=1.87, floor_what="w")
+    assert ratio.measured == "4.00x (d; floor 1.87x: w)"
+    assert not ratio.beyond_reach and ratio.verdict == "MISSED"
+    assert costs.Row("p", "r", 150.0, 100.0, "x", 2, floor=3.0).verdict == "met"
+
+
+@pytest.fixture(scope="module")
+def floors(costs):
+    import floors  # (costs put benchmarks/ on the path as it imported)
+
+    return floors
+
+
+def test_the_floor_loops_retry_as_a_loop_does(floors):
+    """The floor's loops give up to RETRIES retries of OSError, then let the failure
+    through; any other error at once, as the forms they stand beside do."""
+    import asyncio
+
+    from drivers import RETRIES, Flaky
+
+    assert floors.loop(Flaky(RETRIES))() == 1
+    with pytest.raises(OSError):
+        floors.loop(Flaky(RETRIES + 1))()
+    with pytest.raises(KeyError):
+        floors.loop(lambda: {}["missing"])()
+
+    async def both():
+        flaky = Flaky(RETRIES)
+        failing = Flaky(RETRIES + 1)
+
+        async def ok():
+            return flaky()
+
+        async def failed():
+            return failing()
+
+        return await floors.aloop(ok)(), await floors.aloop(failed)()
+
+    with pytest.raises(OSError):
+        asyncio.run(both())
+    assert asyncio.run(floors.aloop(_async(Flaky(2)))()) == 1
+
+
+def _async(function):
+    async def call():
+        return function()
+
+    return call
+
+
+def test_the_floor_of_a_hook_tells_each_retry_and_the_success(floors):
+    """told() makes the events a driver would (kind, number, elapsed); without a hook, none."""
+    from drivers import Flaky
+
+    heard = []
+    assert floors.told(Flaky(2), heard.append)() == 1
+    assert [(event.kind, event.number) for event in heard] == [
+        ("retry", 1),
+        ("retry", 2),
+        ("success", 3),
+    ]
+    assert all(event.elapsed >= 0.0 for event in heard)
+    assert floors.told(Flaky(2), None)() == 1
