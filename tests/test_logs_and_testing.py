@@ -154,6 +154,12 @@ def test_an_event_no_hook_wants_is_not_made():
     run(Choosy(()), Choosy({"retry"}))  # either one wanting it makes the event, for it alone
     assert heard == [("retry", 1), ("retry", 2), ("retry", 3)]
 
+    class Listing(Choosy):
+        wants = frozenset({"give_up"})  # no method: not asked, and it hears every event
+
+    run(Listing(()))
+    assert heard == [("retry", 1), ("retry", 2), ("retry", 3), ("give_up", 4)]
+
 
 def test_a_give_up_counts_its_elapsed_time_from_the_first_failure_though_no_retry_was_wanted():
     """The events no hook wants are not made, but the call still starts its
