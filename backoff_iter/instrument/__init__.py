@@ -225,7 +225,7 @@ def hearing(hooks: tuple[Hook, ...], kind: str) -> tuple[Hook, ...]:
 
 def _wants(hook: Hook) -> Callable[[str], bool] | None:
     """*hook*'s ``wants(kind)`` method, or None: it hears every event."""
-    wants = getattr(hook, "wants", None)
+    wants: Callable[[str], bool] | None = getattr(hook, "wants", None)
     return wants if callable(wants) else None
 
 
