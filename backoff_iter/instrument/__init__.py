@@ -239,11 +239,8 @@ def wanting(hooks: tuple[Hook, ...], kind: str) -> tuple[Hook, ...]:
     """Those of *hooks* whose ``wants(kind)`` says yes now (a hook without
     ``wants`` is not among them): of the hooks that hear only retries and
     give-ups, those told of an error that ends a call after a retry."""
-    return tuple(
-        hook
-        for hook in hooks
-        if callable(getattr(hook, "wants", None)) and hook.wants(kind)  # type: ignore[attr-defined]
-    )
+    asking = ((hook, _wants(hook)) for hook in hooks)
+    return tuple(hook for hook, wants in asking if wants is not None and wants(kind))
 
 
 def _wants_successes(hook: Hook) -> bool:
